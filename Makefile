@@ -1,0 +1,42 @@
+# voiced: `make run` and `make test` work on a fresh Debian machine with only Go.
+# Both first make sure the Debian packages the build needs are present
+# (installing them when run as root, printing the apt-get line otherwise).
+
+GO        ?= go
+TAGS      := nolibopusfile
+export GOFLAGS := -tags=$(TAGS)
+BIN       := bin/voiced
+ARGS      ?=
+
+.PHONY: run build test bench bench-full lint deps deps-test deps-bench clean
+
+deps:
+	@deploy/debian-deps.sh build
+
+deps-test:
+	@deploy/debian-deps.sh test
+
+deps-bench:
+	@deploy/debian-deps.sh bench
+
+build: deps
+	$(GO) build -o $(BIN) ./cmd/voiced
+
+run: build
+	./$(BIN) serve $(ARGS)
+
+test: deps-test
+	$(GO) vet ./...
+	$(GO) test -count=1 -timeout 12m ./...
+
+# Micro-benchmarks of every hot path plus the HTTP benchmark (bench/http.sh).
+bench: deps-bench
+	$(GO) test -run '^$$' -bench 'G711|Opus|Resample|DSP|Chain|Mix|Ring|WAV|MP3' -benchmem ./codecs/... ./media/...
+	bench/http.sh
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+clean:
+	rm -rf bin
