@@ -1,0 +1,166 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
+	"github.com/pressly/goose/v3"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/voiced/voiced/storage/migrations"
+)
+
+// Config says which database to open.
+type Config struct {
+	// URL is empty for a SQLite file in DataDir, "sqlite://path" or
+	// "file:path" for an explicit SQLite file, or "postgres://..." /
+	// "postgresql://..." for PostgreSQL.
+	URL string
+	// DataDir holds the default SQLite file (voiced.db).
+	DataDir string
+	// MaxOpenConns bounds the pool; zero picks a default per dialect.
+	MaxOpenConns int
+}
+
+// DB is an open, migrated database.
+type DB struct {
+	*sql.DB
+	Dialect migrations.Dialect
+}
+
+// Open opens the database described by cfg. It does not migrate; call
+// Migrate (serve and migrate do).
+func Open(ctx context.Context, cfg Config) (*DB, error) {
+	dialect, driver, dsn, err := parseURL(cfg)
+	if err != nil {
+		return nil, err
+	}
+	sqlDB, err := sql.Open(driver, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", dialect, err)
+	}
+	switch dialect {
+	case migrations.SQLite:
+		n := cfg.MaxOpenConns
+		if n == 0 {
+			n = 8
+		}
+		sqlDB.SetMaxOpenConns(n)
+		sqlDB.SetMaxIdleConns(n)
+	case migrations.Postgres:
+		n := cfg.MaxOpenConns
+		if n == 0 {
+			n = 16
+		}
+		sqlDB.SetMaxOpenConns(n)
+		sqlDB.SetMaxIdleConns(n)
+		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := sqlDB.PingContext(pctx); err != nil {
+		sqlDB.Close()
+		return nil, fmt.Errorf("connect %s database: %w", dialect, err)
+	}
+	return &DB{DB: sqlDB, Dialect: dialect}, nil
+}
+
+func parseURL(cfg Config) (migrations.Dialect, string, string, error) {
+	u := cfg.URL
+	switch {
+	case u == "":
+		dir := cfg.DataDir
+		if dir == "" {
+			dir = "data"
+		}
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return "", "", "", fmt.Errorf("create data dir: %w", err)
+		}
+		return migrations.SQLite, "sqlite", sqliteDSN(filepath.Join(dir, "voiced.db")), nil
+	case strings.HasPrefix(u, "postgres://"), strings.HasPrefix(u, "postgresql://"):
+		if _, err := url.Parse(u); err != nil {
+			return "", "", "", fmt.Errorf("database url: %w", err)
+		}
+		return migrations.Postgres, "pgx", u, nil
+	case strings.HasPrefix(u, "sqlite://"):
+		return migrations.SQLite, "sqlite", sqliteDSN(strings.TrimPrefix(u, "sqlite://")), nil
+	case strings.HasPrefix(u, "file:"):
+		return migrations.SQLite, "sqlite", sqliteDSN(strings.TrimPrefix(u, "file:")), nil
+	}
+	return "", "", "", errors.New("database url must be empty, sqlite://PATH, file:PATH or postgres://...")
+}
+
+// sqliteDSN turns on WAL (readers never block the writer), a busy timeout
+// (writers queue instead of failing) and IMMEDIATE write transactions (a
+// transaction takes the write lock at BEGIN, so read-check-write is atomic).
+func sqliteDSN(path string) string {
+	if path != ":memory:" {
+		if dir := filepath.Dir(path); dir != "" {
+			_ = os.MkdirAll(dir, 0o700)
+		}
+	}
+	return "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+}
+
+// Migrate applies every pending migration.
+func (db *DB) Migrate(ctx context.Context, log *slog.Logger) error {
+	fsys, err := migrations.FS(db.Dialect)
+	if err != nil {
+		return err
+	}
+	gd := goose.DialectSQLite3
+	if db.Dialect == migrations.Postgres {
+		gd = goose.DialectPostgres
+	}
+	p, err := goose.NewProvider(gd, db.DB, fsys)
+	if err != nil {
+		return fmt.Errorf("migrations: %w", err)
+	}
+	res, err := p.Up(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	if log != nil {
+		for _, r := range res {
+			log.Info("migration applied", "version", r.Source.Version, "duration_ms", r.Duration.Milliseconds())
+		}
+	}
+	return nil
+}
+
+// tx runs fn in a transaction, committing on nil and rolling back otherwise.
+func (db *DB) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return translate(err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return translate(tx.Commit())
+}
+
+// ms converts a time to the stored millisecond form.
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+// fromMS converts stored milliseconds to a UTC time.
+func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
+
+// fromNullMS converts a nullable stored timestamp.
+func fromNullMS(v sql.NullInt64) *time.Time {
+	if !v.Valid {
+		return nil
+	}
+	t := fromMS(v.Int64)
+	return &t
+}

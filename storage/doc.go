@@ -1,0 +1,18 @@
+// Package storage is voiced's SQL persistence: one SQL dialect that runs
+// unchanged on SQLite (modernc.org/sqlite, no cgo) and PostgreSQL (pgx v5
+// through database/sql), with goose migrations embedded and applied at open.
+//
+// Conventions, the same on both databases:
+//   - placeholders are $1, $2, ...; RETURNING and ON CONFLICT are used freely;
+//   - integer ids are 64-bit; UUID ids are TEXT;
+//   - timestamps are BIGINT milliseconds since the Unix epoch, UTC, so they
+//     round-trip the API's millisecond precision exactly;
+//   - row locks are taken with a no-op conditional UPDATE (portable
+//     SELECT ... FOR UPDATE), and SQLite write transactions begin IMMEDIATE,
+//     so read-check-write sequences cannot interleave;
+//   - money is integer USD cents, and every balance change writes a ledger
+//     row in the same transaction as the balance update.
+//
+// Store methods translate driver errors where they occur: no rows is
+// ErrNotFound, a unique violation is ErrConflict.
+package storage
