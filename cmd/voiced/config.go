@@ -1,0 +1,267 @@
+package main
+
+import (
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// config is every setting of voiced serve, migrate and admin. Each flag has
+// a VOICED_* environment twin; a flag given on the command line wins.
+type config struct {
+	DataDir        string
+	HTTPAddr       string
+	DatabaseURL    string
+	RedisURL       string
+	SIPAddr        string
+	RTPPorts       string
+	PublicURL      string
+	SecretKey      string
+	DevCreditCents int64
+	LogLevel       string
+	LogFormat      string
+	AccessLog      bool
+
+	rtpLow, rtpHigh int
+}
+
+type flagSpec struct {
+	name, env, def, usage string
+	target                any
+}
+
+// bindFlags registers the flags selected by names on fs.
+func bindFlags(fs *flag.FlagSet, c *config, names ...string) []flagSpec {
+	all := []flagSpec{
+		{"data-dir", "VOICED_DATA_DIR", "./data", "directory for the SQLite database, the secret key and local files", &c.DataDir},
+		{"database-url", "VOICED_DATABASE_URL", "", "empty for SQLite in the data dir, sqlite://PATH, or postgres://USER@HOST:PORT/DB", &c.DatabaseURL},
+		{"http-addr", "VOICED_HTTP_ADDR", "127.0.0.1:8080", "HTTP listen address (host:port) for the API", &c.HTTPAddr},
+		{"redis-url", "VOICED_REDIS_URL", "", "empty for in-process coordination, or redis://HOST:PORT/DB for scale-out", &c.RedisURL},
+		{"sip-addr", "VOICED_SIP_ADDR", "127.0.0.1:5060", "SIP listen address (host:port) for the telephony front door", &c.SIPAddr},
+		{"rtp-ports", "VOICED_RTP_PORTS", "10000-20000", "UDP port range LOW-HIGH for RTP media", &c.RTPPorts},
+		{"public-url", "VOICED_PUBLIC_URL", "", "externally visible base URL (default http://<http-addr>)", &c.PublicURL},
+		{"secret-key", "VOICED_SECRET_KEY", "", "32-byte key (hex or base64) that encrypts stored secrets; empty = <data-dir>/secret.key, created on first use", &c.SecretKey},
+		{"dev-credit-cents", "VOICED_DEV_CREDIT_CENTS", "1000", "starting credit granted to the first organization on an empty database", &c.DevCreditCents},
+		{"log-level", "VOICED_LOG_LEVEL", "info", "debug, info, warn or error", &c.LogLevel},
+		{"log-format", "VOICED_LOG_FORMAT", "text", "text or json", &c.LogFormat},
+		{"access-log", "VOICED_ACCESS_LOG", "true", "log one line per HTTP request", &c.AccessLog},
+	}
+	var out []flagSpec
+	for _, s := range all {
+		if len(names) > 0 && !contains(names, s.name) {
+			continue
+		}
+		usage := fmt.Sprintf("%s (env %s)", s.usage, s.env)
+		switch t := s.target.(type) {
+		case *string:
+			fs.StringVar(t, s.name, s.def, usage)
+		case *int64:
+			v, _ := strconv.ParseInt(s.def, 10, 64)
+			fs.Int64Var(t, s.name, v, usage)
+		case *bool:
+			fs.BoolVar(t, s.name, s.def == "true", usage)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// parseFlags parses args, then fills flags not given on the command line
+// from their environment variables, then validates. Any error is one line
+// that names the flag.
+func parseFlags(fs *flag.FlagSet, specs []flagSpec, c *config, args []string) error {
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for _, s := range specs {
+		if set[s.name] {
+			continue
+		}
+		if v, ok := os.LookupEnv(s.env); ok {
+			if err := fs.Set(s.name, v); err != nil {
+				return fmt.Errorf("invalid %s=%q (for --%s): %v", s.env, v, s.name, err)
+			}
+		}
+	}
+	return c.validate(set, specs)
+}
+
+func (c *config) validate(_ map[string]bool, specs []flagSpec) error {
+	has := func(n string) bool {
+		for _, s := range specs {
+			if s.name == n {
+				return true
+			}
+		}
+		return false
+	}
+	if has("data-dir") && strings.TrimSpace(c.DataDir) == "" {
+		return errors.New("invalid --data-dir: must not be empty")
+	}
+	if has("http-addr") {
+		if err := checkHostPort(c.HTTPAddr); err != nil {
+			return fmt.Errorf("invalid --http-addr %q: %v", c.HTTPAddr, err)
+		}
+	}
+	if has("sip-addr") {
+		if err := checkHostPort(c.SIPAddr); err != nil {
+			return fmt.Errorf("invalid --sip-addr %q: %v", c.SIPAddr, err)
+		}
+	}
+	if has("database-url") && c.DatabaseURL != "" {
+		u, err := url.Parse(c.DatabaseURL)
+		switch {
+		case err != nil:
+			return fmt.Errorf("invalid --database-url: %v", err)
+		case u.Scheme == "postgres" || u.Scheme == "postgresql":
+			if u.Host == "" {
+				return errors.New("invalid --database-url: postgres URL needs a host, like postgres://user@127.0.0.1:5432/voiced")
+			}
+		case u.Scheme == "sqlite", u.Scheme == "file":
+		default:
+			return fmt.Errorf("invalid --database-url %q: use empty (SQLite in --data-dir), sqlite://PATH or postgres://...", c.DatabaseURL)
+		}
+	}
+	if has("redis-url") && c.RedisURL != "" {
+		if _, err := redis.ParseURL(c.RedisURL); err != nil {
+			return fmt.Errorf("invalid --redis-url %q: %v", c.RedisURL, err)
+		}
+	}
+	if has("rtp-ports") {
+		lo, hi, err := parsePortRange(c.RTPPorts)
+		if err != nil {
+			return fmt.Errorf("invalid --rtp-ports %q: %v", c.RTPPorts, err)
+		}
+		c.rtpLow, c.rtpHigh = lo, hi
+	}
+	if has("public-url") && c.PublicURL != "" {
+		u, err := url.Parse(c.PublicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("invalid --public-url %q: want an absolute http(s) URL like https://voice.example.com", c.PublicURL)
+		}
+	}
+	if has("secret-key") && c.SecretKey != "" {
+		if _, err := decodeKey(c.SecretKey); err != nil {
+			return fmt.Errorf("invalid --secret-key: %v", err)
+		}
+	}
+	if has("dev-credit-cents") && c.DevCreditCents < 0 {
+		return fmt.Errorf("invalid --dev-credit-cents %d: must be >= 0", c.DevCreditCents)
+	}
+	if has("log-level") && !contains([]string{"debug", "info", "warn", "error"}, c.LogLevel) {
+		return fmt.Errorf("invalid --log-level %q: use debug, info, warn or error", c.LogLevel)
+	}
+	if has("log-format") && c.LogFormat != "text" && c.LogFormat != "json" {
+		return fmt.Errorf("invalid --log-format %q: use text or json", c.LogFormat)
+	}
+	return nil
+}
+
+func checkHostPort(s string) error {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return errors.New("want host:port, like 127.0.0.1:8080")
+	}
+	if host != "" && net.ParseIP(host) == nil && host != "localhost" && strings.ContainsAny(host, " /") {
+		return errors.New("bad host")
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p < 0 || p > 65535 {
+		return errors.New("port must be a number from 0 to 65535")
+	}
+	return nil
+}
+
+func parsePortRange(s string) (int, int, error) {
+	a, b, ok := strings.Cut(s, "-")
+	if !ok {
+		return 0, 0, errors.New("want LOW-HIGH, like 10000-20000")
+	}
+	lo, err1 := strconv.Atoi(strings.TrimSpace(a))
+	hi, err2 := strconv.Atoi(strings.TrimSpace(b))
+	switch {
+	case err1 != nil || err2 != nil:
+		return 0, 0, errors.New("want LOW-HIGH, like 10000-20000")
+	case lo < 1024 || hi > 65535:
+		return 0, 0, errors.New("ports must be within 1024-65535")
+	case hi-lo < 1:
+		return 0, 0, errors.New("HIGH must be greater than LOW (RTP needs at least one even/odd pair)")
+	}
+	return lo, hi, nil
+}
+
+func decodeKey(s string) ([]byte, error) {
+	s = strings.TrimSpace(s)
+	if b, err := hex.DecodeString(s); err == nil && len(b) == 32 {
+		return b, nil
+	}
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		if b, err := enc.DecodeString(s); err == nil && len(b) == 32 {
+			return b, nil
+		}
+	}
+	return nil, errors.New("must be 32 bytes as 64 hex characters or base64")
+}
+
+// secretKey returns the configured key, or the one in the data dir,
+// creating it (mode 0600) on first use.
+func (c *config) secretKey() ([]byte, error) {
+	if c.SecretKey != "" {
+		return decodeKey(c.SecretKey)
+	}
+	path := filepath.Join(c.DataDir, "secret.key")
+	if b, err := os.ReadFile(path); err == nil {
+		k, err := decodeKey(string(b))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", path, err)
+		}
+		return k, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
+		return nil, err
+	}
+	k := make([]byte, 32)
+	if _, err := randRead(k); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return c.secretKey()
+		}
+		return nil, err
+	}
+	defer f.Close()
+	if _, err := f.WriteString(hex.EncodeToString(k) + "\n"); err != nil {
+		return nil, err
+	}
+	return k, nil
+}

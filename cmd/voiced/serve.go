@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"errors"
+
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/voiced/voiced/control"
+	"github.com/voiced/voiced/storage"
+)
+
+func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var c config
+	if _, err := parse("serve", "Runs the all-in-one server: the /v1 API, with SQLite and in-process\ncoordination by default, or PostgreSQL and Redis for scale-out.", args, stdout, &c, nil); err != nil {
+		return err
+	}
+	log := newLogger(&c, stderr)
+	env, err := openEnv(ctx, &c, log)
+	if err != nil {
+		return err
+	}
+	defer env.close()
+
+	if err := firstUse(ctx, env.store, &c, stdout, log); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", c.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen on --http-addr %s: %w", c.HTTPAddr, err)
+	}
+	public := c.PublicURL
+	if public == "" {
+		public = "http://" + ln.Addr().String()
+	}
+	srv, err := control.New(control.Config{PublicURL: public, AccessLog: c.AccessLog, Version: version}, log, env.store, env.coord)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	log.Info("serving", "http_addr", ln.Addr().String(), "public_url", public, "database", string(env.db.Dialect), "coordination", env.coordKind)
+
+	select {
+	case err := <-errc:
+		srv.Close()
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: draining requests")
+	sctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, net.ErrClosed) {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// firstUse creates an owner, an org and an API key on an empty database and
+// prints the key once.
+func firstUse(ctx context.Context, store *storage.Store, c *config, stdout io.Writer, log *slog.Logger) error {
+	n, err := store.CountUsers(ctx)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		return nil
+	}
+	b, err := bootstrap(ctx, store, "owner@localhost", "Default", c.DevCreditCents)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "\nFirst run: created organization %d and its owner %s.\nAPI key (shown once, keep it):\n\n  %s\n\nTry: curl -H \"Authorization: Bearer %s\" %s/v1/orgs/\n\n",
+		b.OrgID, "owner@localhost", b.APIKey, b.APIKey, strings.TrimRight(publicOr(c), "/"))
+	log.Info("first use bootstrap", "org_id", b.OrgID, "user_id", b.UserID, "credit_cents", c.DevCreditCents)
+	return nil
+}
+
+func publicOr(c *config) string {
+	if c.PublicURL != "" {
+		return c.PublicURL
+	}
+	return "http://" + c.HTTPAddr
+}
+
+func migrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var c config
+	if _, err := parse("migrate", "Applies every pending database migration and exits.", args, stdout, &c, nil, "data-dir", "database-url", "log-level", "log-format"); err != nil {
+		return err
+	}
+	log := newLogger(&c, stderr)
+	db, err := storage.Open(ctx, storage.Config{URL: c.DatabaseURL, DataDir: c.DataDir})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if err := db.Migrate(ctx, log); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, "migrations applied")
+	return nil
+}

@@ -1,0 +1,76 @@
+package control
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/gofiber/fiber/v3"
+)
+
+// APIError is an error with an HTTP status and the body the spec requires.
+// Detail is written for users and never echoes an internal error string.
+type APIError struct {
+	Status int
+	// Detail is the generic body {"detail": Detail}.
+	Detail string
+	// Fields, when set, is a validation body {"field": ["message"]}.
+	Fields map[string][]string
+	// Extra fields merged into a detail body (e.g. legacy_path).
+	Extra map[string]any
+}
+
+func (e *APIError) Error() string { return e.Detail }
+
+func apiErr(status int, detail string) *APIError { return &APIError{Status: status, Detail: detail} }
+
+func fieldErr(field, msg string) *APIError {
+	return &APIError{Status: http.StatusBadRequest, Detail: "invalid parameters", Fields: map[string][]string{field: {msg}}}
+}
+
+var (
+	errUnauthenticated = apiErr(http.StatusUnauthorized, "Authentication credentials were not provided or are invalid.")
+	errForbidden       = apiErr(http.StatusForbidden, "You do not have permission to perform this action.")
+	errNotFound        = apiErr(http.StatusNotFound, "Not found.")
+)
+
+// body writes the error's JSON body.
+func (e *APIError) body() any {
+	if e.Fields != nil {
+		return e.Fields
+	}
+	m := map[string]any{"detail": e.Detail}
+	for k, v := range e.Extra {
+		m[k] = v
+	}
+	return m
+}
+
+// errorHandler is the one place domain and framework errors become HTTP
+// responses. Unknown errors are 500 with a generic detail; the real error is
+// logged once by the access log.
+func (s *Server) errorHandler(c fiber.Ctx, err error) error {
+	var ae *APIError
+	var fe *fiber.Error
+	switch {
+	case errors.As(err, &ae):
+	case errors.As(err, &fe):
+		switch fe.Code {
+		case http.StatusRequestEntityTooLarge:
+			ae = apiErr(http.StatusBadRequest, "Request body is too large.")
+		case http.StatusNotFound:
+			ae = errNotFound
+		case http.StatusMethodNotAllowed:
+			ae = apiErr(http.StatusMethodNotAllowed, "Method not allowed.")
+		default:
+			if fe.Code >= 500 {
+				ae = apiErr(fe.Code, "Internal server error.")
+			} else {
+				ae = apiErr(fe.Code, http.StatusText(fe.Code)+".")
+			}
+		}
+	default:
+		c.Locals(localErr, err)
+		ae = apiErr(http.StatusInternalServerError, "Internal server error.")
+	}
+	return c.Status(ae.Status).JSON(ae.body())
+}

@@ -1,0 +1,182 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/gofiber/fiber/v3"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/voiced/voiced/storage"
+	"github.com/voiced/voiced/storage/coord"
+)
+
+// Config holds the control plane's settings. Zero values mean defaults.
+type Config struct {
+	// PublicURL is the externally visible base URL (for links in
+	// responses such as invite URLs). Default http://127.0.0.1:8080.
+	PublicURL string
+	// BodyLimit caps request bodies in bytes. Default 1 MiB.
+	BodyLimit int
+	// AuthCacheTTL bounds how long a GET may be served on a cached
+	// credential after it was revoked on another replica. Default 2 s.
+	AuthCacheTTL time.Duration
+	// KeyTouchInterval is how often last_used_at is flushed. Default 10 s.
+	KeyTouchInterval time.Duration
+	// InviteTTL is how long an invite stays valid. Default 7 days.
+	InviteTTL time.Duration
+	// AccessLog turns on one log line per request.
+	AccessLog bool
+	// Version is reported by healthz.
+	Version string
+}
+
+func (c Config) withDefaults() Config {
+	if c.PublicURL == "" {
+		c.PublicURL = "http://127.0.0.1:8080"
+	}
+	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
+	if c.BodyLimit == 0 {
+		c.BodyLimit = 1 << 20
+	}
+	if c.AuthCacheTTL == 0 {
+		c.AuthCacheTTL = 2 * time.Second
+	}
+	if c.KeyTouchInterval == 0 {
+		c.KeyTouchInterval = 10 * time.Second
+	}
+	if c.InviteTTL == 0 {
+		c.InviteTTL = 7 * 24 * time.Hour
+	}
+	return c
+}
+
+// Limiter counts actions against a rate (coord.Limiter).
+type Limiter interface {
+	Allow(ctx context.Context, key string, r coord.Rate) (coord.Decision, error)
+}
+
+// Server is the control plane's HTTP server.
+type Server struct {
+	cfg     Config
+	log     *slog.Logger
+	store   *storage.Store
+	limiter Limiter
+	app     *fiber.App
+	auth    *authenticator
+	routes  []route
+	metrics *metrics
+	reqSeq  atomic.Uint64
+	started time.Time
+}
+
+// New builds the server and its routes. Call Close to stop its background
+// work (the last-used flusher).
+func New(cfg Config, log *slog.Logger, store *storage.Store, limiter Limiter) (*Server, error) {
+	if store == nil || limiter == nil {
+		return nil, errors.New("control: store and limiter are required")
+	}
+	cfg = cfg.withDefaults()
+	s := &Server{cfg: cfg, log: log, store: store, limiter: limiter, started: time.Now()}
+	s.metrics = newMetrics()
+	s.auth = newAuthenticator(store, cfg.AuthCacheTTL, cfg.KeyTouchInterval, log)
+	s.app = fiber.New(fiber.Config{
+		AppName:      "voiced",
+		BodyLimit:    cfg.BodyLimit,
+		ErrorHandler: s.errorHandler,
+		ReadTimeout:  30 * time.Second,
+		WriteTimeout: 30 * time.Second,
+		IdleTimeout:  120 * time.Second,
+	})
+	s.app.Use(s.observe)
+	s.registerRoutes()
+	s.app.Use(func(c fiber.Ctx) error { return errNotFound })
+	return s, nil
+}
+
+// App returns the Fiber application (tests drive it with App().Test).
+func (s *Server) App() *fiber.App { return s.app }
+
+// Registry returns the Prometheus registry holding the server's metrics, so
+// other components can register theirs on the same /metrics.
+func (s *Server) Registry() *prometheus.Registry { return s.metrics.reg }
+
+// Serve serves HTTP on ln until Shutdown.
+func (s *Server) Serve(ln net.Listener) error {
+	return s.app.Listener(ln, fiber.ListenConfig{DisableStartupMessage: true})
+}
+
+// Shutdown stops accepting requests, waits for in-flight ones up to ctx's
+// deadline, then flushes last-used times.
+func (s *Server) Shutdown(ctx context.Context) error {
+	err := s.app.ShutdownWithContext(ctx)
+	s.auth.close(ctx)
+	return err
+}
+
+// Close stops background work without serving (tests).
+func (s *Server) Close() { s.auth.close(context.Background()) }
+
+const (
+	localPrincipal = "voiced.principal"
+	localErr       = "voiced.err"
+	localReqID     = "voiced.reqid"
+)
+
+// observe assigns a request id, recovers panics, records metrics and writes
+// the access log line.
+func (s *Server) observe(c fiber.Ctx) (err error) {
+	start := time.Now()
+	rid := c.Get("X-Request-Id")
+	if rid == "" || len(rid) > 64 {
+		rid = strconv.FormatUint(uint64(s.started.UnixMilli()), 36) + "-" + strconv.FormatUint(s.reqSeq.Add(1), 36)
+	}
+	c.Locals(localReqID, rid)
+	c.Set("X-Request-Id", rid)
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				c.Locals(localErr, errors.New("panic"))
+				if s.log != nil {
+					s.log.Error("handler panic", "request_id", rid, "panic", r, "stack", string(debug.Stack()))
+				}
+				err = apiErr(http.StatusInternalServerError, "Internal server error.")
+			}
+		}()
+		err = c.Next()
+	}()
+	if err != nil {
+		if herr := s.errorHandler(c, err); herr != nil {
+			return herr
+		}
+		err = nil
+	}
+	status := c.Response().StatusCode()
+	route := c.Route().Path
+	if route == "/" {
+		route = "unmatched"
+	}
+	dur := time.Since(start)
+	s.metrics.observe(c.Method(), route, status, dur)
+	if s.cfg.AccessLog && s.log != nil {
+		attrs := []any{"request_id", rid, "method", c.Method(), "path", c.Path(), "route", route, "status", status, "duration_ms", float64(dur.Microseconds()) / 1000}
+		if p, ok := c.Locals(localPrincipal).(*storage.Principal); ok && p != nil {
+			attrs = append(attrs, "org_id", p.OrgID, "user_id", p.UserID)
+		}
+		if e, ok := c.Locals(localErr).(error); ok {
+			attrs = append(attrs, "err", e.Error())
+			s.log.Error("request", attrs...)
+		} else {
+			s.log.Info("request", attrs...)
+		}
+	}
+	return nil
+}
