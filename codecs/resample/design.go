@@ -1,0 +1,109 @@
+package resample
+
+import "math"
+
+// tapAlign is the multiple each polyphase branch's length is rounded up to.
+const tapAlign = 8
+
+// filter is the polyphase decomposition of one linear-phase Kaiser-windowed
+// sinc low-pass designed at the intermediate rate up*inRate.
+//
+// Output sample m sits at intermediate index j = m*down. It is the dot
+// product of phase j%up (K coefficients, stored time-reversed so the inner
+// loop walks forward) with the K input samples ending at input j/up.
+type filter struct {
+	up, down int       // L and M: outRate/inRate reduced to L/M
+	taps     int       // K: coefficients per phase
+	coefs    []float32 // up phases of taps coefficients each, time-reversed
+	delay    int       // group delay in output samples: center / down
+}
+
+// design builds the filter for converting inRate to outRate with spec s.
+//
+// The passband ends at s.passEdge times the lower rate and the stopband starts
+// at half the lower rate (its Nyquist frequency), so every alias of a
+// downsampled tone and every image of an upsampled one lands in the stopband.
+// The cutoff is the middle of that transition band; the length follows
+// Kaiser's formula N-1 = (A-7.95) / (2.285 * transition in rad/sample). The
+// center tap is rounded up to a multiple of down so that the group delay is a
+// whole number of output samples.
+func design(inRate, outRate int, s spec) filter {
+	g := gcd(inRate, outRate)
+	up, down := outRate/g, inRate/g
+	lower := float64(min(inRate, outRate))
+	fsI := float64(inRate * up)
+
+	pass, stop := s.passEdge*lower, 0.5*lower
+	fc := (pass + stop) / 2 / fsI // normalized cutoff, cycles per sample
+	dw := 2 * math.Pi * (stop - pass) / fsI
+	n := int(math.Ceil((s.attenuation-7.95)/(2.285*dw))) + 1
+	center := n / 2 // ceil((n-1)/2): half the minimum length
+	center = (center + down - 1) / down * down
+	length := 2*center + 1
+	taps := (length + up - 1) / up
+	// Zero taps at the oldest end round each phase up to a whole number of
+	// SIMD blocks; they do not change the output.
+	taps = (taps + tapAlign - 1) / tapAlign * tapAlign
+	beta := kaiserBeta(s.attenuation)
+
+	h := make([]float64, taps*up)
+	sum := 0.0
+	i0beta := besselI0(beta)
+	for i := range length {
+		t := float64(i - center)
+		r := t / float64(center)
+		w := besselI0(beta*math.Sqrt(max(0, 1-r*r))) / i0beta
+		h[i] = 2 * fc * sinc(2*fc*t) * w
+		sum += h[i]
+	}
+	// Each of the up phases must have unit DC gain, so the whole filter sums
+	// to up (zero stuffing divides the signal's level by up).
+	scale := float64(up) / sum
+
+	coefs := make([]float32, taps*up)
+	for p := range up {
+		for t := range taps {
+			coefs[p*taps+taps-1-t] = float32(h[p+t*up] * scale)
+		}
+	}
+	return filter{up: up, down: down, taps: taps, coefs: coefs, delay: center / down}
+}
+
+func kaiserBeta(a float64) float64 {
+	switch {
+	case a > 50:
+		return 0.1102 * (a - 8.7)
+	case a >= 21:
+		return 0.5842*math.Pow(a-21, 0.4) + 0.07886*(a-21)
+	}
+	return 0
+}
+
+// besselI0 is the zeroth-order modified Bessel function of the first kind,
+// summed from its power series until the terms stop contributing.
+func besselI0(x float64) float64 {
+	sum, term := 1.0, 1.0
+	q := x * x / 4
+	for k := 1; k < 500; k++ {
+		term *= q / float64(k*k)
+		sum += term
+		if term < sum*1e-17 {
+			break
+		}
+	}
+	return sum
+}
+
+func sinc(x float64) float64 {
+	if x == 0 {
+		return 1
+	}
+	return math.Sin(math.Pi*x) / (math.Pi * x)
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}

@@ -1,0 +1,221 @@
+package resample
+
+import "fmt"
+
+// initialChunk is the input chunk the scratch buffer is sized for at New: 40 ms
+// at 48 kHz, so 20 ms frames at any supported rate never grow it.
+const initialChunk = 1920
+
+// Resampler converts one stream of mono PCM16 from one rate to another. It
+// keeps the filter history between calls, so a stream cut into chunks of any
+// size gives exactly the same output as the whole stream in one call.
+//
+// A Resampler is not safe for concurrent use; it belongs to one stream. The
+// owner must call Close when done (there is no finalizer).
+type Resampler struct {
+	inRate, outRate int
+	f               filter
+
+	// buf holds taps-1 samples of history followed by the current chunk,
+	// converted to float32. It only grows.
+	buf []float32
+	// base and phase locate the next output sample: it ends its window at
+	// input base of the next chunk (relative to that chunk's start) and uses
+	// polyphase branch phase.
+	base, phase int
+	closed      bool
+}
+
+// New returns a Resampler from inRate to outRate (each one of 8000, 16000,
+// 24000, 48000 Hz) with the given quality. Equal rates give a copying
+// Resampler with no delay.
+func New(inRate, outRate int, q Quality) (*Resampler, error) {
+	for _, r := range [...]int{inRate, outRate} {
+		switch r {
+		case 8000, 16000, 24000, 48000:
+		default:
+			return nil, fmt.Errorf("%w: %d Hz (want 8000, 16000, 24000 or 48000)", ErrUnsupportedRate, r)
+		}
+	}
+	s, ok := q.spec()
+	if !ok {
+		return nil, fmt.Errorf("%w: %d", ErrUnsupportedQuality, int(q))
+	}
+	r := &Resampler{inRate: inRate, outRate: outRate}
+	if inRate == outRate {
+		r.f = filter{up: 1, down: 1}
+		return r, nil
+	}
+	r.f = design(inRate, outRate, s)
+	r.buf = make([]float32, r.f.taps-1, r.f.taps-1+max(initialChunk, r.flushInput()))
+	return r, nil
+}
+
+// InputRate returns the input sample rate in Hz.
+func (r *Resampler) InputRate() int { return r.inRate }
+
+// OutputRate returns the output sample rate in Hz.
+func (r *Resampler) OutputRate() int { return r.outRate }
+
+// Delay returns the group delay in output samples: an input event at output
+// time t appears at output index t+Delay(). It is constant for the life of
+// the Resampler (0 for equal rates) and is also the number of samples Flush
+// writes. The values per rate pair are listed in the package documentation.
+func (r *Resampler) Delay() int { return r.f.delay }
+
+// OutputLen returns the largest number of samples ProcessTo can write for an
+// input of n samples: n*outRate/inRate rounded up. Whenever the stream so far
+// and n are whole multiples of inRate/gcd(inRate, outRate) samples (every
+// 20 ms frame at the supported rates is), ProcessTo writes exactly
+// n*outRate/inRate.
+func (r *Resampler) OutputLen(n int) int {
+	return (n*r.f.up + r.f.down - 1) / r.f.down
+}
+
+// ProcessTo resamples src and writes the output into dst, returning the
+// number of samples written. The output for a chunk is every output sample
+// whose time falls within it, so it never holds samples back: it is exactly
+// len(src)*outRate/inRate samples per 20 ms frame from the first frame on,
+// the first Delay() of them being the filter's start-up. If dst is shorter
+// than OutputLen(len(src)) nothing is consumed and ErrShortBuffer is
+// returned. ProcessTo does not allocate unless src is longer than every chunk
+// before it and than 40 ms at 48 kHz.
+func (r *Resampler) ProcessTo(dst, src []int16) (int, error) {
+	if r.closed {
+		return 0, ErrClosed
+	}
+	if r.inRate == r.outRate {
+		if len(dst) < len(src) {
+			return 0, fmt.Errorf("%w: %d samples for %d", ErrShortBuffer, len(dst), len(src))
+		}
+		return copy(dst, src), nil
+	}
+	if need := r.OutputLen(len(src)); len(dst) < need {
+		return 0, fmt.Errorf("%w: %d samples for %d", ErrShortBuffer, len(dst), need)
+	}
+	hist := r.f.taps - 1
+	if need := hist + len(src); need > cap(r.buf) {
+		grown := make([]float32, hist, need)
+		copy(grown, r.buf)
+		r.buf = grown
+	}
+	r.buf = r.buf[:hist+len(src)]
+	x := r.buf[hist:]
+	for i, v := range src {
+		x[i] = float32(v)
+	}
+	return r.run(dst, len(src), len(dst)), nil
+}
+
+// Flush writes the last Delay() output samples, those still inside the
+// filter, as if the stream were followed by silence, and resets the
+// Resampler for a new stream. dst must hold Delay() samples.
+func (r *Resampler) Flush(dst []int16) (int, error) {
+	if r.closed {
+		return 0, ErrClosed
+	}
+	d := r.f.delay
+	if len(dst) < d {
+		return 0, fmt.Errorf("%w: %d samples for a flush of %d", ErrShortBuffer, len(dst), d)
+	}
+	if d == 0 {
+		return 0, nil
+	}
+	z := r.flushInput()
+	hist := r.f.taps - 1
+	r.buf = r.buf[:hist+z]
+	clear(r.buf[hist:])
+	n := r.run(dst, z, d)
+	r.reset()
+	return n, nil
+}
+
+// flushInput is the number of zero input samples that yields at least Delay()
+// output samples from any position. Between chunks the next output lies
+// base*up+phase < down intermediate samples into the next chunk, and z inputs
+// yield ceil((z*up - (base*up+phase)) / down) outputs.
+func (r *Resampler) flushInput() int {
+	return ((r.f.delay-1)*r.f.down+r.f.down-1)/r.f.up + 1
+}
+
+// Reset forgets the history so the next ProcessTo starts a new stream, as
+// from New.
+func (r *Resampler) Reset() error {
+	if r.closed {
+		return ErrClosed
+	}
+	r.reset()
+	return nil
+}
+
+func (r *Resampler) reset() {
+	r.buf = r.buf[:r.f.taps-1]
+	clear(r.buf)
+	r.base, r.phase = 0, 0
+}
+
+// Close releases the filter and buffers. Later calls return ErrClosed. Close
+// is idempotent.
+func (r *Resampler) Close() error {
+	r.closed = true
+	r.buf = nil
+	r.f.coefs = nil
+	return nil
+}
+
+// run computes up to limit output samples from the n new input samples at the
+// end of r.buf into dst, then keeps the last taps-1 inputs as history.
+func (r *Resampler) run(dst []int16, n, limit int) int {
+	f := &r.f
+	k := f.taps
+	stepBase, stepPhase := f.down/f.up, f.down%f.up
+	base, phase := r.base, r.phase
+	out := 0
+	for base < n && out < limit {
+		c := f.coefs[phase*k : phase*k+k]
+		dst[out] = toInt16(dot(c, r.buf[base:base+k]))
+		out++
+		base += stepBase
+		phase += stepPhase
+		if phase >= f.up {
+			phase -= f.up
+			base++
+		}
+	}
+	r.base, r.phase = base-n, phase
+	copy(r.buf, r.buf[n:n+k-1])
+	r.buf = r.buf[:k-1]
+	return out
+}
+
+// dotGeneric returns the inner product of a and b[:len(a)] with four
+// independent accumulators so the additions pipeline. It is the portable
+// version of dot.
+func dotGeneric(a, b []float32) float32 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		s0 += a[i] * b[i]
+		s1 += a[i+1] * b[i+1]
+		s2 += a[i+2] * b[i+2]
+		s3 += a[i+3] * b[i+3]
+	}
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// toInt16 rounds half away from zero and saturates.
+func toInt16(v float32) int16 {
+	switch {
+	case v >= 32767:
+		return 32767
+	case v <= -32768:
+		return -32768
+	case v >= 0:
+		return int16(v + 0.5)
+	}
+	return int16(v - 0.5)
+}
