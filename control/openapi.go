@@ -23,7 +23,6 @@ func ref(name string) map[string]any { return map[string]any{"$ref": "#/componen
 
 var (
 	str     = map[string]any{"type": "string"}
-	strNull = map[string]any{"type": []string{"string", "null"}}
 	dt      = map[string]any{"type": "string", "format": "date-time"}
 	dtNull  = map[string]any{"type": []string{"string", "null"}, "format": "date-time"}
 	i64     = map[string]any{"type": "integer", "format": "int64"}
@@ -58,7 +57,6 @@ var schemas = map[string]any{
 		"created_at": dt, "expires_at": dt, "accepted_at": dtNull, "revoked_at": dtNull}),
 	"InviteCreated": map[string]any{"allOf": []any{ref("Invite"), obj(map[string]any{"token": str, "invite_url": str}, "token", "invite_url")}},
 	"InviteInput":   obj(map[string]any{"email": map[string]any{"type": "string", "format": "email"}, "role": map[string]any{"type": "string", "enum": []string{"admin", "member"}, "default": "member"}}, "email"),
-	"_":             strNull,
 }
 
 // openapi builds the OpenAPI 3.1 document from the route table.
@@ -117,19 +115,13 @@ func (s *Server) openapi() map[string]any {
 		op["responses"] = res
 		item[strings.ToLower(r.method)] = op
 	}
-	comps := map[string]any{}
-	for k, v := range schemas {
-		if k != "_" {
-			comps[k] = v
-		}
-	}
 	return map[string]any{
 		"openapi": "3.1.0",
 		"info":    map[string]any{"title": "voiced API", "version": "v1", "description": "Self-hostable platform for voice AI agents. See spec/api.md."},
 		"servers": []any{map[string]any{"url": s.cfg.PublicURL}},
 		"paths":   paths,
 		"components": map[string]any{
-			"schemas": comps,
+			"schemas": schemas,
 			"securitySchemes": map[string]any{
 				"apiKey":        map[string]any{"type": "http", "scheme": "bearer", "description": "Authorization: Bearer sk_live_..."},
 				"personalToken": map[string]any{"type": "apiKey", "in": "header", "name": "Authorization", "description": "Authorization: Token <personal token>"},

@@ -33,7 +33,7 @@ func newFixture(t *testing.T, db *storage.DB) fixture {
 	t.Helper()
 	ctx := context.Background()
 	f := fixture{s: newStore(t, db)}
-	tag := storage.NewUUID()[:8]
+	tag := storage.NewUUID()[28:]
 	var err error
 	f.owner, err = f.s.CreateUser(ctx, "Owner-"+tag+"@Example.com", "O", "Wner")
 	require.NoError(t, err)

@@ -110,7 +110,7 @@ func pgDatabase(t testing.TB) string {
 	if tmplErr != nil {
 		t.Fatalf("sqltest: template: %v", tmplErr)
 	}
-	name := "voiced_t_" + strings.ReplaceAll(storage.NewUUID(), "-", "")[:20]
+	name := "voiced_t_" + strings.ReplaceAll(storage.NewUUID(), "-", "")[12:]
 	// CREATE DATABASE ... TEMPLATE needs the template idle; concurrent
 	// clones from several test processes retry briefly.
 	for i := 0; ; i++ {

@@ -1,0 +1,47 @@
+package control_test
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/voiced/voiced/storage/migrations"
+	"github.com/voiced/voiced/storage/sqltest"
+)
+
+// TestOpenAPICoversEveryRoute fails when a route the router serves is
+// missing from /v1/openapi.json, e.g. one registered with app.Get directly
+// instead of through the route table.
+func TestOpenAPICoversEveryRoute(t *testing.T) {
+	a := newAPI(t, sqltest.New(t, migrations.SQLite))
+	r := a.do("GET", "/v1/openapi.json", "", nil)
+	require.Equal(t, 200, r.status)
+	doc := r.obj(t)
+	require.Equal(t, "3.1.0", doc["openapi"])
+	paths := doc["paths"].(map[string]any)
+	param := regexp.MustCompile(`:([A-Za-z_]+)`)
+	n := 0
+	for _, rt := range a.srv.App().GetRoutes(true) {
+		if rt.Method == "HEAD" || rt.Method == "USE" {
+			continue
+		}
+		p := strings.ReplaceAll(param.ReplaceAllString(rt.Path, "{$1}"), "*", "{rest}")
+		item, ok := paths[p].(map[string]any)
+		require.True(t, ok, "route %s %s is not in the OpenAPI document", rt.Method, rt.Path)
+		op, ok := item[strings.ToLower(rt.Method)].(map[string]any)
+		require.True(t, ok, "route %s %s is not in the OpenAPI document", rt.Method, rt.Path)
+		require.NotEmpty(t, op["summary"])
+		require.NotEmpty(t, op["responses"])
+		n++
+	}
+	require.Greater(t, n, 20)
+	// And every documented schema reference resolves.
+	schemas := doc["components"].(map[string]any)["schemas"].(map[string]any)
+	refs := regexp.MustCompile(`#/components/schemas/([A-Za-z]+)`).FindAllStringSubmatch(string(r.body), -1)
+	require.NotEmpty(t, refs)
+	for _, m := range refs {
+		require.Contains(t, schemas, m[1])
+	}
+}
