@@ -3,7 +3,7 @@
 // PostgreSQL is real: each test gets its own database cloned from a
 // template that is migrated once per migration set, and dropped at the
 // end. The server is VOICED_TEST_DATABASE_URL (default
-// postgres://postgres@127.0.0.1:5432/test). When it is unreachable the test
+// postgres://postgres@127.0.0.1:5432/postgres). When it is unreachable the test
 // is skipped with a message, except under CI=true, where it fails.
 package sqltest
 
@@ -75,7 +75,7 @@ func ServerURL() string {
 	if u := os.Getenv("VOICED_TEST_DATABASE_URL"); u != "" {
 		return u
 	}
-	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+	return "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
 }
 
 // Unavailable skips t (or fails it under CI=true) because a server the test

@@ -1,0 +1,61 @@
+package voiced
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const mod = "github.com/voiced/voiced/"
+
+// TestImportDirections enforces DESIGN.md section 2: codecs <- media <- sip;
+// ai is imported by media/agent and control; control and media never import
+// each other; storage is imported only by control and cmd.
+func TestImportDirections(t *testing.T) {
+	out, err := exec.Command("go", "list", "-tags", "nolibopusfile", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	top := func(p string) string {
+		p = strings.TrimPrefix(p, mod)
+		if i := strings.IndexByte(p, '/'); i >= 0 {
+			return p[:i]
+		}
+		return p
+	}
+	// forbidden[a] lists the top-level trees package tree a must not import.
+	forbidden := map[string][]string{
+		"codecs":  {"media", "sip", "ai", "control", "storage", "cmd", "web"},
+		"media":   {"sip", "control", "storage", "cmd"},
+		"sip":     {"control", "storage", "ai", "cmd"},
+		"ai":      {"media", "sip", "control", "storage", "cmd"},
+		"control": {"media", "sip", "cmd"},
+		"storage": {"codecs", "media", "sip", "ai", "control", "cmd"},
+	}
+	checked := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || !strings.HasPrefix(f[0], mod) {
+			continue
+		}
+		from := top(f[0])
+		for _, imp := range f[1:] {
+			if !strings.HasPrefix(imp, mod) {
+				continue
+			}
+			to := top(imp)
+			checked++
+			for _, bad := range forbidden[from] {
+				if to == bad {
+					t.Errorf("%s imports %s: %s may not import %s (DESIGN.md section 2)", f[0], imp, from, bad)
+				}
+			}
+			if from == "media" && to == "ai" && !strings.HasPrefix(f[0], mod+"media/agent") {
+				t.Errorf("%s imports %s: only media/agent may import ai", f[0], imp)
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no intra-module imports found: go list output not understood")
+	}
+}
