@@ -7,12 +7,14 @@ import (
 	"flag"
 	"io"
 	"net/http"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/voiced/voiced/storage/migrations"
@@ -110,17 +112,28 @@ func TestAdminBootstrapAndCredit(t *testing.T) {
 // database gets an owner, an org with starting credit and a printed key
 // that lists the org; SIGTERM (context cancel) drains and returns nil.
 func TestServeFirstUse(t *testing.T) {
-	for _, d := range sqltest.Dialects {
-		t.Run(string(d), func(t *testing.T) {
-			url := ""
+	for _, tc := range []struct {
+		d     migrations.Dialect
+		redis bool
+	}{{migrations.SQLite, false}, {migrations.Postgres, false}, {migrations.Postgres, true}} {
+		name := string(tc.d)
+		if tc.redis {
+			name += "+redis"
+		}
+		t.Run(name, func(t *testing.T) {
+			d := tc.d
+			url, redisURL := "", ""
 			if d == migrations.Postgres {
 				url = sqltest.URL(t, d)
+			}
+			if tc.redis {
+				redisURL = testRedisURL(t)
 			}
 			ctx, cancel := context.WithCancel(context.Background())
 			var stdout, stderr syncBuf
 			done := make(chan error, 1)
 			go func() {
-				done <- run(ctx, []string{"serve", "--data-dir", t.TempDir(), "--database-url", url, "--http-addr", "127.0.0.1:0"}, &stdout, &stderr)
+				done <- run(ctx, []string{"serve", "--data-dir", t.TempDir(), "--database-url", url, "--http-addr", "127.0.0.1:0", "--redis-url", redisURL}, &stdout, &stderr)
 			}()
 			addrRe := regexp.MustCompile(`http_addr=(127\.0\.0\.1:\d+)`)
 			var addr string
@@ -154,6 +167,27 @@ func TestServeFirstUse(t *testing.T) {
 				t.Fatal("serve did not stop after cancel")
 			}
 			require.Contains(t, stderr.String(), "stopped")
+			if tc.redis {
+				require.Contains(t, stderr.String(), "coordination=redis")
+			}
 		})
 	}
+}
+
+func testRedisURL(t *testing.T) string {
+	t.Helper()
+	u := os.Getenv("VOICED_TEST_REDIS_URL")
+	if u == "" {
+		u = "redis://127.0.0.1:6379/0"
+	}
+	opt, err := redis.ParseURL(u)
+	require.NoError(t, err)
+	rdb := redis.NewClient(opt)
+	defer rdb.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		sqltest.Unavailable(t, "Redis", err)
+	}
+	return u
 }
