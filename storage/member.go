@@ -180,4 +180,3 @@ func (s *Store) Leave(ctx context.Context, orgID, userID int64) error {
 		return s.removeMembership(ctx, tx, m)
 	})
 }
-
