@@ -341,6 +341,31 @@ func TestAPI(t *testing.T) {
 			require.NotNil(t, l[0]["revoked_at"])
 		})
 
+		t.Run("last_used_at is recorded without a write per request", func(t *testing.T) {
+			w := a.world()
+			before := time.Now().Add(-time.Second)
+			require.Equal(t, 200, a.do("GET", "/v1/members", w.adminK, nil).status)
+			// Nothing is written until the flusher runs (every 10 s) or the server closes.
+			keys, err := a.store.APIKeys(context.Background(), w.org.ID)
+			require.NoError(t, err)
+			for _, k := range keys {
+				require.Nil(t, k.LastUsedAt)
+			}
+			b := newAPI(t, db) // a second server over the same database
+			require.Equal(t, 200, b.do("GET", "/v1/members", w.ownerK, nil).status)
+			b.srv.Close()
+			keys, err = a.store.APIKeys(context.Background(), w.org.ID)
+			require.NoError(t, err)
+			used := 0
+			for _, k := range keys {
+				if k.LastUsedAt != nil {
+					used++
+					require.True(t, k.LastUsedAt.After(before))
+				}
+			}
+			require.Equal(t, 1, used, "only the key used on the closed server is flushed")
+		})
+
 		t.Run("concurrent key creation", func(t *testing.T) {
 			w := a.world()
 			const n = 16
@@ -454,6 +479,18 @@ func TestAPI(t *testing.T) {
 			require.Equal(t, 429, r.status)
 			require.Empty(t, r.header.Get("Retry-After"))
 			require.Contains(t, r.obj(t), "detail")
+
+			// A second invite for someone who joined meanwhile: 409 on accept.
+			email2 := "twice-" + storage.NewUUID()[28:] + "@example.com"
+			r1 := a.do("POST", "/v1/invites", w.ownerK, map[string]any{"email": email2}).obj(t)
+			r2 := a.do("POST", "/v1/invites", w.ownerK, map[string]any{"email": email2}).obj(t)
+			u2, err := a.store.CreateUser(ctx, email2, "", "")
+			require.NoError(t, err)
+			pt2, err := a.store.CreatePersonalToken(ctx, u2.ID, "t")
+			require.NoError(t, err)
+			require.Equal(t, 200, a.do("POST", "/v1/invitations/"+r1["token"].(string)+"/accept", "Token "+pt2, nil).status)
+			r = a.do("POST", "/v1/invitations/"+r2["token"].(string)+"/accept", "Token "+pt2, nil)
+			require.Equal(t, 409, r.status, string(r.body))
 
 			r = a.do("POST", "/v1/invites", w.ownerK, map[string]any{"email": "later@example.com"})
 			id := r.obj(t)["id"].(string)
