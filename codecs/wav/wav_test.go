@@ -53,7 +53,9 @@ func TestEncodeReadAllRoundTrip(t *testing.T) {
 	}
 }
 
-func le32u(b []byte) uint32 { return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24 }
+func le32u(b []byte) uint32 {
+	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+}
 
 func TestWriterMatchesEncode(t *testing.T) {
 	for _, f := range roundTripFormats {
@@ -180,8 +182,8 @@ func TestFormatValidate(t *testing.T) {
 func TestReaderSkipsChunksAndPadding(t *testing.T) {
 	data := []byte{1, 0, 2, 0, 0xFF, 0xFF}
 	b := riff("WAVE",
-		chunk("LIST", []byte("INFOISFT\x05\x00\x00\x00voice\x00")), // odd inner size, padded
-		chunk("junk", []byte{1, 2, 3}),                              // odd: pad byte follows
+		chunk("LIST", []byte("INFOISFT\x05\x00\x00\x00voice\x00")),                // odd inner size, padded
+		chunk("junk", []byte{1, 2, 3}),                                            // odd: pad byte follows
 		chunk("fmt ", cat(fmtPayload(1, 1, 16000, 2, 16), le16(0), []byte{9, 9})), // 20-byte fmt
 		chunk("fact", le32(3)),
 		chunk("cue ", make([]byte, 5)),
