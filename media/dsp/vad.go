@@ -30,9 +30,10 @@ type VADResult struct {
 	SNR float32
 }
 
-// vadBands is the number of analysis bands: ~150-500 Hz, ~500-2000 Hz and
-// above ~2000 Hz.
-const vadBands = 3
+// vadBands is the number of analysis bands: ~150-500 Hz, ~500-2000 Hz,
+// ~2000 Hz to a quarter of the rate, and (from 16 kHz up) the upper half of
+// the spectrum.
+const vadBands = 4
 
 // The noise floor of each band is the minimum of its smoothed energy over a
 // sliding window of vadSubWindows sub-windows of vadSubFrames frames each
@@ -46,11 +47,13 @@ const (
 
 // VAD is a light voice activity detector in pure Go. A second-order 150 Hz
 // high-pass removes offset, hum and rumble; two one-pole low-passes (500
-// and 2000 Hz) split the rest into three bands; each band's noise floor is
+// and 2000 Hz) split the rest into bands; each band's noise floor is
 // tracked by minimum statistics over a 1.6 s window; the largest band
 // energy above its floor (the frame's SNR) maps to a probability through a
-// logistic curve, smoothed with a fast attack and a slower release. It
-// costs about 1.4 µs per 20 ms frame at 16 kHz and allocates nothing.
+// logistic curve, smoothed with a fast attack and a slower release. From
+// 16 kHz up the filters run on sample pairs, with the pairs' differences as
+// a fourth band for the upper half of the spectrum. It costs about 1 µs per
+// 20 ms frame at 16 kHz and allocates nothing.
 //
 // It finds speech against silence and stationary noise (fans, hum, hiss,
 // line noise); like any energy-based detector it also fires on loud
@@ -67,6 +70,11 @@ type VAD struct {
 	hp       float32 // high-pass coefficient
 	lp1, lp2 float32 // one-pole low-pass outputs
 	a1, a2   float32 // one-pole coefficients
+	// dither is a tiny tone at half the filter rate, added to the filter
+	// input; it keeps the filter states out of the denormal range on
+	// digital silence, where float arithmetic is ~50 times slower.
+	dither float32
+	pairs  bool // filters run on sample pairs (rates from 16 kHz)
 
 	smooth  [vadBands]float32                // smoothed band energy, dB
 	subMin  [vadBands][vadSubWindows]float32 // minimum per sub-window, dB
@@ -103,9 +111,14 @@ func NewVAD(cfg VADConfig) (*VAD, error) {
 // init sets up v for a validated cfg.
 func (v *VAD) init(cfg VADConfig) {
 	*v = VAD{cfg: cfg}
-	v.a1 = onePole(500, cfg.SampleRate)
-	v.a2 = onePole(2000, cfg.SampleRate)
-	v.hp = float32(math.Exp(-2 * math.Pi * vadHighPass / float64(cfg.SampleRate)))
+	rate := cfg.SampleRate
+	if rate >= 16000 {
+		v.pairs = true
+		rate /= 2
+	}
+	v.a1 = onePole(500, rate)
+	v.a2 = onePole(2000, rate)
+	v.hp = float32(math.Exp(-2 * math.Pi * vadHighPass / float64(rate)))
 	v.Reset()
 }
 
@@ -117,6 +130,7 @@ func onePole(cutoff, rate int) float32 {
 // Reset forgets the stream: filters, noise floors and smoothing.
 func (v *VAD) Reset() {
 	v.prev, v.h1, v.hpy, v.lp1, v.lp2 = 0, 0, 0, 0, 0
+	v.dither = vadDither
 	v.started = false
 	v.sub, v.inSub = 0, 0
 	v.prob = 0
@@ -145,39 +159,19 @@ func (v *VAD) Process(frame []int16) VADResult {
 	if len(frame) == 0 {
 		return VADResult{Speech: v.hangLeft > 0, Probability: v.prob}
 	}
-	// The loop is written for speed: each recurrence (the high-pass and
-	// the two low-passes) is one multiply and one add per sample, and
-	// energies are in int16 units (a constant offset in dB, irrelevant to
-	// band SNRs; the silence gate subtracts it).
-	var e0, e1, e2 float32
-	prev, h1, hpy, lp1, lp2 := v.prev, v.h1, v.hpy, v.lp1, v.lp2
-	hp, a1, a2 := v.hp, v.a1, v.a2
-	c1, c2 := 1-a1, 1-a2
-	dither := float32(vadDither)
-	for _, s := range frame {
-		// A tiny tone at half the sample rate keeps the filter states out
-		// of the denormal range on digital silence, where float arithmetic
-		// is ~50 times slower.
-		dither = -dither
-		x := float32(s) + dither
-		// one-pole high-pass y = hp*(y[-1] + x - x[-1]) removes offset,
-		// hum and rumble, whose slow swings would swamp the low band
-		h1n := hp*h1 + hp*(x-prev)
-		prev = x
-		hpy = hp*hpy + hp*(h1n-h1)
-		h1 = h1n
-		lp1 = c1*lp1 + a1*hpy
-		lp2 = c2*lp2 + a2*hpy
-		b1 := lp2 - lp1
-		b2 := hpy - lp2
-		e0 += lp1 * lp1
-		e1 += b1 * b1
-		e2 += b2 * b2
+	var e [vadBands]float32
+	n := len(frame)
+	if v.pairs {
+		e = v.analysePairs(frame)
+		n = len(frame) / 2
+	} else {
+		e = v.analyse(frame)
 	}
-	v.prev, v.h1, v.hpy, v.lp1, v.lp2 = prev, h1, hpy, lp1, lp2
-	e := [vadBands]float32{e0, e1, e2}
-	total := e0 + e1 + e2 // close to the high-passed energy
-	inv := 1 / float32(len(frame))
+	if n == 0 {
+		return VADResult{Speech: v.hangLeft > 0, Probability: v.prob}
+	}
+	total := e[0] + e[1] + e[2] + e[3] // close to the high-passed energy
+	inv := 1 / float32(n)
 
 	if !v.started {
 		// The first frame seeds every sub-window so the floor starts at
@@ -229,6 +223,69 @@ func (v *VAD) Process(frame []int16) VADResult {
 		speech = v.hangLeft > 0
 	}
 	return VADResult{Speech: speech, Probability: v.prob, SNR: snr}
+}
+
+// analyse filters frame at the VAD's rate and returns the energy of bands
+// 0-2 (band 3 is unused). The loop is written for speed: each recurrence
+// (the high-passes and the two low-passes) is one multiply and one add per
+// sample, and energies are in int16 units (a constant offset in dB,
+// irrelevant to band SNRs; the silence gate subtracts it).
+func (v *VAD) analyse(frame []int16) [vadBands]float32 {
+	var e0, e1, e2 float32
+	prev, h1, hpy, lp1, lp2 := v.prev, v.h1, v.hpy, v.lp1, v.lp2
+	hp, a1, a2 := v.hp, v.a1, v.a2
+	c1, c2 := 1-a1, 1-a2
+	dither := v.dither
+	for _, s := range frame {
+		dither = -dither
+		x := float32(s) + dither
+		h1n := hp*h1 + hp*(x-prev)
+		prev = x
+		hpy = hp*hpy + hp*(h1n-h1)
+		h1 = h1n
+		lp1 = c1*lp1 + a1*hpy
+		lp2 = c2*lp2 + a2*hpy
+		b1 := lp2 - lp1
+		b2 := hpy - lp2
+		e0 += lp1 * lp1
+		e1 += b1 * b1
+		e2 += b2 * b2
+	}
+	v.prev, v.h1, v.hpy, v.lp1, v.lp2, v.dither = prev, h1, hpy, lp1, lp2, dither
+	return [vadBands]float32{e0, e1, e2, 0}
+}
+
+// analysePairs is analyse for rates of 16 kHz and up: it runs the filters
+// on the sums of sample pairs (half the rate, half the work) and takes the
+// energy of the pairs' differences as band 3, the upper half of the
+// spectrum (4-8 kHz at 16 kHz). An odd last sample is not analysed.
+func (v *VAD) analysePairs(frame []int16) [vadBands]float32 {
+	var e0, e1, e2, e3 float32
+	prev, h1, hpy, lp1, lp2 := v.prev, v.h1, v.hpy, v.lp1, v.lp2
+	hp, a1, a2 := v.hp, v.a1, v.a2
+	c1, c2 := 1-a1, 1-a2
+	dither := v.dither
+	for i := 0; i+1 < len(frame); i += 2 {
+		a, b := float32(frame[i]), float32(frame[i+1])
+		d := a - b
+		e3 += d * d
+		dither = -dither
+		x := a + b + dither
+		h1n := hp*h1 + hp*(x-prev)
+		prev = x
+		hpy = hp*hpy + hp*(h1n-h1)
+		h1 = h1n
+		lp1 = c1*lp1 + a1*hpy
+		lp2 = c2*lp2 + a2*hpy
+		b1 := lp2 - lp1
+		b2 := hpy - lp2
+		e0 += lp1 * lp1
+		e1 += b1 * b1
+		e2 += b2 * b2
+	}
+	v.prev, v.h1, v.hpy, v.lp1, v.lp2, v.dither = prev, h1, hpy, lp1, lp2, dither
+	// The pair sum doubles the amplitude: scale back to per-sample energy.
+	return [vadBands]float32{e0 / 4, e1 / 4, e2 / 4, e3 / 4}
 }
 
 // db converts a mean square (full scale 1.0) to dB, bounded below.

@@ -121,6 +121,23 @@ func TestVAD8kHz(t *testing.T) {
 	require.LessOrEqual(t, s.falseAlarm(), 0.05)
 }
 
+func TestVAD48kHz(t *testing.T) {
+	// The clips repeated three times per sample up to 48 kHz, in white
+	// noise at 10 dB SNR.
+	sp := vadSpeech(t)
+	truth := speechTruth(sp)
+	fb := make([]int16, 3*len(sp))
+	for i := range fb {
+		fb[i] = sp[i/3]
+	}
+	ar := activeRMS(sp)
+	in := toInt16(mix(toFloat(fb), whiteNoise(len(fb), ar*math.Pow(10, -10.0/20), 3)))
+	s := scoreVAD(t, VADConfig{SampleRate: 48000}, in, truth, 3*frameLen)
+	t.Logf("48 kHz, white noise at 10 dB SNR: %v", s)
+	require.GreaterOrEqual(t, s.recall(), 0.9)
+	require.LessOrEqual(t, s.falseAlarm(), 0.05)
+}
+
 func TestVADNoiseOnly(t *testing.T) {
 	for name, in := range map[string][]int16{
 		"digital silence": silence(10 * 16000),
