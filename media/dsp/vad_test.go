@@ -247,7 +247,10 @@ func BenchmarkDSPVADLight(b *testing.B) {
 	for _, tc := range []struct {
 		name  string
 		frame []int16
-	}{{"noise", toInt16(whiteNoise(frameLen, 1000, 1))}, {"silence", make([]int16, frameLen)}} {
+	}{
+		{"speech", loadWAV(b, "agent16k.wav")[8000 : 8000+frameLen]},
+		{"silence", make([]int16, frameLen)},
+	} {
 		b.Run(tc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
