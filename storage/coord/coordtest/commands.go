@@ -51,7 +51,7 @@ func subscribe(t *testing.T, c coord.Coordinator, node string) coord.Subscriptio
 }
 
 func testCommandsAddressed(t *testing.T, newCoord NewFunc) {
-	c := newCoord(t, Config())
+	c := newCoord(t, stable())
 	ctx := t.Context()
 	require.NoError(t, c.Heartbeat(ctx, coord.Node{ID: "a"}))
 	require.NoError(t, c.Heartbeat(ctx, coord.Node{ID: "b"}))
@@ -86,7 +86,7 @@ func testCommandsAddressed(t *testing.T, newCoord NewFunc) {
 }
 
 func testCommandsAfterSubscribe(t *testing.T, newCoord NewFunc) {
-	c := newCoord(t, Config())
+	c := newCoord(t, stable())
 	ctx := t.Context()
 	require.NoError(t, c.Heartbeat(ctx, coord.Node{ID: "a"}))
 	_, err := c.Send(ctx, "a", coord.Command{CallID: "before", Type: coord.CommandHangup})
@@ -98,30 +98,36 @@ func testCommandsAfterSubscribe(t *testing.T, newCoord NewFunc) {
 }
 
 func testCommandsUnknownNode(t *testing.T, newCoord NewFunc) {
-	c := newCoord(t, Config())
-	ctx := t.Context()
-	cmd := coord.Command{CallID: "x", Type: coord.CommandHangup}
-	_, err := c.Send(ctx, "ghost", cmd)
-	require.ErrorIs(t, err, coord.ErrUnknownNode)
+	retryTiming(t, func() bool {
+		c := newCoord(t, Config())
+		ctx := t.Context()
+		cmd := coord.Command{CallID: "x", Type: coord.CommandHangup}
+		_, err := c.Send(ctx, "ghost", cmd)
+		require.ErrorIs(t, err, coord.ErrUnknownNode)
+		_, err = c.Send(ctx, "", cmd)
+		require.ErrorIs(t, err, coord.ErrInvalid)
 
-	require.NoError(t, c.Heartbeat(ctx, coord.Node{ID: "leaving"}))
-	require.NoError(t, c.Heartbeat(ctx, coord.Node{ID: "dying"}))
-	_, err = c.Send(ctx, "leaving", cmd)
-	require.NoError(t, err)
-	require.NoError(t, c.Leave(ctx, "leaving"))
-	_, err = c.Send(ctx, "leaving", cmd)
-	require.ErrorIs(t, err, coord.ErrUnknownNode)
+		beat := time.Now()
+		require.NoError(t, c.Heartbeat(ctx, coord.Node{ID: "leaving"}))
+		require.NoError(t, c.Heartbeat(ctx, coord.Node{ID: "dying"}))
+		_, err = c.Send(ctx, "leaving", cmd)
+		if time.Since(beat) >= NodeTTL {
+			return false
+		}
+		require.NoError(t, err)
+		require.NoError(t, c.Leave(ctx, "leaving"))
+		_, err = c.Send(ctx, "leaving", cmd)
+		require.ErrorIs(t, err, coord.ErrUnknownNode)
 
-	time.Sleep(NodeTTL + NodeTTL/2)
-	_, err = c.Send(ctx, "dying", cmd)
-	require.ErrorIs(t, err, coord.ErrUnknownNode)
-
-	_, err = c.Send(ctx, "", cmd)
-	require.ErrorIs(t, err, coord.ErrInvalid)
+		time.Sleep(time.Until(beat.Add(NodeTTL + NodeTTL/2)))
+		_, err = c.Send(ctx, "dying", cmd)
+		require.ErrorIs(t, err, coord.ErrUnknownNode)
+		return true
+	})
 }
 
 func testCommandsClose(t *testing.T, newCoord NewFunc) {
-	c := newCoord(t, Config())
+	c := newCoord(t, stable())
 	require.NoError(t, c.Heartbeat(t.Context(), coord.Node{ID: "a"}))
 
 	sub, err := c.Commands(t.Context(), "a")

@@ -10,13 +10,14 @@ import (
 	"github.com/voiced/voiced/storage/coord"
 )
 
-// Timings of the suite, short so it runs in seconds; the margins between them absorb
-// scheduling delays on a loaded machine.
+// Timings of the tests about expiry, short so the suite runs in seconds; the margins
+// between them absorb scheduling delays on a loaded machine. The other tests use
+// timeouts of a minute so a slow machine cannot expire what they rely on.
 const (
-	// NodeTTL is the node time-to-live the suite configures.
-	NodeTTL = 300 * time.Millisecond
-	// Visibility is the event visibility timeout the suite configures.
-	Visibility = 400 * time.Millisecond
+	// NodeTTL is the node time-to-live of the expiry tests.
+	NodeTTL = 400 * time.Millisecond
+	// Visibility is the event visibility timeout of the redelivery tests.
+	Visibility = 600 * time.Millisecond
 )
 
 // NewFunc returns a fresh, empty coordinator built from cfg, isolated from every other
@@ -24,10 +25,14 @@ const (
 // cleanup with t.Cleanup.
 type NewFunc func(t *testing.T, cfg coord.Config) coord.Coordinator
 
-// Config returns the configuration the suite passes to NewFunc unless a test needs
-// another, exported so implementation tests can reuse it.
+// Config returns the configuration of the expiry and redelivery tests.
 func Config() coord.Config {
 	return coord.Config{NodeTTL: NodeTTL, Visibility: Visibility}
+}
+
+// stable returns the configuration of the tests where nothing should expire.
+func stable() coord.Config {
+	return coord.Config{NodeTTL: time.Minute, Visibility: time.Minute}
 }
 
 // Run runs the whole contract against coordinators made by newCoord. Subtests run in
@@ -63,4 +68,23 @@ func Run(t *testing.T, newCoord NewFunc) {
 type test struct {
 	name string
 	run  func(t *testing.T, newCoord NewFunc)
+}
+
+// attempts bounds the runs of a timing-sensitive scenario.
+const attempts = 5
+
+// retryTiming runs scenario until it reports that its timing assumptions held (for
+// example "the second call came less than a TTL after the first"), at most attempts
+// times, each with a fresh coordinator. A scenario returns false only after measuring
+// that the machine was too slow for its timing, and before asserting anything that
+// depends on it; every other check fails the test at once.
+func retryTiming(t *testing.T, scenario func() bool) {
+	t.Helper()
+	for try := range attempts {
+		if scenario() {
+			return
+		}
+		t.Logf("attempt %d: machine too slow for the timing of this test, retrying", try+1)
+	}
+	t.Fatalf("timing assumptions failed %d times in a row", attempts)
 }

@@ -11,6 +11,9 @@ import (
 	"github.com/voiced/voiced/storage/coord"
 )
 
+// shortTTL is the ttl of counters, leases and locks in the expiry tests.
+const shortTTL = 500 * time.Millisecond
+
 var counterTests = []test{
 	{"incr_adds_deltas", testCounterIncr},
 	{"concurrent_incr_counts_each", testCounterConcurrent},
@@ -69,7 +72,7 @@ func concurrently(t *testing.T, n int, want error, f func() error) int {
 }
 
 func testCounterIncr(t *testing.T, newCoord NewFunc) {
-	c := newCoord(t, Config())
+	c := newCoord(t, stable())
 	key := coord.OrgKey("org1", "calls")
 	for _, step := range []struct{ delta, want int64 }{{1, 1}, {2, 3}, {-1, 2}, {0, 2}} {
 		v, err := c.Incr(t.Context(), key, step.delta, 0)
@@ -84,7 +87,7 @@ func testCounterIncr(t *testing.T, newCoord NewFunc) {
 }
 
 func testCounterConcurrent(t *testing.T, newCoord NewFunc) {
-	c := newCoord(t, Config())
+	c := newCoord(t, stable())
 	const n = 50
 	var (
 		mu   sync.Mutex
@@ -104,22 +107,29 @@ func testCounterConcurrent(t *testing.T, newCoord NewFunc) {
 }
 
 func testCounterTTL(t *testing.T, newCoord NewFunc) {
-	c := newCoord(t, Config())
-	ctx := t.Context()
-	v, err := c.Incr(ctx, "k", 1, 200*time.Millisecond)
-	require.NoError(t, err)
-	require.Equal(t, int64(1), v)
-	v, err = c.Incr(ctx, "k", 1, 200*time.Millisecond)
-	require.NoError(t, err)
-	require.Equal(t, int64(2), v, "later ttl does not reset the value")
-	time.Sleep(300 * time.Millisecond)
-	v, err = c.Incr(ctx, "k", 1, 200*time.Millisecond)
-	require.NoError(t, err)
-	require.Equal(t, int64(1), v, "counter restarted after ttl")
+	retryTiming(t, func() bool {
+		c := newCoord(t, stable())
+		ctx := t.Context()
+		start := time.Now()
+		v1, err := c.Incr(ctx, "k", 1, shortTTL)
+		require.NoError(t, err)
+		v2, err := c.Incr(ctx, "k", 1, shortTTL)
+		require.NoError(t, err)
+		if time.Since(start) >= shortTTL {
+			return false
+		}
+		require.Equal(t, int64(1), v1)
+		require.Equal(t, int64(2), v2, "later ttl does not reset the value")
+		time.Sleep(time.Until(start.Add(shortTTL + shortTTL/2)))
+		v, err := c.Incr(ctx, "k", 1, shortTTL)
+		require.NoError(t, err)
+		require.Equal(t, int64(1), v, "counter restarted after ttl")
+		return true
+	})
 }
 
 func testLimitConcurrent(t *testing.T, newCoord NewFunc) {
-	c := newCoord(t, Config())
+	c := newCoord(t, stable())
 	rate := coord.Rate{N: 5, Per: 10 * time.Second}
 	errDenied := errors.New("denied")
 	allowed := concurrently(t, 40, errDenied, func() error {
@@ -139,7 +149,7 @@ func testLimitConcurrent(t *testing.T, newCoord NewFunc) {
 }
 
 func testLimitRemaining(t *testing.T, newCoord NewFunc) {
-	c := newCoord(t, Config())
+	c := newCoord(t, stable())
 	rate := coord.Rate{N: 3, Per: time.Hour}
 	for _, want := range []int{2, 1, 0} {
 		d, err := c.Allow(t.Context(), "k", rate)
@@ -156,33 +166,42 @@ func testLimitRemaining(t *testing.T, newCoord NewFunc) {
 // testLimitSlides checks the window is sliding: actions leave it one by one, each
 // Per after it was allowed, rather than all at a fixed boundary.
 func testLimitSlides(t *testing.T, newCoord NewFunc) {
-	c := newCoord(t, Config())
-	ctx := t.Context()
-	const per = 600 * time.Millisecond
+	const per = time.Second
 	rate := coord.Rate{N: 2, Per: per}
-	allow := func() coord.Decision {
-		d, err := c.Allow(ctx, "k", rate)
-		require.NoError(t, err)
-		return d
-	}
-	t0 := time.Now()
-	require.True(t, allow().Allowed)
-	time.Sleep(per / 2)
-	t1 := time.Now()
-	require.True(t, allow().Allowed)
-	d := allow()
-	require.False(t, d.Allowed)
-	// The first action leaves the window per after t0, not when the second does.
-	require.LessOrEqual(t, d.RetryAfter, per-time.Since(t0)+10*time.Millisecond)
+	retryTiming(t, func() bool {
+		c := newCoord(t, stable())
+		allow := func() coord.Decision {
+			d, err := c.Allow(t.Context(), "k", rate)
+			require.NoError(t, err)
+			return d
+		}
+		require.True(t, allow().Allowed)
+		first := time.Now() // the first action was counted before this
+		time.Sleep(per / 2)
+		second := time.Now() // and the second after this
+		require.True(t, allow().Allowed)
+		d := allow()
+		if time.Since(first) >= per {
+			return false
+		}
+		require.False(t, d.Allowed)
+		// The window frees up when the first action leaves it, about per/2 from now;
+		// a limiter counting from the latest action would say about per.
+		require.LessOrEqual(t, d.RetryAfter, per*3/4)
 
-	time.Sleep(time.Until(t0.Add(per + 50*time.Millisecond)))
-	require.Less(t, time.Since(t1), per-50*time.Millisecond, "machine too slow for this check")
-	require.True(t, allow().Allowed, "first action left the window")
-	require.False(t, allow().Allowed, "second action is still in it")
+		time.Sleep(time.Until(first.Add(per + 20*time.Millisecond)))
+		d4, d5 := allow(), allow()
+		if time.Since(second) >= per {
+			return false
+		}
+		require.True(t, d4.Allowed, "first action left the window")
+		require.False(t, d5.Allowed, "second action is still in it")
+		return true
+	})
 }
 
 func testLimitKeys(t *testing.T, newCoord NewFunc) {
-	c := newCoord(t, Config())
+	c := newCoord(t, stable())
 	rate := coord.Rate{N: 1, Per: time.Minute}
 	for _, key := range []string{"a", "b", coord.OrgKey("o", "a")} {
 		d, err := c.Allow(t.Context(), key, rate)
@@ -195,7 +214,7 @@ func testLimitKeys(t *testing.T, newCoord NewFunc) {
 }
 
 func testLimitInvalid(t *testing.T, newCoord NewFunc) {
-	c := newCoord(t, Config())
+	c := newCoord(t, stable())
 	for _, r := range []coord.Rate{{N: 0, Per: time.Second}, {N: 1}, {N: 1, Per: time.Microsecond}} {
 		_, err := c.Allow(t.Context(), "k", r)
 		require.ErrorIs(t, err, coord.ErrInvalid)
@@ -205,7 +224,7 @@ func testLimitInvalid(t *testing.T, newCoord NewFunc) {
 }
 
 func testSemaphoreConcurrent(t *testing.T, newCoord NewFunc) {
-	c := newCoord(t, Config())
+	c := newCoord(t, stable())
 	ctx := t.Context()
 	key := coord.OrgKey("org1", "simulations")
 	var (
@@ -235,35 +254,49 @@ func testSemaphoreConcurrent(t *testing.T, newCoord NewFunc) {
 }
 
 func testSemaphoreExpires(t *testing.T, newCoord NewFunc) {
-	c := newCoord(t, Config())
-	ctx := t.Context()
-	old, err := c.Acquire(ctx, "k", 1, 200*time.Millisecond)
-	require.NoError(t, err)
-	_, err = c.Acquire(ctx, "k", 1, 200*time.Millisecond)
-	require.ErrorIs(t, err, coord.ErrFull)
-	time.Sleep(300 * time.Millisecond)
-	tok, err := c.Acquire(ctx, "k", 1, time.Minute)
-	require.NoError(t, err, "expired lease freed its slot")
-	require.ErrorIs(t, c.Release(ctx, "k", old), coord.ErrNotHeld)
-	require.ErrorIs(t, c.ExtendLease(ctx, "k", old, time.Minute), coord.ErrNotHeld)
-	require.NoError(t, c.Release(ctx, "k", tok))
+	retryTiming(t, func() bool {
+		c := newCoord(t, stable())
+		ctx := t.Context()
+		start := time.Now()
+		old, err := c.Acquire(ctx, "k", 1, shortTTL)
+		require.NoError(t, err)
+		_, err = c.Acquire(ctx, "k", 1, shortTTL)
+		if time.Since(start) >= shortTTL {
+			return false
+		}
+		require.ErrorIs(t, err, coord.ErrFull)
+		time.Sleep(time.Until(start.Add(shortTTL + shortTTL/2)))
+		tok, err := c.Acquire(ctx, "k", 1, time.Minute)
+		require.NoError(t, err, "expired lease freed its slot")
+		require.ErrorIs(t, c.Release(ctx, "k", old), coord.ErrNotHeld)
+		require.ErrorIs(t, c.ExtendLease(ctx, "k", old, time.Minute), coord.ErrNotHeld)
+		require.NoError(t, c.Release(ctx, "k", tok))
+		return true
+	})
 }
 
 func testSemaphoreExtend(t *testing.T, newCoord NewFunc) {
-	c := newCoord(t, Config())
-	ctx := t.Context()
-	tok, err := c.Acquire(ctx, "k", 1, 300*time.Millisecond)
-	require.NoError(t, err)
-	time.Sleep(150 * time.Millisecond)
-	require.NoError(t, c.ExtendLease(ctx, "k", tok, time.Second))
-	time.Sleep(300 * time.Millisecond) // past the original expiry
-	_, err = c.Acquire(ctx, "k", 1, time.Second)
-	require.ErrorIs(t, err, coord.ErrFull, "extended lease still holds the slot")
-	require.NoError(t, c.Release(ctx, "k", tok))
+	retryTiming(t, func() bool {
+		c := newCoord(t, stable())
+		ctx := t.Context()
+		start := time.Now()
+		tok, err := c.Acquire(ctx, "k", 1, shortTTL)
+		require.NoError(t, err)
+		err = c.ExtendLease(ctx, "k", tok, 10*shortTTL)
+		if time.Since(start) >= shortTTL {
+			return false
+		}
+		require.NoError(t, err)
+		time.Sleep(time.Until(start.Add(shortTTL + shortTTL/2))) // past the original expiry
+		_, err = c.Acquire(ctx, "k", 1, time.Second)
+		require.ErrorIs(t, err, coord.ErrFull, "extended lease still holds the slot")
+		require.NoError(t, c.Release(ctx, "k", tok))
+		return true
+	})
 }
 
 func testLockOneWinner(t *testing.T, newCoord NewFunc) {
-	c := newCoord(t, Config())
+	c := newCoord(t, stable())
 	require.Equal(t, 1, concurrently(t, 20, coord.ErrLocked, func() error {
 		_, err := c.Lock(t.Context(), "job:rollup", time.Minute)
 		return err
@@ -271,7 +304,7 @@ func testLockOneWinner(t *testing.T, newCoord NewFunc) {
 }
 
 func testLockToken(t *testing.T, newCoord NewFunc) {
-	c := newCoord(t, Config())
+	c := newCoord(t, stable())
 	ctx := t.Context()
 	tok, err := c.Lock(ctx, "k", time.Minute)
 	require.NoError(t, err)
@@ -289,11 +322,11 @@ func testLockToken(t *testing.T, newCoord NewFunc) {
 }
 
 func testLockExpires(t *testing.T, newCoord NewFunc) {
-	c := newCoord(t, Config())
+	c := newCoord(t, stable())
 	ctx := t.Context()
-	old, err := c.Lock(ctx, "k", 200*time.Millisecond)
+	old, err := c.Lock(ctx, "k", shortTTL)
 	require.NoError(t, err)
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(shortTTL + shortTTL/2)
 	tok, err := c.Lock(ctx, "k", time.Minute)
 	require.NoError(t, err, "expired lock is free")
 	require.ErrorIs(t, c.Unlock(ctx, "k", old), coord.ErrNotHeld)
@@ -304,20 +337,27 @@ func testLockExpires(t *testing.T, newCoord NewFunc) {
 }
 
 func testLockExtend(t *testing.T, newCoord NewFunc) {
-	c := newCoord(t, Config())
-	ctx := t.Context()
-	tok, err := c.Lock(ctx, "k", 300*time.Millisecond)
-	require.NoError(t, err)
-	time.Sleep(150 * time.Millisecond)
-	require.NoError(t, c.ExtendLock(ctx, "k", tok, time.Second))
-	time.Sleep(300 * time.Millisecond)
-	_, err = c.Lock(ctx, "k", time.Second)
-	require.ErrorIs(t, err, coord.ErrLocked, "extended lock still held")
-	require.NoError(t, c.Unlock(ctx, "k", tok))
+	retryTiming(t, func() bool {
+		c := newCoord(t, stable())
+		ctx := t.Context()
+		start := time.Now()
+		tok, err := c.Lock(ctx, "k", shortTTL)
+		require.NoError(t, err)
+		err = c.ExtendLock(ctx, "k", tok, 10*shortTTL)
+		if time.Since(start) >= shortTTL {
+			return false
+		}
+		require.NoError(t, err)
+		time.Sleep(time.Until(start.Add(shortTTL + shortTTL/2))) // past the original expiry
+		_, err = c.Lock(ctx, "k", time.Second)
+		require.ErrorIs(t, err, coord.ErrLocked, "extended lock still held")
+		require.NoError(t, c.Unlock(ctx, "k", tok))
+		return true
+	})
 }
 
 func testLockInvalid(t *testing.T, newCoord NewFunc) {
-	c := newCoord(t, Config())
+	c := newCoord(t, stable())
 	_, err := c.Lock(t.Context(), "k", 0)
 	require.ErrorIs(t, err, coord.ErrInvalid)
 	_, err = c.Lock(t.Context(), "", time.Second)

@@ -1,6 +1,6 @@
-// Package rediscoord implements the coord contract on Redis (6.2 or later, for
-// XAUTOCLAIM) for the scale-out shape, where control-plane replicas and media nodes
-// share one Redis.
+// Package rediscoord implements the coord contract on Redis for the scale-out shape,
+// where control-plane replicas and media nodes share one Redis. It needs Redis 7.0 or
+// later: XAUTOCLAIM there drops pending entries whose event was trimmed.
 //
 // Every key starts with Config.Prefix, so deployments (and tests) can share a Redis.
 // Keys of the node registry and the per-node command streams carry the hash tag {reg}

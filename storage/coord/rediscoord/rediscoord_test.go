@@ -28,7 +28,9 @@ func redisOptions(t *testing.T) *redis.Options {
 	}
 	opts, err := redis.ParseURL(url)
 	require.NoError(t, err, "VOICED_TEST_REDIS_URL")
-	rdb := redis.NewClient(opts)
+	probe := *opts
+	probe.MaxRetries = -1 // fail fast when nothing listens
+	rdb := redis.NewClient(&probe)
 	defer rdb.Close()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 	defer cancel()
