@@ -13,6 +13,17 @@ type orgInput struct {
 	Name *string `json:"name"`
 }
 
+// orgName decodes and validates the body of POST and PATCH /v1/orgs/.
+func orgName(c fiber.Ctx) (string, error) {
+	var in orgInput
+	if err := decode(c, &in); err != nil {
+		return "", err
+	}
+	f := fields{}
+	name := f.name("name", in.Name, true, 120)
+	return name, f.err()
+}
+
 func (s *Server) listOrgs(c fiber.Ctx, p *storage.Principal) error {
 	ctx := c.Context()
 	if p.KeyID != "" {
@@ -35,13 +46,8 @@ func (s *Server) listOrgs(c fiber.Ctx, p *storage.Principal) error {
 }
 
 func (s *Server) createOrg(c fiber.Ctx, p *storage.Principal) error {
-	var in orgInput
-	if err := decode(c, &in); err != nil {
-		return err
-	}
-	f := fields{}
-	name := f.name("name", in.Name, true, 120)
-	if err := f.err(); err != nil {
+	name, err := orgName(c)
+	if err != nil {
 		return err
 	}
 	o, err := s.store.CreateOrg(c.Context(), p.UserID, name)
@@ -81,13 +87,8 @@ func (s *Server) patchOrg(c fiber.Ctx, p *storage.Principal) error {
 	if err != nil {
 		return err
 	}
-	var in orgInput
-	if err := decode(c, &in); err != nil {
-		return err
-	}
-	f := fields{}
-	name := f.name("name", in.Name, true, 120)
-	if err := f.err(); err != nil {
+	name, err := orgName(c)
+	if err != nil {
 		return err
 	}
 	o, err := s.store.RenameOrg(c.Context(), id, p.UserID, storage.RoleAdmin, name)

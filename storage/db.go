@@ -48,23 +48,16 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", dialect, err)
 	}
-	switch dialect {
-	case migrations.SQLite:
-		n := cfg.MaxOpenConns
-		if n == 0 {
-			n = 8
-		}
-		sqlDB.SetMaxOpenConns(n)
-		sqlDB.SetMaxIdleConns(n)
-	case migrations.Postgres:
-		n := cfg.MaxOpenConns
-		if n == 0 {
-			n = 16
-		}
-		sqlDB.SetMaxOpenConns(n)
-		sqlDB.SetMaxIdleConns(n)
-		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
+	// SQLite serializes writers anyway; a few connections serve concurrent
+	// readers under WAL. PostgreSQL gets enough for two cores' worth of
+	// in-flight requests.
+	n := cfg.MaxOpenConns
+	if n == 0 {
+		n = map[migrations.Dialect]int{migrations.SQLite: 8, migrations.Postgres: 32}[dialect]
 	}
+	sqlDB.SetMaxOpenConns(n)
+	sqlDB.SetMaxIdleConns(n)
+	sqlDB.SetConnMaxIdleTime(5 * time.Minute)
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := sqlDB.PingContext(pctx); err != nil {
