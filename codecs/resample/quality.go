@@ -10,7 +10,7 @@ const (
 	// so no alias or image survives above it, and a passband flat within
 	// 0.01 dB up to 0.45 of the lower of the two rates.
 	QualityHigh Quality = iota
-	// QualityLow trades rejection and bandwidth for about a third of the CPU:
+	// QualityLow trades rejection and bandwidth for 55 to 80% of the CPU:
 	// at least 60 dB of stopband rejection (designed for 65 dB) from the
 	// lower Nyquist frequency, and a passband flat within 0.01 dB up to 0.40
 	// of the lower rate (3.2 kHz at 8 kHz, more than telephone bandwidth).

@@ -168,6 +168,9 @@ func (r *Resampler) Close() error {
 func (r *Resampler) run(dst []int16, n, limit int) int {
 	f := &r.f
 	k := f.taps
+	if f.down == 1 && r.phase == 0 {
+		return r.runUp(dst, n, limit)
+	}
 	stepBase, stepPhase := f.down/f.up, f.down%f.up
 	base, phase := r.base, r.phase
 	out := 0
@@ -186,6 +189,34 @@ func (r *Resampler) run(dst []int16, n, limit int) int {
 	copy(r.buf, r.buf[n:n+k-1])
 	r.buf = r.buf[:k-1]
 	return out
+}
+
+// runUp is run for integer upsampling (down == 1): every input sample starts
+// one window that yields up outputs, one per phase, computed together.
+func (r *Resampler) runUp(dst []int16, n, limit int) int {
+	f := &r.f
+	k := f.taps
+	var y [6]float32 // up is at most 6 (8 kHz to 48 kHz)
+	out := 0
+	base := r.base
+	for ; base < n && out < limit; base++ {
+		dotPhases(y[:f.up], f.coefs, r.buf[base:base+k], k)
+		for p := 0; p < f.up && out < limit; p++ {
+			dst[out] = toInt16(y[p])
+			out++
+		}
+	}
+	r.base = base - n
+	copy(r.buf, r.buf[n:n+k-1])
+	r.buf = r.buf[:k-1]
+	return out
+}
+
+// dotPhasesGeneric is the portable version of dotPhases.
+func dotPhasesGeneric(out, coefs, x []float32, k int) {
+	for p := range out {
+		out[p] = dotGeneric(coefs[p*k:(p+1)*k], x)
+	}
 }
 
 // dotGeneric returns the inner product of a and b[:len(a)] with four
