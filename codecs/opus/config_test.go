@@ -121,3 +121,18 @@ func TestStereoDecoderAndReset(t *testing.T) {
 	require.NoError(t, m.Reset())
 	require.Equal(t, want, decodeAll(t, m, pkts[:3]))
 }
+
+// TestEncoderReset checks that Reset gives packets identical to a fresh
+// encoder's.
+func TestEncoderReset(t *testing.T) {
+	pcm := voice(16000, 16000/5)
+	cfg := EncoderConfig{SampleRate: 16000, FEC: true}
+	fresh, err := NewEncoder(cfg)
+	require.NoError(t, err)
+	want := encodeAll(t, fresh, pcm)
+	e, err := NewEncoder(cfg)
+	require.NoError(t, err)
+	encodeAll(t, e, voice(16000, 16000/3))
+	require.NoError(t, e.Reset())
+	require.Equal(t, want, encodeAll(t, e, pcm))
+}

@@ -112,7 +112,8 @@ func (d *Decoder) lossLength(total int) (int, error) {
 }
 
 // Reset returns the decoder to its state after NewDecoder, e.g. when a new
-// stream (new SSRC) starts.
+// stream (new SSRC) starts. hraban/opus has no decoder reset, so Reset
+// allocates a fresh libopus state (about 18 KB); it is not a per-frame call.
 func (d *Decoder) Reset() error {
 	dec, err := hopus.NewDecoder(d.rate, d.channels)
 	if err != nil {
