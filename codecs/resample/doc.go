@@ -63,15 +63,15 @@
 // BenchmarkResampleSoxrHQ); its smallest DFT setting still holds back 15 to
 // 63 ms. A 20 ms frame pipeline would have to buffer that much to never run
 // dry, against this package's zero lag and 2.4 to 7.3 ms group delay. soxr
-// spends 2 to 3.3 times less CPU per frame, but QualityHigh costs 3.4 to
-// 9.1 µs per 20 ms frame on the call pairs (AVX2), under 0.05% of a core
+// spends 1.7 to 3.3 times less CPU per frame, but QualityHigh costs 3.4 to
+// 9.2 µs per 20 ms frame on the call pairs (AVX2), under 0.05% of a core
 // per stream.
 //
 // libspeexdsp (internal/speexref) streams frame by frame like this package.
 // At quality 5 it takes 1.0 to 2.1 times as long as QualityHigh, leaves
 // images at -52 dB when upsampling from 8 kHz and droops 1.85 dB at 0.45 of
 // the lower rate when downsampling; at quality 10 it reaches similar
-// rejection but takes 7 to 11 times as long. The figures (alias-dB,
+// rejection but takes 8 to 12 times as long. The figures (alias-dB,
 // passband-dB and lag-ms next to ns/op) are printed by
 //
 //	go test -tags nolibopusfile -run '^$' -bench Resample -benchmem ./codecs/resample/
