@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian packages voiced needs to build, test or benchmark.
 # usage: deploy/debian-deps.sh build|test|bench
+# libopusfile-dev is not linked (builds use -tags nolibopusfile) but lets a
+# plain `go build ./...` without the tag compile too.
 # As root it installs what is missing with apt-get; otherwise it prints the
 # exact apt-get line and fails, so `make` stops with something to copy.
 set -euo pipefail
 
-build=(gcc pkg-config libopus-dev libsoxr-dev libwebrtc-audio-processing-dev libmp3lame-dev libspeexdsp-dev)
+build=(gcc g++ pkg-config libopus-dev libopusfile-dev libsoxr-dev libwebrtc-audio-processing-dev libmp3lame-dev libspeexdsp-dev)
 test=("${build[@]}" sox)
 bench=("${test[@]}" wrk)
 
