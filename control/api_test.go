@@ -33,11 +33,17 @@ type api struct {
 
 func newAPI(t *testing.T, db *storage.DB) *api {
 	t.Helper()
+	return newAPIWith(t, db, control.Config{PublicURL: "https://voice.example"})
+}
+
+// newAPIWith is newAPI with a given configuration and options.
+func newAPIWith(t *testing.T, db *storage.DB, cfg control.Config, opts ...control.Option) *api {
+	t.Helper()
 	store, err := storage.NewStore(db, storage.StoreConfig{SecretKey: bytes.Repeat([]byte{7}, 32)})
 	require.NoError(t, err)
 	lim := coord.NewLocal(coord.Config{})
 	t.Cleanup(func() { lim.Close() })
-	srv, err := control.New(control.Config{PublicURL: "https://voice.example"}, nil, store, lim)
+	srv, err := control.New(cfg, nil, store, lim, opts...)
 	require.NoError(t, err)
 	t.Cleanup(srv.Close)
 	return &api{t: t, srv: srv, store: store}

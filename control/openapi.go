@@ -121,7 +121,7 @@ func (s *Server) openapi() map[string]any {
 		"servers": []any{map[string]any{"url": s.cfg.PublicURL}},
 		"paths":   paths,
 		"components": map[string]any{
-			"schemas": schemas,
+			"schemas": allSchemas(),
 			"securitySchemes": map[string]any{
 				"apiKey":        map[string]any{"type": "http", "scheme": "bearer", "description": "Authorization: Bearer sk_live_..."},
 				"personalToken": map[string]any{"type": "apiKey", "in": "header", "name": "Authorization", "description": "Authorization: Token <personal token>"},

@@ -100,6 +100,7 @@ func (s *Server) registerRoutes() {
 	s.add(route{method: "DELETE", path: "/v1/invites/:invite_id", summary: "Revoke a pending invite (admin+)", tag: "invites", auth: authOrg, minRole: storage.RoleAdmin, resStatus: 204, errors: []int{403, 404, 410}, handler: s.revokeInvite})
 	s.add(route{method: "GET", path: "/v1/invitations/:token", summary: "Look at an invite by its token (3 invite access requests per hour per user)", tag: "invites", auth: authUser, resSchema: "Invite", errors: []int{403, 404, 410, 429}, handler: s.viewInvitation})
 	s.add(route{method: "POST", path: "/v1/invitations/:token/accept", summary: "Accept an invite (3 invite access requests per hour per user)", tag: "invites", auth: authUser, resSchema: "Member", errors: []int{403, 404, 409, 410, 429}, handler: s.acceptInvitation})
+	s.registerResourceRoutes()
 }
 
 // legacyOrgPath answers the removed /v1/orgs/<id>/... paths with 410 and

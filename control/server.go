@@ -37,6 +37,8 @@ type Config struct {
 	AccessLog bool
 	// Version is reported by healthz.
 	Version string
+	// Resources configures agents, numbers and calls (resources.go).
+	Resources ResourcesConfig
 }
 
 func (c Config) withDefaults() Config {
@@ -76,11 +78,13 @@ type Server struct {
 	metrics *metrics
 	reqSeq  atomic.Uint64
 	started time.Time
+	res     *resources
 }
 
 // New builds the server and its routes. Call Close to stop its background
-// work (the last-used flusher).
-func New(cfg Config, log *slog.Logger, store *storage.Store, limiter Limiter) (*Server, error) {
+// work (the last-used flusher). Options wire optional collaborators such
+// as the telephony side (resources.go).
+func New(cfg Config, log *slog.Logger, store *storage.Store, limiter Limiter, opts ...Option) (*Server, error) {
 	if store == nil || limiter == nil {
 		return nil, errors.New("control: store and limiter are required")
 	}
@@ -88,6 +92,9 @@ func New(cfg Config, log *slog.Logger, store *storage.Store, limiter Limiter) (*
 	s := &Server{cfg: cfg, log: log, store: store, limiter: limiter, started: time.Now()}
 	s.metrics = newMetrics()
 	s.auth = newAuthenticator(store, cfg.AuthCacheTTL, cfg.KeyTouchInterval, log)
+	if err := s.initResources(opts); err != nil {
+		return nil, err
+	}
 	s.app = fiber.New(fiber.Config{
 		AppName:      "voiced",
 		BodyLimit:    cfg.BodyLimit,

@@ -1,0 +1,366 @@
+package control
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/voiced/voiced/storage"
+)
+
+// CallLog is the control plane's side of a call's record: the media side
+// admits a call, appends what happens during it, and finishes it. It is
+// the narrow interface the media and telephony sides are wired to (they
+// declare their own interfaces; cmd/voiced adapts). Safe for concurrent
+// use; every method is idempotent under redelivery where it matters
+// (events carry ids, Finish applies once).
+type CallLog struct{ s *Server }
+
+// CallLog returns the server's call log.
+func (s *Server) CallLog() *CallLog { return &CallLog{s: s} }
+
+// AdmitRequest asks to start a call. Inbound calls name the dialed number
+// (To) and the caller (From); test and web calls name the org and agent.
+type AdmitRequest struct {
+	Direction         string
+	To, From          string
+	OrgID, AgentID    int64
+	AgentVariantID    *int64
+	AgentVariantLabel string
+	IsSimulation      bool
+	IsScenarioCall    bool
+	MediaRoomName     string
+	MediaRoomSID      string
+	WorkerExecution   string
+	// At is when the call arrived; zero means now.
+	At time.Time
+}
+
+// Admission is an admitted call: its id and the agent configuration in
+// effect for it (deployed, never the draft).
+type Admission struct {
+	CallID    int64
+	OrgID     int64
+	AgentID   int64
+	Agent     AgentConfig
+	StartTime time.Time
+}
+
+// Admit creates the call record of an arriving call after checking it may
+// proceed: the number is held and active with an inbound agent (inbound),
+// or the agent exists (test, web), and the balance is above zero. A
+// refusal returns one of the Err* refusals; when the organization is
+// known the refused call is still recorded as failed with the cause, and
+// its id is returned with the error.
+func (l *CallLog) Admit(ctx context.Context, r AdmitRequest) (Admission, error) {
+	st := l.s.store
+	c := storage.Call{Direction: r.Direction, FromNumber: r.From, ToNumber: r.To, StartTime: r.At, Status: storage.CallInProgress,
+		IsSimulation: r.IsSimulation, IsScenarioCall: r.IsScenarioCall, AgentVariantID: r.AgentVariantID,
+		AgentVariantLabel: optStr(r.AgentVariantLabel), MediaRoomName: optStr(r.MediaRoomName), MediaRoomSID: optStr(r.MediaRoomSID),
+		WorkerExecutionName: optStr(r.WorkerExecution)}
+	var refusal error
+	switch r.Direction {
+	case storage.DirectionInbound:
+		n, err := st.PhoneNumberByE164(ctx, r.To)
+		if errors.Is(err, storage.ErrNotFound) {
+			return Admission{}, ErrUnknownNumber
+		}
+		if err != nil {
+			return Admission{}, err
+		}
+		c.OrgID, c.PhoneNumberID = n.OrgID, &n.ID
+		switch {
+		case n.Status != storage.NumberActive:
+			refusal = ErrNumberInactive
+		case n.InboundAgentID == nil:
+			refusal = ErrNoAgent
+		default:
+			c.AgentID = n.InboundAgentID
+		}
+	case storage.DirectionTest, storage.DirectionWeb:
+		c.OrgID, c.AgentID = r.OrgID, &r.AgentID
+		if c.FromNumber == "" {
+			c.FromNumber = "internal:" + r.Direction
+		}
+		if c.ToNumber == "" {
+			c.ToNumber = "agent:" + strconv.FormatInt(r.AgentID, 10)
+		}
+	default:
+		return Admission{}, fmt.Errorf("%w: direction %q cannot be admitted (outbound calls start with POST /v1/call)", ErrBadEvent, r.Direction)
+	}
+	var cfg AgentConfig
+	if refusal == nil {
+		a, err := st.Agent(ctx, c.OrgID, *c.AgentID)
+		switch {
+		case errors.Is(err, storage.ErrNotFound) && r.Direction != storage.DirectionInbound:
+			return Admission{}, ErrUnknownAgent
+		case errors.Is(err, storage.ErrNotFound):
+			refusal = ErrNoAgent // deleted between lookups
+		case err != nil:
+			return Admission{}, err
+		default:
+			if cfg, err = l.s.res.decodeConfig(a.Config); err != nil {
+				return Admission{}, err
+			}
+			snapshotConfig(&c, cfg)
+		}
+	}
+	if refusal == nil {
+		bal, err := st.Balance(ctx, c.OrgID)
+		if err != nil {
+			return Admission{}, err
+		}
+		if bal <= 0 {
+			refusal = ErrInsufficientBalance
+		}
+	}
+	if refusal != nil {
+		now := time.Now()
+		zero := int64(0)
+		c.Status, c.EndTime, c.DurationSeconds = storage.CallFailed, &now, &zero
+		c.EndReason, c.EndDetail = optStr(refusalReason(refusal)), refusal.Error()
+	}
+	c, err := st.CreateCall(ctx, c)
+	if err != nil {
+		return Admission{}, err
+	}
+	adm := Admission{CallID: c.ID, OrgID: c.OrgID, Agent: cfg, StartTime: c.StartTime}
+	if c.AgentID != nil {
+		adm.AgentID = *c.AgentID
+	}
+	return adm, refusal
+}
+
+func refusalReason(err error) string {
+	switch {
+	case errors.Is(err, ErrNumberInactive):
+		return "number_inactive"
+	case errors.Is(err, ErrNoAgent):
+		return "no_agent"
+	case errors.Is(err, ErrInsufficientBalance):
+		return "insufficient_balance"
+	}
+	return "rejected"
+}
+
+// snapshotConfig records on c the configuration in effect at call time.
+func snapshotConfig(c *storage.Call, cfg AgentConfig) {
+	c.PromptSnapshot, c.Product, c.Voice = &cfg.Prompt, &cfg.Product, &cfg.Voice
+	if tools, err := json.Marshal(nonNil(cfg.Tools)); err == nil {
+		c.ToolSnapshot = tools
+	}
+}
+
+func optStr(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// Event kinds a call records.
+const (
+	EventTurn             = "turn"
+	EventToolCall         = "tool_call"
+	EventToolResult       = "tool_result"
+	EventDTMF             = "dtmf"
+	EventTransfer         = "transfer"
+	EventRecordingStarted = "recording_started"
+)
+
+// CallEvent is one thing that happened during a call. ID, when set, is
+// unique within the call and makes redelivery harmless. Which fields
+// matter depends on Kind:
+//   - turn: Role ("user" or "assistant"), Text, Start and End (wall clock;
+//     transcripts show them relative to the recording), Interrupted (the
+//     assistant was cut off; Text is what was actually played);
+//   - tool_call: ToolCallID, ToolName, Arguments (JSON);
+//   - tool_result: ToolCallID, ToolName, Output, IsError;
+//   - dtmf: Digits; transfer: Destination;
+//   - recording_started: At is when the recording's first sample was taken.
+type CallEvent struct {
+	ID          string
+	Kind        string
+	At          time.Time
+	Role        string
+	Text        string
+	Start, End  time.Time
+	Interrupted bool
+	ToolCallID  string
+	ToolName    string
+	Arguments   json.RawMessage
+	Output      string
+	IsError     bool
+	Digits      string
+	Destination string
+}
+
+// eventData is a CallEvent's stored form; times are Unix milliseconds.
+type eventData struct {
+	Role        string          `json:"role,omitempty"`
+	Text        string          `json:"text,omitempty"`
+	Start       int64           `json:"start,omitempty"`
+	End         int64           `json:"end,omitempty"`
+	Interrupted bool            `json:"interrupted,omitempty"`
+	ToolCallID  string          `json:"tool_call_id,omitempty"`
+	ToolName    string          `json:"tool_name,omitempty"`
+	Arguments   json.RawMessage `json:"arguments,omitempty"`
+	Output      string          `json:"output,omitempty"`
+	IsError     bool            `json:"is_error,omitempty"`
+	Digits      string          `json:"digits,omitempty"`
+	Destination string          `json:"destination,omitempty"`
+}
+
+var dtmfRe = regexp.MustCompile(`^[0-9*#A-D]+$`)
+
+func (e CallEvent) data() (json.RawMessage, error) {
+	d := eventData{}
+	bad := func(msg string) (json.RawMessage, error) {
+		return nil, fmt.Errorf("%w: %s event: %s", ErrBadEvent, e.Kind, msg)
+	}
+	switch e.Kind {
+	case EventTurn:
+		if e.Role != "user" && e.Role != "assistant" {
+			return bad(`role must be "user" or "assistant"`)
+		}
+		start, end := e.Start, e.End
+		if start.IsZero() {
+			start = e.At
+		}
+		if end.IsZero() {
+			end = start
+		}
+		if end.Before(start) {
+			return bad("end is before start")
+		}
+		d.Role, d.Text, d.Start, d.End, d.Interrupted = e.Role, e.Text, start.UnixMilli(), end.UnixMilli(), e.Interrupted
+	case EventToolCall:
+		if e.ToolName == "" {
+			return bad("tool name is required")
+		}
+		if len(e.Arguments) > 0 && !json.Valid(e.Arguments) {
+			return bad("arguments are not JSON")
+		}
+		d.ToolCallID, d.ToolName, d.Arguments = e.ToolCallID, e.ToolName, e.Arguments
+	case EventToolResult:
+		d.ToolCallID, d.ToolName, d.Output, d.IsError = e.ToolCallID, e.ToolName, e.Output, e.IsError
+	case EventDTMF:
+		if !dtmfRe.MatchString(e.Digits) {
+			return bad("digits must be 0-9, *, #, A-D")
+		}
+		d.Digits = e.Digits
+	case EventTransfer:
+		d.Destination = e.Destination
+	case EventRecordingStarted:
+	default:
+		return bad("unknown kind")
+	}
+	return json.Marshal(d)
+}
+
+// Append records events of call callID in order. Events whose ID the call
+// already has are skipped. A recording_started event also sets the call's
+// recording_started_at (once).
+func (l *CallLog) Append(ctx context.Context, callID int64, events []CallEvent) error {
+	rows := make([]storage.CallEvent, len(events))
+	var recStart *time.Time
+	for i, e := range events {
+		if e.At.IsZero() {
+			e.At = time.Now()
+		}
+		data, err := e.data()
+		if err != nil {
+			return err
+		}
+		rows[i] = storage.CallEvent{EventID: e.ID, Kind: e.Kind, At: e.At, Data: data}
+		if e.Kind == EventRecordingStarted && recStart == nil {
+			at := e.At
+			recStart = &at
+		}
+	}
+	if _, err := l.s.store.AppendCallEvents(ctx, callID, rows); err != nil {
+		return err
+	}
+	if recStart != nil {
+		_, _, err := l.s.store.UpdateCall(ctx, callID, func(c *storage.Call) error {
+			if c.RecordingStartedAt == nil {
+				c.RecordingStartedAt = recStart
+			}
+			return nil
+		})
+		return err
+	}
+	return nil
+}
+
+// CallEnd is how a call ended. RecordingKey names the recording in the
+// blob store (a relative slash-separated path such as
+// "recordings/12/345.wav"); RecordingStartedAt is set unless a
+// recording_started event already did.
+type CallEnd struct {
+	// Status is completed or failed.
+	Status string
+	// Reason is the public end_reason, e.g. caller_hangup, agent_end,
+	// timeout, ai_transfer.
+	Reason string
+	// Detail is the internal cause, kept for operators.
+	Detail             string
+	At                 time.Time
+	RecordingKey       string
+	RecordingStartedAt time.Time
+	// Outcome is success, failure, unknown or no_conversation, or empty.
+	Outcome string
+}
+
+// Finish records how call callID ended. It applies once: finishing a
+// finished call changes nothing and is not an error (redelivery).
+func (l *CallLog) Finish(ctx context.Context, callID int64, end CallEnd) error {
+	if end.Status != storage.CallCompleted && end.Status != storage.CallFailed {
+		return fmt.Errorf("%w: end status must be completed or failed", ErrBadEvent)
+	}
+	if end.Outcome != "" && oneOf(end.Outcome, []string{"success", "failure", "unknown", "no_conversation"}) != "" {
+		return fmt.Errorf("%w: unknown call outcome %q", ErrBadEvent, end.Outcome)
+	}
+	if end.RecordingKey != "" && !validBlobKey(end.RecordingKey) {
+		return fmt.Errorf("%w: recording key %q is not a clean relative path", ErrBadEvent, end.RecordingKey)
+	}
+	if end.At.IsZero() {
+		end.At = time.Now()
+	}
+	_, _, err := l.s.store.UpdateCall(ctx, callID, func(c *storage.Call) error {
+		if c.Status != storage.CallInProgress {
+			return nil
+		}
+		at := end.At
+		if at.Before(c.StartTime) {
+			at = c.StartTime
+		}
+		dur := int64(math.Round(at.Sub(c.StartTime).Seconds()))
+		c.Status, c.EndTime, c.DurationSeconds = end.Status, &at, &dur
+		c.EndReason, c.EndDetail, c.CallOutcome = optStr(end.Reason), end.Detail, optStr(end.Outcome)
+		if end.RecordingKey != "" {
+			c.RecordingKey = end.RecordingKey
+			u := "blob://" + end.RecordingKey
+			c.RecordingURL = &u
+		}
+		if c.RecordingStartedAt == nil && !end.RecordingStartedAt.IsZero() {
+			rs := end.RecordingStartedAt
+			c.RecordingStartedAt = &rs
+		}
+		return nil
+	})
+	return err
+}
+
+// validBlobKey accepts clean relative slash paths without ".." segments.
+func validBlobKey(k string) bool {
+	return k != "" && len(k) <= 512 && !strings.HasPrefix(k, "/") && path.Clean(k) == k && k != "." &&
+		!strings.HasPrefix(k, "../") && k != ".." && !strings.Contains(k, "\\")
+}

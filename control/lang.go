@@ -1,0 +1,32 @@
+package control
+
+import (
+	"strings"
+
+	"golang.org/x/text/language"
+)
+
+// normalizeLang returns the canonical BCP-47 spelling of tag ("en-us" ->
+// "en-US"), or false when tag is not a well-formed language tag or names
+// no language ("und").
+func normalizeLang(tag string) (string, bool) {
+	tag = strings.TrimSpace(strings.ReplaceAll(tag, "_", "-"))
+	if tag == "" || len(tag) > 64 {
+		return "", false
+	}
+	t, err := language.Parse(tag)
+	if err != nil {
+		return "", false
+	}
+	if b, _ := t.Base(); b.String() == "und" {
+		return "", false
+	}
+	return t.String(), true
+}
+
+// langBase returns the language subtag of a normalized tag ("en-US" ->
+// "en").
+func langBase(tag string) string {
+	b, _, _ := strings.Cut(tag, "-")
+	return b
+}

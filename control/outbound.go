@@ -1,0 +1,145 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v3"
+
+	"github.com/voiced/voiced/storage"
+)
+
+// Trunk is the SIP trunk an outbound call leaves through, with its clear
+// credentials.
+type Trunk struct {
+	Host          string
+	Port          int
+	Transport     string
+	Username      string
+	Password      string
+	OutboundProxy string
+	Codecs        []string
+}
+
+// OutboundCall is a call the control plane has recorded and wants
+// placed. The dialer owns it from here: it reports progress and the end
+// through the CallLog (Append, Finish) under CallID.
+type OutboundCall struct {
+	CallID  int64
+	OrgID   int64
+	AgentID int64
+	From    string
+	To      string
+	Agent   AgentConfig
+	Trunk   Trunk
+}
+
+// Dialer places outbound calls. The telephony side implements it. Dial
+// returns once the call is handed off (an INVITE is on its way), not when
+// it is answered; an error means it could not be handed off at all.
+type Dialer interface {
+	Dial(ctx context.Context, call OutboundCall) error
+}
+
+type outboundInput struct {
+	AgentID    *int64  `json:"agent_id"`
+	FromNumber *string `json:"from_number"`
+	ToNumber   *string `json:"to_number"`
+}
+
+// placeCall answers POST /v1/call.
+func (s *Server) placeCall(c fiber.Ctx, p *storage.Principal) error {
+	var in outboundInput
+	if err := decode(c, &in); err != nil {
+		return err
+	}
+	f := fields{}
+	if in.AgentID == nil || *in.AgentID <= 0 {
+		f.add("agent_id", "This field is required.")
+	}
+	from, to := "", ""
+	for _, e := range []struct {
+		name string
+		v    *string
+		dst  *string
+	}{{"from_number", in.FromNumber, &from}, {"to_number", in.ToNumber, &to}} {
+		switch {
+		case e.v == nil:
+			f.add(e.name, "This field is required.")
+		case !validE164(strings.TrimSpace(*e.v)):
+			f.add(e.name, "Must be an E.164 number like +14155550100.")
+		default:
+			*e.dst = strings.TrimSpace(*e.v)
+		}
+	}
+	if err := f.err(); err != nil {
+		return err
+	}
+	if s.res.dialer == nil {
+		return apiErr(http.StatusServiceUnavailable, "Outbound calling is not available: this server runs without its telephony front door.")
+	}
+	ctx := c.Context()
+	st := s.store
+	a, err := st.Agent(ctx, p.OrgID, *in.AgentID)
+	if errors.Is(err, storage.ErrNotFound) {
+		return apiErr(http.StatusNotFound, "Agent not found.")
+	}
+	if err != nil {
+		return err
+	}
+	n, err := st.PhoneNumberByE164(ctx, from)
+	if errors.Is(err, storage.ErrNotFound) || (err == nil && n.OrgID != p.OrgID) {
+		return fieldErr("from_number", "This number is not one of your organization's numbers.")
+	}
+	if err != nil {
+		return err
+	}
+	if n.Source != storage.SourceVoIP || n.VoIPConnectionID == nil {
+		return fieldErr("from_number", "Demo numbers are inbound only; place calls from a VoIP number.")
+	}
+	if n.Status != storage.NumberActive {
+		return apiErr(http.StatusConflict, "The number "+from+" is "+n.Status+"; only active numbers place calls.")
+	}
+	bal, err := st.Balance(ctx, p.OrgID)
+	if err != nil {
+		return err
+	}
+	if bal <= 0 {
+		return apiErr(http.StatusPaymentRequired, "Insufficient balance: add credit to place calls.")
+	}
+	conn, err := st.VoIPConnection(ctx, p.OrgID, *n.VoIPConnectionID)
+	if err != nil {
+		return err
+	}
+	cfg, err := s.res.decodeConfig(a.Config)
+	if err != nil {
+		return err
+	}
+	call := storage.Call{OrgID: p.OrgID, AgentID: &a.ID, PhoneNumberID: &n.ID, Direction: storage.DirectionOutbound,
+		FromNumber: from, ToNumber: to, Status: storage.CallInProgress}
+	snapshotConfig(&call, cfg)
+	call, err = st.CreateCall(ctx, call)
+	if err != nil {
+		return err
+	}
+	err = s.res.dialer.Dial(ctx, OutboundCall{CallID: call.ID, OrgID: p.OrgID, AgentID: a.ID, From: from, To: to, Agent: cfg,
+		Trunk: Trunk{Host: conn.Host, Port: conn.Port, Transport: conn.Transport, Username: conn.Username, Password: conn.Password,
+			OutboundProxy: conn.OutboundProxy, Codecs: conn.Codecs}})
+	if err != nil {
+		if s.log != nil {
+			s.log.Warn("outbound call not placed", "call_id", call.ID, "err", err)
+		}
+		ferr := s.CallLog().Finish(context.WithoutCancel(ctx), call.ID, CallEnd{Status: storage.CallFailed, Reason: "dial_failed", Detail: err.Error(), At: time.Now()})
+		if ferr != nil {
+			return ferr
+		}
+		return apiErr(http.StatusBadGateway, "The call could not be placed: the trunk refused it or did not answer.")
+	}
+	if call, err = st.Call(ctx, p.OrgID, call.ID); err != nil {
+		return err
+	}
+	return c.Status(http.StatusCreated).JSON(viewCall(call))
+}

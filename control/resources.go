@@ -1,0 +1,137 @@
+package control
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"path/filepath"
+	"time"
+)
+
+// ResourcesConfig holds the settings of agents, numbers and calls. Zero
+// values mean defaults.
+type ResourcesConfig struct {
+	// Products are the agent product tiers with their per-minute prices.
+	// Empty means DefaultProducts().
+	Products []Product
+	// DefaultProduct is the tier of agents created without one. Default
+	// "storm-base", or the first product when that tier is not configured.
+	DefaultProduct string
+	// DefaultVoice is the voice of agents created without one. Default
+	// "espeak:en-us" when the catalog has it, else the catalog's first voice.
+	DefaultVoice string
+	// DIDPool lists the operator's demo numbers: DIDs routed to this
+	// service, handed out by POST /v1/phone-numbers.
+	DIDPool []DID
+	// BlobDir is the local blob store that holds recordings. Default
+	// "data/blobs".
+	BlobDir string
+	// SigningKey keys signed URLs (HMAC-SHA256). Replicas must share it.
+	// Empty means a random key per process: URLs then die with it.
+	SigningKey []byte
+	// AudioURLTTL is how long a signed recording URL stays valid. Default
+	// one hour.
+	AudioURLTTL time.Duration
+	// VerifyTimeout bounds one verify-voip check. Default 20 s.
+	VerifyTimeout time.Duration
+}
+
+func (c ResourcesConfig) withDefaults() ResourcesConfig {
+	if len(c.Products) == 0 {
+		c.Products = DefaultProducts()
+	}
+	if c.DefaultProduct == "" {
+		c.DefaultProduct = c.Products[0].Name
+		for _, p := range c.Products {
+			if p.Name == "storm-base" {
+				c.DefaultProduct = p.Name
+			}
+		}
+	}
+	if c.BlobDir == "" {
+		c.BlobDir = filepath.Join("data", "blobs")
+	}
+	if c.AudioURLTTL == 0 {
+		c.AudioURLTTL = time.Hour
+	}
+	if c.VerifyTimeout == 0 {
+		c.VerifyTimeout = 20 * time.Second
+	}
+	return c
+}
+
+// Option wires an optional collaborator into the server.
+type Option func(*resources)
+
+// WithDialer hands outbound calls (POST /v1/call) to d. Without a dialer
+// that endpoint answers 503.
+func WithDialer(d Dialer) Option { return func(r *resources) { r.dialer = d } }
+
+// WithVoIPVerifier checks trunks for verify-voip with v. Without one that
+// endpoint answers 503.
+func WithVoIPVerifier(v VoIPVerifier) Option { return func(r *resources) { r.verifier = v } }
+
+// WithVoiceProviders sets the TTS providers whose voices form the catalog.
+// Default: the offline espeak-ng voices.
+func WithVoiceProviders(p ...VoiceProvider) Option {
+	return func(r *resources) { r.providers = p }
+}
+
+// resources is the server's state for agents, numbers and calls.
+type resources struct {
+	cfg      ResourcesConfig
+	products map[string]Product
+	pool     *didPool
+	dialer   Dialer
+	verifier VoIPVerifier
+	// providers and catalog: the catalog is loaded once, at New; TTS
+	// providers' voice lists change with deployments, not at run time.
+	providers []VoiceProvider
+	catalog   *catalog
+	signKey   []byte
+}
+
+func (s *Server) initResources(opts []Option) error {
+	r := &resources{cfg: s.cfg.Resources.withDefaults(), providers: []VoiceProvider{EspeakVoices{}}}
+	for _, o := range opts {
+		o(r)
+	}
+	r.products = map[string]Product{}
+	for _, p := range r.cfg.Products {
+		if err := p.validate(); err != nil {
+			return fmt.Errorf("control: product %q: %w", p.Name, err)
+		}
+		if _, dup := r.products[p.Name]; dup {
+			return fmt.Errorf("control: product %q is listed twice", p.Name)
+		}
+		r.products[p.Name] = p
+	}
+	if _, ok := r.products[r.cfg.DefaultProduct]; !ok {
+		return fmt.Errorf("control: default product %q is not a configured product", r.cfg.DefaultProduct)
+	}
+	pool, err := newDIDPool(r.cfg.DIDPool)
+	if err != nil {
+		return err
+	}
+	r.pool = pool
+	r.catalog = loadCatalog(context.Background(), r.providers, s.log)
+	switch {
+	case r.cfg.DefaultVoice != "":
+		if _, ok := r.catalog.byName[r.cfg.DefaultVoice]; !ok {
+			return fmt.Errorf("control: default voice %q is not in the voice catalog", r.cfg.DefaultVoice)
+		}
+	case r.catalog.has("espeak:en-us"):
+		r.cfg.DefaultVoice = "espeak:en-us"
+	case len(r.catalog.voices) > 0:
+		r.cfg.DefaultVoice = r.catalog.voices[0].Name
+	}
+	r.signKey = r.cfg.SigningKey
+	if len(r.signKey) == 0 {
+		r.signKey = make([]byte, 32)
+		if _, err := rand.Read(r.signKey); err != nil {
+			return fmt.Errorf("control: signing key: %w", err)
+		}
+	}
+	s.res = r
+	return nil
+}

@@ -1,0 +1,120 @@
+package control_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/voiced/voiced/control"
+	"github.com/voiced/voiced/storage"
+)
+
+// fakeDialer stands in for the telephony side at the Dialer boundary.
+type fakeDialer struct {
+	mu    sync.Mutex
+	calls []control.OutboundCall
+	err   error
+}
+
+func (d *fakeDialer) Dial(_ context.Context, c control.OutboundCall) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.calls = append(d.calls, c)
+	return d.err
+}
+
+// fakeVerifier stands in for the SIP OPTIONS check at the VoIPVerifier
+// boundary.
+type fakeVerifier struct {
+	mu     sync.Mutex
+	res    control.VoIPResult
+	err    error
+	checks []control.VoIPCheck
+}
+
+func (v *fakeVerifier) VerifyVoIP(_ context.Context, c control.VoIPCheck) (control.VoIPResult, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.checks = append(v.checks, c)
+	return v.res, v.err
+}
+
+func (v *fakeVerifier) set(res control.VoIPResult, err error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.res, v.err = res, err
+}
+
+// testPool is the demo DID pool of the resource tests.
+var testPool = []control.DID{
+	{Number: "+14155550100", City: "San Francisco", State: "CA"},
+	{Number: "+14155550101", City: "San Francisco", State: "CA"},
+	{Number: "+12125550100", City: "New York", State: "NY"},
+}
+
+var testSigningKey = bytes.Repeat([]byte{9}, 32)
+
+// resAPI is the API with telephony fakes, a DID pool and a blob dir.
+type resAPI struct {
+	*api
+	blobDir  string
+	dialer   *fakeDialer
+	verifier *fakeVerifier
+}
+
+func newResAPI(t *testing.T, db *storage.DB, pool []control.DID) *resAPI {
+	t.Helper()
+	r := &resAPI{blobDir: t.TempDir(), dialer: &fakeDialer{}, verifier: &fakeVerifier{}}
+	r.api = newAPIWith(t, db, control.Config{PublicURL: "https://voice.example", Resources: control.ResourcesConfig{
+		DIDPool: pool, BlobDir: r.blobDir, SigningKey: testSigningKey}},
+		control.WithDialer(r.dialer), control.WithVoIPVerifier(r.verifier))
+	return r
+}
+
+// credit gives org cents of balance.
+func (a *api) credit(orgID, cents int64) {
+	a.t.Helper()
+	_, err := a.store.Post(context.Background(), orgID, storage.TxAdjustment, cents, "test credit", "")
+	require.NoError(a.t, err)
+}
+
+// agent creates an agent with extra fields and returns it.
+func (a *api) agent(auth, name string, extra map[string]any) map[string]any {
+	a.t.Helper()
+	body := map[string]any{"name": name}
+	for k, v := range extra {
+		body[k] = v
+	}
+	r := a.do("POST", "/v1/agents", auth, body)
+	require.Equal(a.t, 201, r.status, string(r.body))
+	return r.obj(a.t)
+}
+
+// trunk creates a VoIP connection (as the owner) and imports number on
+// it, returning the connection id and the number object.
+func (a *api) trunk(w world, number string) (int64, map[string]any) {
+	a.t.Helper()
+	r := a.do("POST", "/v1/voip-connections", w.ownerK, map[string]any{"host": "sip.carrier.example", "username": "acme", "password": "s3cret-pass"})
+	require.Equal(a.t, 201, r.status, string(r.body))
+	conn := id(r.obj(a.t))
+	r = a.do("POST", fmt.Sprintf("/v1/voip-connections/%d/numbers", conn), w.ownerK, map[string]any{"numbers": []string{number}})
+	require.Equal(a.t, 201, r.status, string(r.body))
+	return conn, r.list(a.t)[0]
+}
+
+// id reads an object's integer id.
+func id(m map[string]any) int64 {
+	for _, k := range []string{"id", "call_id"} {
+		if v, ok := m[k].(float64); ok {
+			return int64(v)
+		}
+	}
+	panic("no id in object")
+}
+
+func errIs(err, target error) bool { return errors.Is(err, target) }
