@@ -98,10 +98,10 @@ func callFilter(c fiber.Ctx, orgID int64, defLimit, maxLimit int) (storage.CallF
 		}
 		cf.AgentID = &id
 	}
-	if v := strings.TrimSpace(c.Query("number")); v != "" {
-		// A "+" in a query string decodes to a space unless escaped as %2B.
-		if strings.HasPrefix(v, " ") || !strings.HasPrefix(v, "+") {
-			v = "+" + strings.TrimLeft(v, " ")
+	if v := c.Query("number"); v != "" {
+		// An unescaped "+" in a query string decodes to a space.
+		if strings.HasPrefix(v, " ") {
+			v = "+" + strings.TrimSpace(v)
 		}
 		if !validE164(v) {
 			f.add("number", "Must be an E.164 number like +14155550100 (escape + as %2B).")

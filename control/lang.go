@@ -30,3 +30,15 @@ func langBase(tag string) string {
 	b, _, _ := strings.Cut(tag, "-")
 	return b
 }
+
+// providerLang maps a provider's language name to BCP-47 leniently: a
+// provider's private spellings ("en-us-nyc", "chr-US-Qaaa-x-west") keep
+// their well-formed, known part ("en-US", "chr-US-x-west"). Names with no
+// known language are dropped.
+func providerLang(name string) (string, bool) {
+	t, _ := language.Parse(strings.ReplaceAll(strings.TrimSpace(name), "_", "-"))
+	if b, _ := t.Base(); b.String() == "und" {
+		return "", false
+	}
+	return t.String(), true
+}

@@ -3,6 +3,7 @@ package control_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/voiced/voiced/control"
 	"github.com/voiced/voiced/storage"
+	"github.com/voiced/voiced/storage/coord"
 )
 
 // fakeDialer stands in for the telephony side at the Dialer boundary.
@@ -118,3 +120,11 @@ func id(m map[string]any) int64 {
 }
 
 func errIs(err, target error) bool { return errors.Is(err, target) }
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+func limiterFor(t *testing.T) control.Limiter {
+	l := coord.NewLocal(coord.Config{})
+	t.Cleanup(func() { l.Close() })
+	return l
+}

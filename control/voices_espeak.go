@@ -30,7 +30,7 @@ func (EspeakVoices) CatalogVoices(context.Context) ([]Voice, error) {
 		var langs []string
 		seen := map[string]bool{}
 		for _, l := range v.Languages {
-			tag, ok := normalizeLang(l.Name)
+			tag, ok := providerLang(l.Name)
 			if ok && !seen[tag] {
 				seen[tag] = true
 				langs = append(langs, tag)

@@ -1,0 +1,405 @@
+package control_test
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/csv"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/voiced/voiced/control"
+	"github.com/voiced/voiced/control/calltest"
+	"github.com/voiced/voiced/storage"
+	"github.com/voiced/voiced/storage/sqltest"
+)
+
+// callOrg is an org with credit, an agent and a VoIP number answered by it.
+type callOrg struct {
+	world
+	agentID int64
+	number  string
+	numID   int64
+}
+
+func (a *resAPI) callOrg(number string) callOrg {
+	a.t.Helper()
+	w := a.world()
+	a.credit(w.org.ID, 500)
+	ag := a.agent(w.ownerK, "Receptionist", map[string]any{"prompt": "Answer for Acme Dental.", "tools": []any{map[string]any{"name": "reschedule"}}})
+	_, num := a.trunk(w, number)
+	r := a.do("PATCH", fmt.Sprintf("/v1/phone-numbers/%d", id(num)), w.ownerK, map[string]any{"inbound_agent_id": id(ag)})
+	require.Equal(a.t, 200, r.status, string(r.body))
+	return callOrg{world: w, agentID: id(ag), number: number, numID: id(num)}
+}
+
+// callKeys are the fields of the call object, spec section 2.9.
+var callKeys = []string{"call_id", "agent_id", "agent_variant_id", "agent_variant_label", "direction", "from_number", "to_number",
+	"start_time", "end_time", "duration_seconds", "status", "end_reason", "recording_url", "recording_started_at", "is_simulation",
+	"is_test_call", "is_scenario_call", "prompt_snapshot", "tool_snapshot", "worker_execution_name", "media_room_name",
+	"media_room_sid", "product", "voice", "billable_minutes", "billing_total_cents", "billed_at", "grade_score", "grade_status",
+	"grade_updated_at", "call_outcome", "issue_count", "critical_issue_count"}
+
+func TestCalls(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, db *storage.DB) {
+		a := newResAPI(t, db, testPool)
+		log := a.srv.CallLog()
+		ctx := context.Background()
+
+		t.Run("a realistic call: detail, transcript, history", func(t *testing.T) {
+			o := a.callOrg("+13105550300")
+			start := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
+			cid := calltest.Make(t, log, a.blobDir, calltest.Spec{To: o.number, Start: start, Turns: calltest.Conversation(),
+				Tools: []calltest.ToolUse{{Name: "reschedule", Arguments: `{"day":"Thursday"}`, Output: "moved", At: 13 * time.Second}},
+				DTMF:  "1#", RecordAfter: 2 * time.Second, Outcome: "success"})
+			// Later prompt changes do not rewrite the call's snapshot.
+			require.Equal(t, 200, a.do("PATCH", fmt.Sprintf("/v1/agents/%d", o.agentID), o.ownerK, map[string]any{"prompt": "New prompt."}).status)
+
+			r := a.do("GET", fmt.Sprintf("/v1/calls/%d", cid), o.membK, nil)
+			require.Equal(t, 200, r.status, string(r.body))
+			c := r.obj(t)
+			keys := make([]string, 0, len(c))
+			for k := range c {
+				keys = append(keys, k)
+			}
+			require.ElementsMatch(t, callKeys, keys)
+			require.Equal(t, float64(cid), c["call_id"])
+			require.Equal(t, float64(o.agentID), c["agent_id"])
+			require.Equal(t, "inbound", c["direction"])
+			require.Equal(t, "+15550001111", c["from_number"])
+			require.Equal(t, o.number, c["to_number"])
+			require.Equal(t, "completed", c["status"])
+			require.Equal(t, "caller_hangup", c["end_reason"])
+			require.Equal(t, "success", c["call_outcome"])
+			require.Equal(t, float64(15), c["duration_seconds"])
+			require.Equal(t, start.UTC().Format("2006-01-02T15:04:05.000Z"), c["start_time"])
+			require.Equal(t, start.Add(2*time.Second).UTC().Format("2006-01-02T15:04:05.000Z"), c["recording_started_at"])
+			require.Equal(t, fmt.Sprintf("blob://recordings/%d/%d.wav", o.org.ID, cid), c["recording_url"])
+			require.Equal(t, "Answer for Acme Dental.", c["prompt_snapshot"])
+			require.Equal(t, "reschedule", c["tool_snapshot"].([]any)[0].(map[string]any)["name"])
+			require.Equal(t, "storm-base", c["product"])
+			require.Equal(t, "espeak:en-us", c["voice"])
+			require.Equal(t, false, c["is_simulation"])
+			require.Equal(t, c["is_simulation"], c["is_test_call"])
+			require.Nil(t, c["billable_minutes"])
+			require.Equal(t, float64(0), c["issue_count"])
+			require.Equal(t, 404, a.do("GET", fmt.Sprintf("/v1/calls/%d", cid), a.world().ownerK, nil).status)
+			require.Equal(t, 404, a.do("GET", "/v1/calls/999999999", o.ownerK, nil).status)
+
+			r = a.do("GET", fmt.Sprintf("/v1/calls/%d/transcript", cid), o.membK, nil)
+			require.Equal(t, 200, r.status)
+			var tr struct {
+				CallID             int64  `json:"call_id"`
+				RecordingStartedAt string `json:"recording_started_at"`
+				Turns              []struct {
+					Role        string `json:"role"`
+					Text        string `json:"text"`
+					StartMS     int64  `json:"start_ms"`
+					EndMS       int64  `json:"end_ms"`
+					Interrupted bool   `json:"interrupted"`
+				} `json:"turns"`
+			}
+			require.NoError(t, json.Unmarshal(r.body, &tr))
+			require.Len(t, tr.Turns, 4)
+			require.Equal(t, c["recording_started_at"], tr.RecordingStartedAt)
+			// Anchored to the recording, which started 2 s into the call.
+			require.Equal(t, "assistant", tr.Turns[0].Role)
+			require.Equal(t, int64(0), tr.Turns[0].StartMS, "before the recording clamps to 0")
+			require.Equal(t, int64(1000), tr.Turns[0].EndMS)
+			require.Equal(t, int64(2000), tr.Turns[1].StartMS)
+			require.Equal(t, int64(6000), tr.Turns[1].EndMS)
+			require.True(t, tr.Turns[2].Interrupted)
+			require.Equal(t, "Sure. Which day works better,\nWednesday or Thursday?", tr.Turns[2].Text)
+
+			r = a.do("GET", fmt.Sprintf("/v1/calls/%d/history", cid), o.membK, nil)
+			require.Equal(t, 200, r.status)
+			items := r.obj(t)["items"].([]any)
+			var types []string
+			for _, it := range items {
+				types = append(types, it.(map[string]any)["type"].(string))
+			}
+			require.Equal(t, []string{"recording_started", "message", "message", "message", "message", "tool_call", "tool_result", "dtmf"}, types)
+			call := items[5].(map[string]any)
+			require.Equal(t, "reschedule", call["name"])
+			require.Equal(t, map[string]any{"day": "Thursday"}, call["arguments"])
+			require.Equal(t, call["tool_call_id"], items[6].(map[string]any)["tool_call_id"])
+			require.Equal(t, "moved", items[6].(map[string]any)["output"])
+			require.Equal(t, "1#", items[7].(map[string]any)["digits"])
+			require.Equal(t, 404, a.do("GET", fmt.Sprintf("/v1/calls/%d/history", cid), a.world().ownerK, nil).status)
+
+			// Redelivered events and a second finish change nothing.
+			require.NoError(t, log.Append(ctx, cid, []control.CallEvent{{ID: fmt.Sprintf("ev-%d-2", cid), Kind: control.EventTurn, Role: "user", Text: "dup"}}))
+			require.NoError(t, log.Finish(ctx, cid, control.CallEnd{Status: "failed", Reason: "timeout"}))
+			r = a.do("GET", fmt.Sprintf("/v1/calls/%d/transcript", cid), o.membK, nil)
+			require.NoError(t, json.Unmarshal(r.body, &tr))
+			require.Len(t, tr.Turns, 4)
+			require.Equal(t, "completed", a.do("GET", fmt.Sprintf("/v1/calls/%d", cid), o.membK, nil).obj(t)["status"])
+		})
+
+		t.Run("malformed events are refused", func(t *testing.T) {
+			o := a.callOrg("+13105550301")
+			cid := calltest.Make(t, log, a.blobDir, calltest.Spec{To: o.number, InProgress: true})
+			for _, e := range []control.CallEvent{{Kind: "gossip"}, {Kind: control.EventTurn, Role: "narrator"},
+				{Kind: control.EventTurn, Role: "user", Start: time.Now(), End: time.Now().Add(-time.Second)},
+				{Kind: control.EventToolCall}, {Kind: control.EventToolCall, ToolName: "x", Arguments: json.RawMessage("{")}, {Kind: control.EventDTMF, Digits: "12x"}} {
+				require.ErrorIs(t, log.Append(ctx, cid, []control.CallEvent{e}), control.ErrBadEvent, "%+v", e)
+			}
+			for _, end := range []control.CallEnd{{Status: "done"}, {Status: "completed", Outcome: "great"}, {Status: "completed", RecordingKey: "../etc/passwd"}, {Status: "completed", RecordingKey: "/abs.wav"}} {
+				require.ErrorIs(t, log.Finish(ctx, cid, end), control.ErrBadEvent, "%+v", end)
+			}
+			c := a.do("GET", fmt.Sprintf("/v1/calls/%d", cid), o.membK, nil).obj(t)
+			require.Equal(t, "in_progress", c["status"])
+			require.Nil(t, c["end_time"])
+			require.Nil(t, c["duration_seconds"])
+		})
+
+		t.Run("admission refusals keep the cause", func(t *testing.T) {
+			o := a.callOrg("+13105550302")
+			_, err := log.Admit(ctx, control.AdmitRequest{Direction: "inbound", To: "+19995550000", From: "+15550001111"})
+			require.ErrorIs(t, err, control.ErrUnknownNumber)
+			_, err = log.Admit(ctx, control.AdmitRequest{Direction: "outbound", OrgID: o.org.ID, AgentID: o.agentID})
+			require.ErrorIs(t, err, control.ErrBadEvent)
+			_, err = log.Admit(ctx, control.AdmitRequest{Direction: "test", OrgID: o.org.ID, AgentID: 999999999})
+			require.ErrorIs(t, err, control.ErrUnknownAgent)
+
+			np := fmt.Sprintf("/v1/phone-numbers/%d", o.numID)
+			require.Equal(t, 200, a.do("PATCH", np, o.ownerK, map[string]any{"inbound_agent_id": nil}).status)
+			adm, err := log.Admit(ctx, control.AdmitRequest{Direction: "inbound", To: o.number, From: "+15550002222"})
+			require.ErrorIs(t, err, control.ErrNoAgent)
+			c := a.do("GET", fmt.Sprintf("/v1/calls/%d", adm.CallID), o.membK, nil).obj(t)
+			require.Equal(t, "failed", c["status"])
+			require.Equal(t, "no_agent", c["end_reason"])
+
+			require.Equal(t, 200, a.do("PATCH", np, o.ownerK, map[string]any{"status": "released"}).status)
+			adm, err = log.Admit(ctx, control.AdmitRequest{Direction: "inbound", To: o.number})
+			require.ErrorIs(t, err, control.ErrNumberInactive)
+			require.Equal(t, "number_inactive", a.do("GET", fmt.Sprintf("/v1/calls/%d", adm.CallID), o.membK, nil).obj(t)["end_reason"])
+
+			require.Equal(t, 200, a.do("PATCH", np, o.ownerK, map[string]any{"status": "active", "inbound_agent_id": o.agentID}).status)
+			bal, err := a.store.Balance(ctx, o.org.ID)
+			require.NoError(t, err)
+			_, err = a.store.Post(ctx, o.org.ID, storage.TxAdjustment, -bal, "drain", "")
+			require.NoError(t, err)
+			adm, err = log.Admit(ctx, control.AdmitRequest{Direction: "inbound", To: o.number})
+			require.ErrorIs(t, err, control.ErrInsufficientBalance)
+			require.Equal(t, "insufficient_balance", a.do("GET", fmt.Sprintf("/v1/calls/%d", adm.CallID), o.membK, nil).obj(t)["end_reason"])
+			_, err = log.Admit(ctx, control.AdmitRequest{Direction: "web", OrgID: o.org.ID, AgentID: o.agentID})
+			require.ErrorIs(t, err, control.ErrInsufficientBalance)
+
+			a.credit(o.org.ID, 100)
+			adm, err = log.Admit(ctx, control.AdmitRequest{Direction: "inbound", To: o.number, From: "+15550003333"})
+			require.NoError(t, err)
+			require.Equal(t, o.agentID, adm.AgentID)
+			require.Equal(t, "Answer for Acme Dental.", adm.Agent.Prompt, "the deployed configuration")
+			require.Equal(t, "in_progress", a.do("GET", fmt.Sprintf("/v1/calls/%d", adm.CallID), o.membK, nil).obj(t)["status"])
+		})
+
+		t.Run("list: envelope, order, filters, paging", func(t *testing.T) {
+			o := a.callOrg("+13105550303")
+			base := time.Now().Add(-time.Hour).Truncate(time.Second)
+			mk := func(spec calltest.Spec) int64 {
+				spec.OrgID, spec.AgentID = o.org.ID, o.agentID
+				if spec.Direction == "" {
+					spec.To = o.number
+				}
+				return calltest.Make(t, log, a.blobDir, spec)
+			}
+			c1 := mk(calltest.Spec{Start: base, Length: 30 * time.Second})
+			c2 := mk(calltest.Spec{Start: base.Add(10 * time.Minute), From: "+15557770000", Status: "failed", Reason: "timeout"})
+			c3 := mk(calltest.Spec{Start: base.Add(20 * time.Minute), Direction: "test", IsSimulation: true})
+			c4 := mk(calltest.Spec{Start: base.Add(20 * time.Minute), Direction: "web"}) // same start as c3: id breaks the tie
+			c5 := mk(calltest.Spec{Start: base.Add(30 * time.Minute), InProgress: true})
+			ids := func(q string) []int64 {
+				t.Helper()
+				r := a.do("GET", "/v1/calls"+q, o.membK, nil)
+				require.Equal(t, 200, r.status, "%s: %s", q, r.body)
+				var out []int64
+				for _, c := range r.obj(t)["results"].([]any) {
+					out = append(out, id(c.(map[string]any)))
+				}
+				return out
+			}
+			r := a.do("GET", "/v1/calls", o.membK, nil)
+			env := r.obj(t)
+			require.Equal(t, float64(5), env["total"])
+			require.Equal(t, float64(50), env["limit"])
+			require.Equal(t, float64(0), env["offset"])
+			require.Equal(t, []int64{c5, c4, c3, c2, c1}, ids(""))
+			require.Equal(t, []int64{c4, c3}, ids("?limit=2&offset=1"))
+			r = a.do("GET", "/v1/calls?limit=2&offset=1", o.membK, nil)
+			require.Equal(t, float64(5), r.obj(t)["total"], "total ignores paging")
+			require.Equal(t, []int64{c2}, ids("?status=failed"))
+			require.Equal(t, []int64{c5}, ids("?status=in_progress"))
+			require.Equal(t, []int64{c3}, ids("?direction=test"))
+			require.Equal(t, []int64{c3}, ids("?is_simulation=true"))
+			require.Equal(t, []int64{c5, c4, c2, c1}, ids("?is_simulation=false"))
+			require.Equal(t, []int64{c5, c4, c3, c2, c1}, ids(fmt.Sprintf("?agent_id=%d", o.agentID)))
+			require.Empty(t, ids("?agent_id=999999999"))
+			require.Equal(t, []int64{c2}, ids("?number=%2B15557770000"))
+			require.Equal(t, []int64{c2}, ids("?number=+15557770000"), "an unescaped + decodes to a space")
+			require.Equal(t, []int64{c5, c2, c1}, ids("?number="+url.QueryEscape(o.number)))
+			after := url.QueryEscape(base.Add(10 * time.Minute).UTC().Format(time.RFC3339))
+			before := url.QueryEscape(base.Add(30 * time.Minute).UTC().Format(time.RFC3339))
+			require.Equal(t, []int64{c4, c3, c2}, ids("?started_after="+after+"&started_before="+before))
+			require.Empty(t, ids("?status=failed&direction=web"))
+			for _, q := range []string{"?status=lost", "?direction=sideways", "?agent_id=x", "?number=555", "?started_after=yesterday", "?is_simulation=maybe", "?limit=0", "?limit=501", "?offset=-1"} {
+				require.Equal(t, 400, a.do("GET", "/v1/calls"+q, o.membK, nil).status, q)
+			}
+			require.Equal(t, float64(0), a.do("GET", "/v1/calls", a.world().membK, nil).obj(t)["total"])
+		})
+
+		t.Run("export: CSV with commas, quotes and newlines, and JSON", func(t *testing.T) {
+			o := a.callOrg("+13105550304")
+			cid := calltest.Make(t, log, a.blobDir, calltest.Spec{To: o.number, Turns: calltest.Conversation(), Record: true})
+			other := calltest.Make(t, log, a.blobDir, calltest.Spec{To: o.number, Turns: []calltest.Turn{{Role: "user", Text: "a,b", Length: time.Second}}})
+			r := a.do("GET", "/v1/calls/export", o.membK, nil)
+			require.Equal(t, 200, r.status, string(r.body))
+			require.Equal(t, "text/csv; charset=utf-8", r.header.Get("Content-Type"))
+			require.Contains(t, r.header.Get("Content-Disposition"), "attachment")
+			require.Equal(t, "2", r.header.Get("X-Total-Count"))
+			rows, err := csv.NewReader(strings.NewReader(string(r.body))).ReadAll()
+			require.NoError(t, err)
+			require.Len(t, rows, 3)
+			hdr := rows[0]
+			col := func(name string) int { return slices.Index(hdr, name) }
+			require.Equal(t, "call_id", hdr[0])
+			require.Equal(t, "transcript", hdr[len(hdr)-1])
+			require.Equal(t, strconv.FormatInt(other, 10), rows[1][0], "newest first")
+			require.Equal(t, strconv.FormatInt(cid, 10), rows[2][0])
+			want := "assistant: Hi, thanks for calling Acme Dental. How can I help?\n" +
+				"user: Hello, I'd like to move my appointment, the one on \"Tuesday\".\n" +
+				"assistant: Sure. Which day works better,\nWednesday or Thursday?\n" +
+				"user: Thursday, please."
+			require.Equal(t, want, rows[2][col("transcript")])
+			require.Equal(t, "user: a,b", rows[1][col("transcript")])
+			require.Equal(t, "completed", rows[2][col("status")])
+			require.Equal(t, "inbound", rows[2][col("direction")])
+
+			r = a.do("GET", "/v1/calls/export?format=json&limit=1", o.membK, nil)
+			require.Equal(t, 200, r.status)
+			l := r.list(t)
+			require.Len(t, l, 1)
+			require.Equal(t, float64(other), l[0]["call_id"])
+			require.Equal(t, "a,b", l[0]["transcript"].([]any)[0].(map[string]any)["text"])
+			r = a.do("GET", "/v1/calls/export?format=json&offset=1", o.membK, nil)
+			require.Len(t, r.list(t)[0]["transcript"], 4)
+			require.Equal(t, 200, a.do("GET", "/v1/calls/export?limit=1000", o.membK, nil).status)
+			require.Equal(t, 400, a.do("GET", "/v1/calls/export?limit=1001", o.membK, nil).status)
+			require.Equal(t, 400, a.do("GET", "/v1/calls/export?format=xml", o.membK, nil).status)
+			r = a.do("GET", "/v1/calls/export", a.world().membK, nil)
+			rows, err = csv.NewReader(strings.NewReader(string(r.body))).ReadAll()
+			require.NoError(t, err)
+			require.Len(t, rows, 1, "another org exports only a header")
+		})
+
+		t.Run("grade", func(t *testing.T) {
+			o := a.callOrg("+13105550305")
+			cid := calltest.Make(t, log, a.blobDir, calltest.Spec{To: o.number, Turns: calltest.Conversation()})
+			gp := fmt.Sprintf("/v1/calls/%d/grade", cid)
+			r := a.do("GET", gp, o.membK, nil)
+			require.Equal(t, 404, r.status)
+			require.Contains(t, r.obj(t)["detail"], "not been graded")
+			score, outcome := int64(87), "success"
+			graded := time.Now().Truncate(time.Millisecond)
+			_, err := a.store.AddCallGrade(ctx, storage.CallGrade{CallID: cid, Status: "completed", Score: &score, CallOutcome: &outcome,
+				Summary: "Rescheduled to Thursday.", RubricBreakdown: json.RawMessage(`{"politeness":9}`), DetectedIssues: json.RawMessage(`[]`),
+				GraderModel: "echo", GraderVersion: "1", GradedAt: &graded})
+			require.NoError(t, err)
+			r = a.do("GET", gp, o.membK, nil)
+			require.Equal(t, 200, r.status)
+			g := r.obj(t)
+			require.Equal(t, float64(87), g["score"])
+			require.Equal(t, "completed", g["status"])
+			require.Equal(t, map[string]any{"politeness": float64(9)}, g["rubric_breakdown"])
+			require.Equal(t, []any{}, g["detected_issues"])
+			c := a.do("GET", fmt.Sprintf("/v1/calls/%d", cid), o.membK, nil).obj(t)
+			require.Equal(t, float64(87), c["grade_score"])
+			require.Equal(t, "completed", c["grade_status"])
+			require.Equal(t, "success", c["call_outcome"])
+			require.NotNil(t, c["grade_updated_at"])
+			require.Equal(t, 404, a.do("GET", gp, a.world().ownerK, nil).status)
+		})
+
+		t.Run("signed audio URLs expire and reject tampering", func(t *testing.T) {
+			o := a.callOrg("+13105550306")
+			cid := calltest.Make(t, log, a.blobDir, calltest.Spec{To: o.number, Turns: calltest.Conversation(), Record: true})
+			silent := calltest.Make(t, log, a.blobDir, calltest.Spec{To: o.number})
+			r := a.do("GET", fmt.Sprintf("/v1/calls/%d/audio", silent), o.membK, nil)
+			require.Equal(t, 404, r.status)
+			require.Contains(t, r.obj(t)["detail"], "no recording")
+			require.Equal(t, 404, a.do("GET", fmt.Sprintf("/v1/calls/%d/audio", cid), a.world().membK, nil).status)
+
+			before := time.Now()
+			r = a.do("GET", fmt.Sprintf("/v1/calls/%d/audio", cid), o.membK, nil)
+			require.Equal(t, 200, r.status, string(r.body))
+			au := r.obj(t)
+			require.Equal(t, "audio/wav", au["content_type"])
+			exp, err := time.Parse(time.RFC3339, au["expires_at"].(string))
+			require.NoError(t, err)
+			require.WithinDuration(t, before.Add(time.Hour), exp, 5*time.Second)
+			u, err := url.Parse(au["url"].(string))
+			require.NoError(t, err)
+			require.Equal(t, "voice.example", u.Host)
+			path := u.Path + "?" + u.RawQuery
+
+			want, err := os.ReadFile(filepath.Join(a.blobDir, "recordings", fmt.Sprint(o.org.ID), fmt.Sprintf("%d.wav", cid)))
+			require.NoError(t, err)
+			r = a.do("GET", path, "", nil)
+			require.Equal(t, 200, r.status, string(r.body))
+			require.Equal(t, "audio/wav", r.header.Get("Content-Type"))
+			require.Equal(t, want, r.body)
+			require.Equal(t, "RIFF", string(r.body[:4]))
+
+			q := u.Query()
+			sig, expires := q.Get("sig"), q.Get("expires")
+			flip := func(s string) string {
+				b := []byte(s)
+				if b[0] == 'a' {
+					b[0] = 'b'
+				} else {
+					b[0] = 'a'
+				}
+				return string(b)
+			}
+			sign := func(callID, exp int64) string {
+				m := hmac.New(sha256.New, testSigningKey)
+				fmt.Fprintf(m, "recording\n%d\n%d", callID, exp)
+				return hex.EncodeToString(m.Sum(nil))
+			}
+			expUnix, _ := strconv.ParseInt(expires, 10, 64)
+			past := time.Now().Add(-time.Second).Unix()
+			for name, p := range map[string]string{
+				"tampered signature":        fmt.Sprintf("/v1/calls/%d/recording?expires=%s&sig=%s", cid, expires, flip(sig)),
+				"extended expiry":           fmt.Sprintf("/v1/calls/%d/recording?expires=%d&sig=%s", cid, expUnix+3600, sig),
+				"another call":              fmt.Sprintf("/v1/calls/%d/recording?expires=%s&sig=%s", silent, expires, sig),
+				"no signature":              fmt.Sprintf("/v1/calls/%d/recording?expires=%s", cid, expires),
+				"no expiry":                 fmt.Sprintf("/v1/calls/%d/recording?sig=%s", cid, sig),
+				"expired, validly signed":   fmt.Sprintf("/v1/calls/%d/recording?expires=%d&sig=%s", cid, past, sign(cid, past)),
+				"signed with the wrong key": fmt.Sprintf("/v1/calls/%d/recording?expires=%s&sig=%s", cid, expires, hex.EncodeToString(make([]byte, 32))),
+				"not a call id":             fmt.Sprintf("/v1/calls/abc/recording?expires=%s&sig=%s", expires, sig),
+			} {
+				r := a.do("GET", p, "", nil)
+				require.Equal(t, 401, r.status, name)
+				require.Contains(t, r.obj(t)["detail"], "expired", name)
+			}
+			// The test's own signer agrees with the server: the format is as documented.
+			future := time.Now().Add(time.Minute).Unix()
+			r = a.do("GET", fmt.Sprintf("/v1/calls/%d/recording?expires=%d&sig=%s", cid, future, sign(cid, future)), "", nil)
+			require.Equal(t, 200, r.status)
+			// A validly signed URL of a call without a recording is 404.
+			r = a.do("GET", fmt.Sprintf("/v1/calls/%d/recording?expires=%d&sig=%s", silent, future, sign(silent, future)), "", nil)
+			require.Equal(t, 404, r.status)
+		})
+	})
+}
