@@ -7,8 +7,8 @@
 # exact apt-get line and fails, so `make` stops with something to copy.
 set -euo pipefail
 
-build=(gcc g++ pkg-config libopus-dev libopusfile-dev libsoxr-dev libwebrtc-audio-processing-dev libmp3lame-dev libspeexdsp-dev)
-test=("${build[@]}" sox)
+build=(gcc g++ pkg-config libopus-dev libopusfile-dev libsoxr-dev libwebrtc-audio-processing-dev libmp3lame-dev libspeexdsp-dev libespeak-ng-dev espeak-ng-data)
+test=("${build[@]}" sox espeak-ng)
 bench=("${test[@]}" wrk)
 
 case "${1:-build}" in

@@ -13,8 +13,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/voiced/voiced/control"
 )
 
 // config is every setting of voiced serve, migrate and admin. Each flag has
@@ -32,8 +35,14 @@ type config struct {
 	LogLevel       string
 	LogFormat      string
 	AccessLog      bool
+	DIDPool        string
+	Products       string
+	AudioURLTTL    string
 
 	rtpLow, rtpHigh int
+	didPool         []control.DID
+	products        []control.Product
+	audioURLTTL     time.Duration
 }
 
 type flagSpec struct {
@@ -56,6 +65,9 @@ func bindFlags(fs *flag.FlagSet, c *config, names ...string) []flagSpec {
 		{"log-level", "VOICED_LOG_LEVEL", "info", "debug, info, warn or error", &c.LogLevel},
 		{"log-format", "VOICED_LOG_FORMAT", "text", "text or json", &c.LogFormat},
 		{"access-log", "VOICED_ACCESS_LOG", "true", "log one line per HTTP request", &c.AccessLog},
+		{"did-pool", "VOICED_DID_POOL", "", "CSV file of demo numbers routed to this service: number[,area_code[,city[,state]]] per line; empty = no demo numbers", &c.DIDPool},
+		{"products", "VOICED_PRODUCTS", "storm-mini=5,storm-base=9,storm-pro=15", "agent product tiers as name=cents_per_minute, comma-separated (storm-base, else the first, is the default)", &c.Products},
+		{"audio-url-ttl", "VOICED_AUDIO_URL_TTL", "1h", "how long a signed call-recording URL stays valid (Go duration, 1m to 168h)", &c.AudioURLTTL},
 	}
 	var out []flagSpec
 	for _, s := range all {
@@ -173,6 +185,31 @@ func (c *config) validate(_ map[string]bool, specs []flagSpec) error {
 	}
 	if has("dev-credit-cents") && c.DevCreditCents < 0 {
 		return fmt.Errorf("invalid --dev-credit-cents %d: must be >= 0", c.DevCreditCents)
+	}
+	if has("did-pool") && c.DIDPool != "" {
+		f, err := os.Open(c.DIDPool)
+		if err != nil {
+			return fmt.Errorf("invalid --did-pool %q: %v", c.DIDPool, err)
+		}
+		c.didPool, err = control.ParseDIDPool(f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("invalid --did-pool %q: %v", c.DIDPool, err)
+		}
+	}
+	if has("products") {
+		p, err := control.ParseProducts(c.Products)
+		if err != nil {
+			return fmt.Errorf("invalid --products %q: %v", c.Products, err)
+		}
+		c.products = p
+	}
+	if has("audio-url-ttl") {
+		d, err := time.ParseDuration(c.AudioURLTTL)
+		if err != nil || d < time.Minute || d > 168*time.Hour {
+			return fmt.Errorf("invalid --audio-url-ttl %q: want a duration from 1m to 168h, like 1h", c.AudioURLTTL)
+		}
+		c.audioURLTTL = d
 	}
 	if has("log-level") && !contains([]string{"debug", "info", "warn", "error"}, c.LogLevel) {
 		return fmt.Errorf("invalid --log-level %q: use debug, info, warn or error", c.LogLevel)

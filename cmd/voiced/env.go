@@ -17,6 +17,8 @@ type env struct {
 	coord     coordinator
 	coordKind string
 	closers   []func()
+	// key is the secret key; serve derives its URL-signing key from it.
+	key []byte
 }
 
 // coordinator is the part of coord the commands wire into the server.
@@ -33,7 +35,7 @@ func openEnv(ctx context.Context, c *config, log *slog.Logger) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &env{db: db, closers: []func(){func() { db.Close() }}}
+	e := &env{db: db, key: key, closers: []func(){func() { db.Close() }}}
 	if err := db.Migrate(ctx, log); err != nil {
 		e.close()
 		return nil, err

@@ -56,6 +56,12 @@ func TestInvalidFlagsAreOneLineNamingTheFlag(t *testing.T) {
 		{[]string{"serve"}, map[string]string{"VOICED_RTP_PORTS": "abc"}, "--rtp-ports"},
 		{[]string{"serve"}, map[string]string{"VOICED_DEV_CREDIT_CENTS": "lots"}, "--dev-credit-cents"},
 		{[]string{"migrate", "--database-url", "oracle://x"}, nil, "--database-url"},
+		{[]string{"serve", "--did-pool", "/nonexistent/pool.csv"}, nil, "--did-pool"},
+		{[]string{"serve", "--products", "storm-base"}, nil, "--products"},
+		{[]string{"serve", "--products", "storm-base=cheap"}, nil, "--products"},
+		{[]string{"serve"}, map[string]string{"VOICED_PRODUCTS": ""}, "--products"},
+		{[]string{"serve", "--audio-url-ttl", "forever"}, nil, "--audio-url-ttl"},
+		{[]string{"serve", "--audio-url-ttl", "10s"}, nil, "--audio-url-ttl"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			for k, v := range tc.env {
@@ -72,7 +78,7 @@ func TestInvalidFlagsAreOneLineNamingTheFlag(t *testing.T) {
 func TestHelpListsEveryFlagWithItsEnv(t *testing.T) {
 	var out bytes.Buffer
 	require.ErrorIs(t, run(context.Background(), []string{"serve", "--help"}, &out, io.Discard), flag.ErrHelp)
-	for _, f := range []string{"data-dir", "http-addr", "database-url", "redis-url", "sip-addr", "rtp-ports", "public-url", "dev-credit-cents"} {
+	for _, f := range []string{"data-dir", "http-addr", "database-url", "redis-url", "sip-addr", "rtp-ports", "public-url", "dev-credit-cents", "did-pool", "products", "audio-url-ttl"} {
 		require.Contains(t, out.String(), "-"+f)
 		require.Contains(t, out.String(), "VOICED_"+strings.ToUpper(strings.ReplaceAll(f, "-", "_")))
 	}

@@ -2,12 +2,16 @@ package main
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"errors"
 
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -38,14 +42,32 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if public == "" {
 		public = "http://" + ln.Addr().String()
 	}
-	srv, err := control.New(control.Config{PublicURL: public, AccessLog: c.AccessLog, Version: version}, log, env.store, env.coord)
+	blobDir := filepath.Join(c.DataDir, "blobs")
+	if err := os.MkdirAll(blobDir, 0o700); err != nil {
+		ln.Close()
+		return fmt.Errorf("create blob dir: %w", err)
+	}
+	srv, err := control.New(control.Config{PublicURL: public, AccessLog: c.AccessLog, Version: version, Resources: control.ResourcesConfig{
+		Products: c.products, DIDPool: c.didPool, BlobDir: blobDir, SigningKey: signingKey(env.key), AudioURLTTL: c.audioURLTTL,
+	}}, log, env.store, env.coord)
 	if err != nil {
 		ln.Close()
 		return err
 	}
+	// The provisioning pass activates demo numbers; it stops with serve.
+	pctx, stopProvisioner := context.WithCancel(ctx)
+	provisioned := make(chan struct{})
+	go func() {
+		defer close(provisioned)
+		srv.RunProvisioner(pctx, time.Second)
+	}()
+	defer func() {
+		stopProvisioner()
+		<-provisioned
+	}()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	log.Info("serving", "http_addr", ln.Addr().String(), "public_url", public, "database", string(env.db.Dialect), "coordination", env.coordKind)
+	log.Info("serving", "http_addr", ln.Addr().String(), "public_url", public, "database", string(env.db.Dialect), "coordination", env.coordKind, "demo_numbers", len(c.didPool))
 
 	select {
 	case err := <-errc:
@@ -64,6 +86,15 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// signingKey derives the key of signed URLs from the secret key, so
+// replicas sharing --secret-key accept each other's URLs and the key never
+// doubles as the encryption key.
+func signingKey(secret []byte) []byte {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte("voiced signed URLs v1"))
+	return m.Sum(nil)
 }
 
 // firstUse creates an owner, an org and an API key on an empty database and
