@@ -80,8 +80,14 @@ func (s *Store) postTx(ctx context.Context, tx *sql.Tx, orgID int64, kind TxKind
 			return Transaction{}, false, err
 		}
 	}
+	// RETURNING the auto-reload settings saves a query on the common path:
+	// only a debit that leaves the balance below an enabled minimum looks
+	// further.
+	var reloadOn bool
+	var reloadMin int64
 	err := tx.QueryRowContext(ctx, `UPDATE billing_accounts SET balance_cents = balance_cents + $1, updated_at = $2
-		WHERE org_id = $3 AND balance_cents + $1 >= 0 RETURNING balance_cents`, amount, now, orgID).Scan(&t.BalanceAfterCents)
+		WHERE org_id = $3 AND balance_cents + $1 >= 0 RETURNING balance_cents, auto_reload_enabled, auto_reload_minimum_cents`,
+		amount, now, orgID).Scan(&t.BalanceAfterCents, &reloadOn, &reloadMin)
 	if err != nil {
 		if err = translate(err); err == ErrNotFound {
 			if _, e := s.balanceTx(ctx, tx, orgID); e == nil {
@@ -95,7 +101,7 @@ func (s *Store) postTx(ctx context.Context, tx *sql.Tx, orgID int64, kind TxKind
 	if err != nil {
 		return Transaction{}, false, translate(err)
 	}
-	if amount < 0 {
+	if amount < 0 && reloadOn && t.BalanceAfterCents < reloadMin {
 		if err := s.reloadCheckTx(ctx, tx, orgID, now); err != nil {
 			return Transaction{}, false, err
 		}

@@ -336,32 +336,38 @@ func (s *Store) RecordAttempt(ctx context.Context, o Outgoing, a Attempt) (Deliv
 	if a.StatusCode != 0 {
 		code = a.StatusCode
 	}
+	status, next := DeliveryPending, ms(a.NextAt)
+	var delivered any
+	switch {
+	case a.Delivered:
+		status, next, delivered = DeliveryDelivered, now, now
+	case a.NextAt.IsZero():
+		status, next = DeliveryFailed, now
+	}
+	// One statement on the common paths; giving up also marks the endpoint,
+	// in the same transaction.
 	var d Delivery
-	err := s.db.tx(ctx, func(tx *sql.Tx) error {
-		status, next := DeliveryPending, ms(a.NextAt)
-		var delivered any
-		switch {
-		case a.Delivered:
-			status, next, delivered = DeliveryDelivered, now, now
-		case a.NextAt.IsZero():
-			status, next = DeliveryFailed, now
-		}
-		res, err := tx.ExecContext(ctx, `UPDATE webhook_deliveries SET status = $1, attempts = attempts + 1, next_attempt_at = $2, lease_until = NULL,
-			lease_token = NULL, last_status_code = $3, last_error = $4, delivered_at = $5, updated_at = $6
-			WHERE id = $7 AND lease_token = $8 AND status = 'pending'`, status, next, code, errText, delivered, now, o.ID, o.LeaseToken)
-		if err != nil {
-			return translate(err)
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return ErrNotFound
-		}
-		if status == DeliveryFailed && o.EndpointID != "" {
-			if _, err := tx.ExecContext(ctx, `UPDATE webhook_endpoints SET status = 'failing', updated_at = $1 WHERE id = $2 AND status = 'active'`, now, o.EndpointID); err != nil {
-				return translate(err)
-			}
-		}
-		d, err = scanDelivery(tx.QueryRowContext(ctx, deliverySelect+` WHERE id = $1`, o.ID))
+	record := func(q interface {
+		QueryRowContext(context.Context, string, ...any) *sql.Row
+	}) error {
+		var err error
+		d, err = scanDelivery(q.QueryRowContext(ctx, `UPDATE webhook_deliveries SET status = $1, attempts = attempts + 1, next_attempt_at = $2,
+			lease_until = NULL, lease_token = NULL, last_status_code = $3, last_error = $4, delivered_at = $5, updated_at = $6
+			WHERE id = $7 AND lease_token = $8 AND status = 'pending'
+			RETURNING id, event_id, org_id, COALESCE(endpoint_id, ''), status, attempts, max_attempts, first_attempt_at, next_attempt_at,
+				COALESCE(last_status_code, 0), last_error, delivered_at`, status, next, code, errText, delivered, now, o.ID, o.LeaseToken))
 		return err
+	}
+	if status != DeliveryFailed || o.EndpointID == "" {
+		err := record(s.db.DB)
+		return d, err
+	}
+	err := s.db.tx(ctx, func(tx *sql.Tx) error {
+		if err := record(tx); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE webhook_endpoints SET status = 'failing', updated_at = $1 WHERE id = $2 AND status = 'active'`, now, o.EndpointID)
+		return translate(err)
 	})
 	return d, err
 }
