@@ -84,7 +84,7 @@ func (s *Store) Onboarding(ctx context.Context, orgID int64) (Onboarding, error)
 			(SELECT count(*) FROM agents WHERE org_id = $1),
 			(SELECT min(end_time) FROM calls WHERE org_id = $1 AND direction = 'test' AND status = 'completed' AND NOT is_simulation),
 			(SELECT min(created_at) FROM billing_transactions WHERE org_id = $1 AND kind = 'top_up'),
-			(SELECT default_payment_method IS NOT NULL FROM billing_accounts WHERE org_id = $1),
+			COALESCE((SELECT default_payment_method IS NOT NULL FROM billing_accounts WHERE org_id = $1), FALSE),
 			(SELECT min(end_time) FROM calls WHERE org_id = $1 AND direction IN ('inbound', 'outbound', 'web') AND status = 'completed' AND NOT is_simulation)`,
 			orgID).Scan(&agents, &talked, &firstTopUp, &hasMethod, &firstCall); err != nil {
 			return translate(err)
