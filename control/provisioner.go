@@ -44,6 +44,8 @@ func (s *Server) ProvisionNumbers(ctx context.Context) (int, error) {
 	return changed, nil
 }
 
+// errSkip aborts a provisioning change for a number that left the
+// provisioning state between the listing and its row lock.
 var errSkip = errors.New("skip")
 
 // RunProvisioner calls ProvisionNumbers every interval until ctx ends;
