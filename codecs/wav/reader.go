@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/voiced/voiced/codecs/g711"
 	"github.com/voiced/voiced/codecs/pcm"
@@ -311,8 +312,8 @@ func ReadAll(r io.Reader) (Format, []int16, error) {
 	}
 	samples := make([]int16, 0, max(size, rd.format.Channels))
 	for {
-		if len(samples) == cap(samples) {
-			samples = append(samples, 0)[:len(samples)]
+		if cap(samples)-len(samples) < rd.format.Channels {
+			samples = slices.Grow(samples, cap(samples)) // double
 		}
 		n, err := rd.ReadSamples(samples[len(samples):cap(samples)])
 		samples = samples[:len(samples)+n]
