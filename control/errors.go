@@ -5,6 +5,8 @@ import (
 	"net/http"
 
 	"github.com/gofiber/fiber/v3"
+
+	"github.com/voiced/voiced/control/payment"
 )
 
 // APIError is an error with an HTTP status and the body the spec requires.
@@ -45,13 +47,30 @@ func (e *APIError) body() any {
 	return m
 }
 
+// paymentErrorBody is the body of a payment error (spec section 7).
+type paymentErrorBody struct {
+	Code       string `json:"code"`
+	Message    string `json:"message"`
+	Detail     string `json:"detail"`
+	Retryable  bool   `json:"retryable"`
+	NextAction string `json:"next_action"`
+}
+
 // errorHandler is the one place domain and framework errors become HTTP
 // responses. Unknown errors are 500 with a generic detail; the real error is
 // logged once by the access log.
 func (s *Server) errorHandler(c fiber.Ctx, err error) error {
 	var ae *APIError
 	var fe *fiber.Error
+	var pe *payment.Error
 	switch {
+	case errors.As(err, &pe):
+		// Payment errors have their own body (spec section 7); the
+		// provider's error, if any, is logged, never shown.
+		if pe.Err != nil {
+			c.Locals(localErr, err)
+		}
+		return c.Status(pe.Status).JSON(paymentErrorBody{Code: pe.Code, Message: pe.Message, Detail: pe.Detail, Retryable: pe.Retryable, NextAction: pe.NextAction})
 	case errors.As(err, &ae):
 	case errors.As(err, &fe):
 		switch fe.Code {

@@ -107,8 +107,11 @@ func (s *Server) openapi() map[string]any {
 		}
 		for _, code := range errs {
 			sc := ref("Detail")
-			if code == 400 {
+			switch {
+			case code == 400:
 				sc = map[string]any{"oneOf": []any{ref("Detail"), ref("FieldErrors")}}
+			case r.paymentErrors && (code == 402 || code == 422 || code == 502 || code == 503):
+				sc = map[string]any{"oneOf": []any{ref("PaymentError"), ref("Detail")}}
 			}
 			res[strconv.Itoa(code)] = map[string]any{"description": http.StatusText(code), "content": map[string]any{"application/json": map[string]any{"schema": sc}}}
 		}

@@ -11,6 +11,7 @@ import (
 func allSchemas() map[string]any {
 	out := maps.Clone(schemas)
 	maps.Copy(out, resourceSchemas)
+	maps.Copy(out, billingSchemas)
 	return out
 }
 

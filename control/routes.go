@@ -33,8 +33,10 @@ type route struct {
 	resList              bool
 	resStatus            int
 	errors               []int
-	handler              func(c fiber.Ctx, p *storage.Principal) error
-	raw                  fiber.Handler // for routes that need no principal (healthz, metrics)
+	// paymentErrors says 402/422/502/503 may carry a payment error body.
+	paymentErrors bool
+	handler       func(c fiber.Ctx, p *storage.Principal) error
+	raw           fiber.Handler // for routes that need no principal (healthz, metrics)
 }
 
 func (s *Server) add(r route) {
@@ -101,6 +103,8 @@ func (s *Server) registerRoutes() {
 	s.add(route{method: "GET", path: "/v1/invitations/:token", summary: "Look at an invite by its token (3 invite access requests per hour per user)", tag: "invites", auth: authUser, resSchema: "Invite", errors: []int{403, 404, 410, 429}, handler: s.viewInvitation})
 	s.add(route{method: "POST", path: "/v1/invitations/:token/accept", summary: "Accept an invite (3 invite access requests per hour per user)", tag: "invites", auth: authUser, resSchema: "Member", errors: []int{403, 404, 409, 410, 429}, handler: s.acceptInvitation})
 	s.registerResourceRoutes()
+	s.registerBillingRoutes()
+	s.registerWebhookRoutes()
 }
 
 // legacyOrgPath answers the removed /v1/orgs/<id>/... paths with 410 and

@@ -15,6 +15,8 @@ import (
 	"github.com/gofiber/fiber/v3"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/voiced/voiced/control/payment"
+	"github.com/voiced/voiced/control/webhook"
 	"github.com/voiced/voiced/storage"
 	"github.com/voiced/voiced/storage/coord"
 )
@@ -39,6 +41,12 @@ type Config struct {
 	Version string
 	// Resources configures agents, numbers and calls (resources.go).
 	Resources ResourcesConfig
+	// Payments configures the payment provider (Stripe or stripe-mock);
+	// an empty APIKey means none: top-ups answer 503.
+	Payments payment.Config
+	// Webhooks configures the first attempt the test endpoint makes
+	// itself (AllowLoopback, Timeout); the delivery worker runs apart.
+	Webhooks webhook.Config
 }
 
 func (c Config) withDefaults() Config {
