@@ -51,6 +51,10 @@ type Admission struct {
 	AgentID   int64
 	Agent     AgentConfig
 	StartTime time.Time
+	// MaxDuration is the longest the call may last: what the balance pays
+	// for at the agent's product (MaxCallDuration). The media side ends
+	// the call when it runs out; NoLimit for a free product.
+	MaxDuration time.Duration
 }
 
 // Admit creates the call record of an arriving call after checking it may
@@ -96,6 +100,7 @@ func (l *CallLog) Admit(ctx context.Context, r AdmitRequest) (Admission, error) 
 		return Admission{}, fmt.Errorf("%w: direction %q cannot be admitted (outbound calls start with POST /v1/call)", ErrBadEvent, r.Direction)
 	}
 	var cfg AgentConfig
+	var adm Admission
 	if refusal == nil {
 		a, err := st.Agent(ctx, c.OrgID, *c.AgentID)
 		switch {
@@ -117,9 +122,11 @@ func (l *CallLog) Admit(ctx context.Context, r AdmitRequest) (Admission, error) 
 		if err != nil {
 			return Admission{}, err
 		}
-		if bal <= 0 {
+		maxDur := MaxCallDuration(bal, l.s.res.product(c.Product))
+		if bal <= 0 || maxDur == 0 {
 			refusal = ErrInsufficientBalance
 		}
+		adm.MaxDuration = maxDur
 	}
 	if refusal != nil {
 		now := time.Now()
@@ -131,7 +138,7 @@ func (l *CallLog) Admit(ctx context.Context, r AdmitRequest) (Admission, error) 
 	if err != nil {
 		return Admission{}, err
 	}
-	adm := Admission{CallID: c.ID, OrgID: c.OrgID, Agent: cfg, StartTime: c.StartTime}
+	adm.CallID, adm.OrgID, adm.Agent, adm.StartTime = c.ID, c.OrgID, cfg, c.StartTime
 	if c.AgentID != nil {
 		adm.AgentID = *c.AgentID
 	}
@@ -356,7 +363,12 @@ func (l *CallLog) Finish(ctx context.Context, callID int64, end CallEnd) error {
 		}
 		return nil
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	// Billing (and the completion event) once, also when this is a
+	// redelivery of an end whose billing did not happen.
+	return l.bill(ctx, callID)
 }
 
 // validBlobKey accepts clean relative slash paths without ".." segments.

@@ -92,7 +92,10 @@ func TestCalls(t *testing.T) {
 			require.Equal(t, "espeak:en-us", c["voice"])
 			require.Equal(t, false, c["is_simulation"])
 			require.Equal(t, c["is_simulation"], c["is_test_call"])
-			require.Nil(t, c["billable_minutes"])
+			// Billed at the end: 15 s is a quarter minute of storm-base (9 c/min), rounded up.
+			require.Equal(t, 0.25, c["billable_minutes"])
+			require.Equal(t, float64(3), c["billing_total_cents"])
+			require.NotNil(t, c["billed_at"])
 			require.Equal(t, float64(0), c["issue_count"])
 			require.Equal(t, 404, a.do("GET", fmt.Sprintf("/v1/calls/%d", cid), a.world().ownerK, nil).status)
 			require.Equal(t, 404, a.do("GET", "/v1/calls/999999999", o.ownerK, nil).status)

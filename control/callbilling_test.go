@@ -1,0 +1,204 @@
+package control_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/voiced/voiced/control"
+	"github.com/voiced/voiced/storage"
+	"github.com/voiced/voiced/storage/sqltest"
+)
+
+func TestCallCost(t *testing.T) {
+	base := control.Product{Name: "storm-base", CentsPerMinute: 9}
+	for _, tc := range []struct {
+		d         time.Duration
+		voicemail bool
+		minutes   float64
+		cents     int64
+	}{
+		{time.Second, false, 0.25, 3}, // 2.25 rounds up
+		{7 * time.Second, false, 0.25, 3},
+		{22 * time.Second, false, 0.25, 3},
+		{23 * time.Second, false, 0.5, 5}, // 4.5 rounds up
+		{60 * time.Second, false, 1, 9},
+		{67 * time.Second, false, 1, 9},
+		{68 * time.Second, false, 1.25, 12}, // 11.25 rounds up
+		{10 * time.Minute, false, 10, 90},
+		{40 * time.Second, true, 0.75, 1}, // straight to voicemail: flat cent
+	} {
+		got := control.CallCost(tc.d, base, tc.voicemail)
+		require.Equal(t, storage.CallCharge{BillableMinutes: tc.minutes, TotalCents: tc.cents}, got, "%v voicemail=%v", tc.d, tc.voicemail)
+	}
+}
+
+// TestMaxCallDuration checks the admission cap against the billing rule
+// itself: a call of MaxCallDuration costs at most the balance, one second
+// more costs more.
+func TestMaxCallDuration(t *testing.T) {
+	for price := int64(1); price <= 40; price++ {
+		p := control.Product{Name: "p", CentsPerMinute: price}
+		for bal := int64(0); bal <= 300; bal++ {
+			d := control.MaxCallDuration(bal, p)
+			if d == 0 {
+				require.Greater(t, control.CallCost(time.Second, p, false).TotalCents, bal, "price %d balance %d: the minimum was affordable", price, bal)
+				continue
+			}
+			require.LessOrEqual(t, control.CallCost(d, p, false).TotalCents, bal, "price %d balance %d: %v overdraws", price, bal, d)
+			require.Greater(t, control.CallCost(d+time.Second, p, false).TotalCents, bal, "price %d balance %d: %v is not the longest", price, bal, d)
+		}
+	}
+	require.Equal(t, control.NoLimit, control.MaxCallDuration(0, control.Product{Name: "free"}))
+}
+
+func TestCallBilling(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, db *storage.DB) {
+		a := newResAPI(t, db, testPool)
+		l := a.srv.CallLog()
+		ctx := context.Background()
+		org := func(credit int64) (world, int64) {
+			w := a.world()
+			if credit > 0 {
+				a.credit(w.org.ID, credit)
+			}
+			return w, id(a.agent(w.ownerK, "Billing agent", map[string]any{"prompt": "Be brief."}))
+		}
+		call := func(w world, agent int64, length time.Duration, reason string) int64 {
+			start := time.Now().Add(-length).Truncate(time.Millisecond)
+			adm, err := l.Admit(ctx, control.AdmitRequest{Direction: "web", OrgID: w.org.ID, AgentID: agent, At: start})
+			require.NoError(t, err)
+			require.NoError(t, l.Finish(ctx, adm.CallID, control.CallEnd{Status: "completed", Reason: reason, At: start.Add(length)}))
+			return adm.CallID
+		}
+
+		t.Run("admission caps the call at what the balance pays for", func(t *testing.T) {
+			w, agent := org(100)
+			adm, err := l.Admit(ctx, control.AdmitRequest{Direction: "web", OrgID: w.org.ID, AgentID: agent})
+			require.NoError(t, err)
+			require.Equal(t, control.MaxCallDuration(100, control.Product{Name: "storm-base", CentsPerMinute: 9}), adm.MaxDuration)
+			require.Equal(t, 667*time.Second, adm.MaxDuration) // 44 quarters
+
+			poor, agent2 := org(2) // a quarter minute costs 3 cents
+			_, err = l.Admit(ctx, control.AdmitRequest{Direction: "web", OrgID: poor.org.ID, AgentID: agent2})
+			require.ErrorIs(t, err, control.ErrInsufficientBalance)
+		})
+
+		t.Run("one usage entry per call however often the end arrives", func(t *testing.T) {
+			w, agent := org(100)
+			r := a.do("POST", "/v1/developer/webhook-endpoints", w.adminK, map[string]any{"label": "hooks", "url": "https://hooks.example/x", "events": []string{"web.complete"}})
+			require.Equal(t, 201, r.status, string(r.body))
+			ep := r.obj(t)["id"].(string)
+
+			cid := call(w, agent, 61*time.Second, "caller_hangup")
+			end := control.CallEnd{Status: "completed", Reason: "caller_hangup"}
+			var wg sync.WaitGroup
+			for range 20 {
+				wg.Go(func() {
+					if err := l.Finish(ctx, cid, end); err != nil {
+						t.Error(err)
+					}
+				})
+			}
+			wg.Wait()
+
+			c := a.do("GET", fmt.Sprintf("/v1/calls/%d", cid), w.membK, nil).obj(t)
+			require.Equal(t, 1.0, c["billable_minutes"])
+			require.Equal(t, float64(9), c["billing_total_cents"])
+			require.NotNil(t, c["billed_at"])
+			bal, _ := a.store.Balance(ctx, w.org.ID)
+			require.Equal(t, int64(91), bal)
+			txs, _ := a.store.Transactions(ctx, w.org.ID, 100, 0)
+			n := 0
+			for _, tx := range txs {
+				if tx.Kind == storage.TxCallUsage {
+					n++
+					require.Equal(t, fmt.Sprint("call:", cid), tx.Reference)
+					require.Equal(t, int64(-9), tx.AmountCents)
+				}
+			}
+			require.Equal(t, 1, n)
+
+			// The completion event went to the outbox with the bill, once.
+			ds, err := a.store.EndpointDeliveries(ctx, ep)
+			require.NoError(t, err)
+			require.Len(t, ds, 1)
+			o, err := a.store.ClaimDelivery(ctx, ds[0].ID, time.Now(), time.Minute)
+			require.NoError(t, err)
+			require.Equal(t, "web.complete", o.Type)
+			var data map[string]any
+			require.NoError(t, json.Unmarshal(o.Data, &data))
+			require.Equal(t, float64(cid), data["call_id"])
+			require.Equal(t, float64(9), data["billing_total_cents"])
+			require.Equal(t, float64(61), data["duration_seconds"])
+		})
+
+		t.Run("straight to voicemail bills a flat cent", func(t *testing.T) {
+			w, agent := org(100)
+			cid := call(w, agent, 40*time.Second, control.EndReasonVoicemail)
+			c := a.do("GET", fmt.Sprintf("/v1/calls/%d", cid), w.membK, nil).obj(t)
+			require.Equal(t, float64(1), c["billing_total_cents"])
+			bal, _ := a.store.Balance(ctx, w.org.ID)
+			require.Equal(t, int64(99), bal)
+		})
+
+		t.Run("calls sharing a balance never drive it negative", func(t *testing.T) {
+			w, agent := org(10)
+			// Two calls admitted against the same 10 cents, each billed 9.
+			start := time.Now().Add(-time.Minute)
+			var ids []int64
+			for range 2 {
+				adm, err := l.Admit(ctx, control.AdmitRequest{Direction: "web", OrgID: w.org.ID, AgentID: agent, At: start})
+				require.NoError(t, err)
+				ids = append(ids, adm.CallID)
+			}
+			for _, cid := range ids {
+				require.NoError(t, l.Finish(ctx, cid, control.CallEnd{Status: "completed", Reason: "caller_hangup", At: start.Add(time.Minute)}))
+			}
+			bal, _ := a.store.Balance(ctx, w.org.ID)
+			require.Zero(t, bal)
+			txs, _ := a.store.Transactions(ctx, w.org.ID, 10, 0)
+			require.Equal(t, int64(-1), txs[0].AmountCents, "the second call takes what is left")
+			require.True(t, strings.Contains(txs[0].Description, "8 cents uncollected"), txs[0].Description)
+			c := a.do("GET", fmt.Sprintf("/v1/calls/%d", ids[1]), w.membK, nil).obj(t)
+			require.Equal(t, float64(9), c["billing_total_cents"], "the call's price is still recorded")
+		})
+
+		t.Run("a call finished but never billed is swept", func(t *testing.T) {
+			w, agent := org(100)
+			start := time.Now().Add(-30 * time.Second)
+			adm, err := l.Admit(ctx, control.AdmitRequest{Direction: "test", OrgID: w.org.ID, AgentID: agent, At: start})
+			require.NoError(t, err)
+			// The process died after finishing and before billing.
+			_, _, err = a.store.UpdateCall(ctx, adm.CallID, func(c *storage.Call) error {
+				end, dur := start.Add(30*time.Second), int64(30)
+				c.Status, c.EndTime, c.DurationSeconds = storage.CallCompleted, &end, &dur
+				return nil
+			})
+			require.NoError(t, err)
+			n, err := l.BillUnbilled(ctx)
+			require.NoError(t, err)
+			require.GreaterOrEqual(t, n, 1)
+			bal, _ := a.store.Balance(ctx, w.org.ID)
+			require.Equal(t, int64(100-5), bal, "30 s = 0.5 min at 9 c = 4.5, rounded up")
+			n, err = l.BillUnbilled(ctx)
+			require.NoError(t, err)
+			require.Zero(t, n)
+			_, err = a.store.BillCall(ctx, adm.CallID, storage.CallCharge{BillableMinutes: 9, TotalCents: 99})
+			require.NoError(t, err)
+			bal, _ = a.store.Balance(ctx, w.org.ID)
+			require.Equal(t, int64(95), bal, "billing again changes nothing")
+			in, err := l.Admit(ctx, control.AdmitRequest{Direction: "test", OrgID: w.org.ID, AgentID: agent})
+			require.NoError(t, err)
+			_, err = a.store.BillCall(ctx, in.CallID, storage.CallCharge{TotalCents: 1})
+			require.True(t, errors.Is(err, storage.ErrCallInProgress))
+		})
+	})
+}
