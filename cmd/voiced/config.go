@@ -39,6 +39,11 @@ type config struct {
 	Products       string
 	AudioURLTTL    string
 
+	StripeAPIKey         string
+	StripeAPIBase        string
+	StripeWebhookSecret  string
+	WebhookAllowLoopback bool
+
 	rtpLow, rtpHigh int
 	didPool         []control.DID
 	products        []control.Product
@@ -68,6 +73,10 @@ func bindFlags(fs *flag.FlagSet, c *config, names ...string) []flagSpec {
 		{"did-pool", "VOICED_DID_POOL", "", "CSV file of demo numbers routed to this service: number[,area_code[,city[,state]]] per line; empty = no demo numbers", &c.DIDPool},
 		{"products", "VOICED_PRODUCTS", "storm-mini=5,storm-base=9,storm-pro=15", "agent product tiers as name=cents_per_minute, comma-separated (storm-base, else the first, is the default)", &c.Products},
 		{"audio-url-ttl", "VOICED_AUDIO_URL_TTL", "1h", "how long a signed call-recording URL stays valid (Go duration, 1m to 168h)", &c.AudioURLTTL},
+		{"stripe-api-key", "VOICED_STRIPE_API_KEY", "", "Stripe secret key (sk_live_..., sk_test_... or a restricted rk_...); empty = no payment provider (top-ups answer 503; add credit with voiced admin add-credit)", &c.StripeAPIKey},
+		{"stripe-api-base", "VOICED_STRIPE_API_BASE", "", "Stripe API base URL; empty = https://api.stripe.com; http://127.0.0.1:12111 for stripe-mock", &c.StripeAPIBase},
+		{"stripe-webhook-secret", "VOICED_STRIPE_WEBHOOK_SECRET", "", "signing secret (whsec_...) of the Stripe events posted to /v1/billing/provider-events; empty refuses them", &c.StripeWebhookSecret},
+		{"webhook-allow-loopback", "VOICED_WEBHOOK_ALLOW_LOOPBACK", "true", "let webhook deliveries reach http://localhost and 127.0.0.1 (other private and internal addresses are always refused); turn off on shared servers", &c.WebhookAllowLoopback},
 	}
 	var out []flagSpec
 	for _, s := range all {
@@ -210,6 +219,9 @@ func (c *config) validate(_ map[string]bool, specs []flagSpec) error {
 			return fmt.Errorf("invalid --audio-url-ttl %q: want a duration from 1m to 168h, like 1h", c.AudioURLTTL)
 		}
 		c.audioURLTTL = d
+	}
+	if err := c.validatePayments(has); err != nil {
+		return err
 	}
 	if has("log-level") && !contains([]string{"debug", "info", "warn", "error"}, c.LogLevel) {
 		return fmt.Errorf("invalid --log-level %q: use debug, info, warn or error", c.LogLevel)

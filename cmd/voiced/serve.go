@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/voiced/voiced/control"
+	"github.com/voiced/voiced/control/webhook"
 	"github.com/voiced/voiced/storage"
 )
 
@@ -49,7 +50,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	srv, err := control.New(control.Config{PublicURL: public, AccessLog: c.AccessLog, Version: version, Resources: control.ResourcesConfig{
 		Products: c.products, DIDPool: c.didPool, BlobDir: blobDir, SigningKey: signingKey(env.key), AudioURLTTL: c.audioURLTTL,
-	}}, log, env.store, env.coord)
+	}, Payments: c.paymentConfig(), Webhooks: webhook.Config{AllowLoopback: c.WebhookAllowLoopback}}, log, env.store, env.coord)
 	if err != nil {
 		ln.Close()
 		return err
@@ -65,6 +66,15 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		stopProvisioner()
 		<-provisioned
 	}()
+	// Webhook delivery and auto-reload run until serve returns, after the
+	// HTTP drain (deferred calls run last in, first out).
+	stopBackground, err := background(ctx, &c, env.store, srv.CallLog().BillUnbilled, log)
+	if err != nil {
+		ln.Close()
+		srv.Close()
+		return err
+	}
+	defer stopBackground()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("serving", "http_addr", ln.Addr().String(), "public_url", public, "database", string(env.db.Dialect), "coordination", env.coordKind, "demo_numbers", len(c.didPool))
