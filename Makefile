@@ -29,9 +29,12 @@ test: deps-test
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 12m ./...
 
-# Micro-benchmarks of every hot path plus the HTTP benchmark (bench/http.sh).
+# Micro-benchmarks of every hot path, webhook deliveries/s to a local
+# receiver and ledger debits/s on SQLite and PostgreSQL, plus the HTTP
+# benchmark (bench/http.sh).
 bench: deps-bench
 	$(GO) test -run '^$$' -bench 'G711|Opus|Resample|DSP|Chain|Mix|Ring|WAV|MP3' -benchmem ./codecs/... ./media/...
+	$(GO) test -run '^$$' -bench 'Deliveries|Debit' -benchmem ./control/webhook/ ./storage/
 	bench/http.sh
 
 lint:
