@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
@@ -35,6 +36,64 @@ type Config struct {
 type DB struct {
 	*sql.DB
 	Dialect migrations.Dialect
+
+	// stmts caches prepared statements by query text. SQLite parses a
+	// statement on every un-prepared call, which was 40% of the CPU of an
+	// authenticated GET; the store's queries are a fixed set of constant
+	// strings, so the cache is bounded.
+	stmts sync.Map // string -> *sql.Stmt
+}
+
+// prepared returns the cached prepared statement for q, preparing it on
+// first use. It returns nil if q cannot be prepared; callers then run q
+// unprepared, so a bad query reports its error where it is run.
+func (db *DB) prepared(ctx context.Context, q string) *sql.Stmt {
+	if st, ok := db.stmts.Load(q); ok {
+		return st.(*sql.Stmt)
+	}
+	st, err := db.DB.PrepareContext(context.WithoutCancel(ctx), q)
+	if err != nil {
+		return nil
+	}
+	if prev, loaded := db.stmts.LoadOrStore(q, st); loaded {
+		st.Close()
+		return prev.(*sql.Stmt)
+	}
+	return st
+}
+
+// QueryRowContext runs q through the statement cache.
+func (db *DB) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	if st := db.prepared(ctx, q); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return db.DB.QueryRowContext(ctx, q, args...)
+}
+
+// QueryContext runs q through the statement cache.
+func (db *DB) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	if st := db.prepared(ctx, q); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
+	return db.DB.QueryContext(ctx, q, args...)
+}
+
+// ExecContext runs q through the statement cache.
+func (db *DB) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	if st := db.prepared(ctx, q); st != nil {
+		return st.ExecContext(ctx, args...)
+	}
+	return db.DB.ExecContext(ctx, q, args...)
+}
+
+// Close closes the cached statements and the database.
+func (db *DB) Close() error {
+	db.stmts.Range(func(k, v any) bool {
+		v.(*sql.Stmt).Close()
+		db.stmts.Delete(k)
+		return true
+	})
+	return db.DB.Close()
 }
 
 // Open opens the database described by cfg. It does not migrate; call
