@@ -93,7 +93,7 @@ func TestCallBilling(t *testing.T) {
 
 		t.Run("one usage entry per call however often the end arrives", func(t *testing.T) {
 			w, agent := org(100)
-			r := a.do("POST", "/v1/developer/webhook-endpoints", w.adminK, map[string]any{"label": "hooks", "url": "https://hooks.example/x", "events": []string{"web.complete"}})
+			r := a.do("POST", "/v1/developer/webhook-endpoints", w.adminK, map[string]any{"label": "hooks", "url": "https://hooks.example/x", "events": []string{"web.incoming", "web.complete"}})
 			require.Equal(t, 201, r.status, string(r.body))
 			ep := r.obj(t)["id"].(string)
 
@@ -126,11 +126,16 @@ func TestCallBilling(t *testing.T) {
 			}
 			require.Equal(t, 1, n)
 
-			// The completion event went to the outbox with the bill, once.
+			// Admission wrote web.incoming to the outbox with the call, and
+			// the bill wrote web.complete, once.
 			ds, err := a.store.EndpointDeliveries(ctx, ep)
 			require.NoError(t, err)
-			require.Len(t, ds, 1)
-			o, err := a.store.ClaimDelivery(ctx, ds[0].ID, time.Now(), time.Minute)
+			require.Len(t, ds, 2)
+			in, err := a.store.ClaimDelivery(ctx, ds[0].ID, time.Now(), time.Minute)
+			require.NoError(t, err)
+			require.Equal(t, "web.incoming", in.Type)
+			require.Contains(t, string(in.Data), fmt.Sprintf(`"call_id":%d`, cid))
+			o, err := a.store.ClaimDelivery(ctx, ds[1].ID, time.Now(), time.Minute)
 			require.NoError(t, err)
 			require.Equal(t, "web.complete", o.Type)
 			var data map[string]any

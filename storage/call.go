@@ -134,9 +134,15 @@ func (s *Store) CreateCall(ctx context.Context, c Call) (Call, error) {
 	c.CreatedAt, c.UpdatedAt = now, now
 	cols := strings.TrimPrefix(callColumns, "id, ")
 	args := callArgs(c)
-	err := s.db.QueryRowContext(ctx, `INSERT INTO calls (`+cols+`) VALUES (`+placeholders(1, len(args))+`) RETURNING id`, args...).Scan(&c.ID)
+	err := s.db.tx(ctx, func(tx *sql.Tx) error {
+		if err := tx.QueryRowContext(ctx, `INSERT INTO calls (`+cols+`) VALUES (`+placeholders(1, len(args))+`) RETURNING id`, args...).Scan(&c.ID); err != nil {
+			return translate(err)
+		}
+		// The admitted call's incoming webhook event, in the same transaction.
+		return s.incomingEventTx(ctx, tx, c, ms(now))
+	})
 	if err != nil {
-		return Call{}, translate(err)
+		return Call{}, err
 	}
 	return c, nil
 }

@@ -118,6 +118,32 @@ func (s *Store) BillCall(ctx context.Context, id int64, ch CallCharge) (CallBill
 	return out, err
 }
 
+// incomingEventTx emits the incoming webhook event of a call admitted in
+// tx: telephony.incoming for inbound calls, web.incoming for web calls.
+// Refused calls (created failed) and other directions emit nothing.
+func (s *Store) incomingEventTx(ctx context.Context, tx *sql.Tx, c Call, now int64) error {
+	typ := ""
+	switch {
+	case c.Status != CallInProgress:
+	case c.Direction == DirectionInbound:
+		typ = "telephony.incoming"
+	case c.Direction == DirectionWeb:
+		typ = "web.incoming"
+	}
+	if typ == "" {
+		return nil
+	}
+	data, err := json.Marshal(map[string]any{
+		"call_id": c.ID, "agent_id": c.AgentID, "direction": c.Direction, "from_number": c.FromNumber, "to_number": c.ToNumber,
+		"start_time": c.StartTime.UTC().Format("2006-01-02T15:04:05.000Z"), "is_simulation": c.IsSimulation,
+	})
+	if err != nil {
+		return err
+	}
+	_, err = s.emitTx(ctx, tx, c.OrgID, typ, data, now)
+	return err
+}
+
 // UnbilledCalls lists ended calls that were never billed, oldest first: a
 // process that died between finishing a call and billing it leaves one,
 // and a sweep bills it.
