@@ -73,3 +73,28 @@ func BenchmarkResampleLow(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkResampleTTS runs QualityHigh from espeak-ng's 22050 Hz to the
+// analysis, WebSocket and telephone rates.
+func BenchmarkResampleTTS(b *testing.B) {
+	for _, p := range ttsPairs {
+		b.Run("22.05kto"+kHz(p[1]), func(b *testing.B) { benchOurs(b, p[0], p[1]) })
+	}
+}
+
+// BenchmarkNew measures designing the filter, which New does for every
+// Resampler: the 22.05 kHz pairs have 160 or 320 phases.
+func BenchmarkNew(b *testing.B) {
+	for _, p := range [][2]int{{8000, 16000}, {48000, 16000}, {22050, 16000}, {22050, 24000}, {44100, 8000}} {
+		b.Run(fmt.Sprintf("%dto%d", p[0], p[1]), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				r, err := New(p[0], p[1], QualityHigh)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_ = r.Close()
+			}
+		})
+	}
+}

@@ -3,7 +3,8 @@ package resample
 import "errors"
 
 // ErrUnsupportedRate is returned by New when a rate is not one of 8000, 16000,
-// 24000 or 48000 Hz. The returned error wraps it and names the rate.
+// 24000 or 48000 Hz (or, for the input only, 22050 or 44100 Hz). The returned
+// error wraps it and names the rate.
 var ErrUnsupportedRate = errors.New("resample: unsupported sample rate")
 
 // ErrUnsupportedQuality is returned by New for a Quality value that is not one

@@ -12,6 +12,14 @@ import (
 
 var rates = []int{8000, 16000, 24000, 48000}
 
+// inRates are the supported input rates: rates plus the synthesizer and media
+// file rates, which are never outputs.
+var inRates = []int{8000, 16000, 24000, 48000, 22050, 44100}
+
+// ttsPairs are the conversions from espeak-ng's 22050 Hz output to the
+// analysis and WebSocket rates.
+var ttsPairs = [][2]int{{22050, 16000}, {22050, 24000}, {22050, 8000}, {22050, 48000}}
+
 // callPairs are the conversions the call path uses (DESIGN.md section 4).
 var callPairs = [][2]int{
 	{8000, 16000}, {16000, 8000}, {24000, 8000}, {24000, 16000},

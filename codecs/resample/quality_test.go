@@ -22,7 +22,7 @@ func ours(tb testing.TB, inRate, outRate int, q Quality) func() processor {
 func TestAliasRejection(t *testing.T) {
 	for _, q := range []Quality{QualityHigh, QualityLow} {
 		limit := map[Quality]float64{QualityHigh: -80, QualityLow: -60}[q]
-		for _, in := range rates {
+		for _, in := range inRates {
 			for _, out := range rates {
 				if in == out {
 					continue
@@ -42,7 +42,7 @@ func TestAliasRejection(t *testing.T) {
 func TestPassbandRipple(t *testing.T) {
 	for _, q := range []Quality{QualityHigh, QualityLow} {
 		edge := map[Quality]float64{QualityHigh: 0.45, QualityLow: 0.40}[q]
-		for _, in := range rates {
+		for _, in := range inRates {
 			for _, out := range rates {
 				if in == out {
 					continue

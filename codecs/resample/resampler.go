@@ -26,16 +26,21 @@ type Resampler struct {
 	closed      bool
 }
 
-// New returns a Resampler from inRate to outRate (each one of 8000, 16000,
-// 24000, 48000 Hz) with the given quality. Equal rates give a copying
-// Resampler with no delay.
+// New returns a Resampler from inRate to outRate with the given quality.
+// Both rates may be 8000, 16000, 24000 or 48000 Hz; inRate may also be
+// 22050 or 44100 Hz (synthesizers and media files produce those; nothing in
+// voiced produces them as output). Equal rates give a copying Resampler with
+// no delay.
 func New(inRate, outRate int, q Quality) (*Resampler, error) {
-	for _, r := range [...]int{inRate, outRate} {
-		switch r {
-		case 8000, 16000, 24000, 48000:
-		default:
-			return nil, fmt.Errorf("%w: %d Hz (want 8000, 16000, 24000 or 48000)", ErrUnsupportedRate, r)
-		}
+	switch inRate {
+	case 8000, 16000, 24000, 48000, 22050, 44100:
+	default:
+		return nil, fmt.Errorf("%w: input %d Hz (want 8000, 16000, 22050, 24000, 44100 or 48000)", ErrUnsupportedRate, inRate)
+	}
+	switch outRate {
+	case 8000, 16000, 24000, 48000:
+	default:
+		return nil, fmt.Errorf("%w: output %d Hz (want 8000, 16000, 24000 or 48000)", ErrUnsupportedRate, outRate)
 	}
 	s, ok := q.spec()
 	if !ok {
