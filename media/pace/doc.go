@@ -1,0 +1,34 @@
+// Package pace is the node-wide send clock: one goroutine that wakes every
+// 20 ms and calls Tick on every registered Stream, so each call's next RTP
+// packet (or any other paced frame) leaves on time without a ticker or a
+// goroutine per call (DESIGN.md sections 3 and 4).
+//
+// # Schedule
+//
+// Tick n is due at base+n*Period, where base is a monotonic clock reading
+// taken when the Pacer starts, so lateness never accumulates into drift: a
+// tick that starts 3 ms late is followed by one 17 ms later. When the loop
+// falls more than a period behind (a long garbage-collection pause, an
+// overloaded machine), it catches up without a burst: missed ticks run at
+// most one per MinGap (a quarter period by default) until the schedule is
+// met again, and a backlog larger than MaxLag is dropped and counted as
+// Skipped rather than replayed, so receivers never see a burst of more
+// than one packet per MinGap from any stream.
+//
+// # Cost per tick
+//
+// A tick is one tight loop over a dense slice of streams: no goroutine,
+// channel or allocation per stream. Each Tick runs on the pacer goroutine
+// and must be short and non-blocking (dequeue a ready packet, write it to a
+// UDP socket): encoding and resampling belong on the producer's goroutine.
+// A Tick that panics is recovered, counted and unregistered, so one broken
+// stream cannot stop the clock of every call on the node.
+//
+// # Concurrency
+//
+// Register and Unregister may be called from any goroutine except from
+// inside a Tick (the tick loop holds the registry lock; Unregister from a
+// Tick would deadlock). When Unregister returns, the stream's Tick is not
+// running and will not run again, so the caller may release what Tick
+// uses. Stats is safe at any time.
+package pace

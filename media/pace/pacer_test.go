@@ -1,0 +1,297 @@
+package pace
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// recorder notes every tick time; sleep, when set for a tick number, makes
+// that Tick take that long (in a synctest bubble the fake clock advances).
+type recorder struct {
+	mu    sync.Mutex
+	times []time.Time
+	sleep map[int]time.Duration
+}
+
+func (r *recorder) Tick(now time.Time) {
+	r.mu.Lock()
+	r.times = append(r.times, now)
+	d := r.sleep[len(r.times)]
+	r.mu.Unlock()
+	if d > 0 {
+		time.Sleep(d)
+	}
+}
+
+func (r *recorder) snapshot() []time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]time.Time(nil), r.times...)
+}
+
+type counter struct{ n atomic.Int64 }
+
+func (c *counter) Tick(time.Time) { c.n.Add(1) }
+
+func TestConfig(t *testing.T) {
+	for name, cfg := range map[string]Config{
+		"negative period": {Period: -time.Millisecond},
+		"negative gap":    {MinGap: -1},
+		"negative lag":    {MaxLag: -1},
+		"gap over period": {Period: 10 * time.Millisecond, MinGap: 11 * time.Millisecond},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := New(cfg, nil)
+			require.ErrorIs(t, err, ErrBadConfig)
+		})
+	}
+	c, err := Config{}.withDefaults()
+	require.NoError(t, err)
+	require.Equal(t, Config{Period: 20 * time.Millisecond, MinGap: 5 * time.Millisecond, MaxLag: 100 * time.Millisecond}, c)
+}
+
+// TestScheduleIsDriftFree checks that ticks land exactly on base+n*period
+// even when Ticks take time: a slow tick does not push the later ones.
+func TestScheduleIsDriftFree(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		p, err := New(Config{}, nil)
+		require.NoError(t, err)
+		defer p.Close()
+		r := &recorder{sleep: map[int]time.Duration{3: 7 * time.Millisecond, 10: 19 * time.Millisecond}}
+		_, err = p.Register(r)
+		require.NoError(t, err)
+
+		time.Sleep(time.Second + time.Millisecond)
+		got := r.snapshot()
+		require.Len(t, got, 50)
+		for i, at := range got {
+			require.Equal(t, time.Duration(i+1)*20*time.Millisecond, at.Sub(start), "tick %d", i+1)
+		}
+		st := p.Stats()
+		require.EqualValues(t, 50, st.Ticks)
+		require.Zero(t, st.Skipped)
+		require.Zero(t, st.LateMax)
+		require.Equal(t, 19*time.Millisecond, st.CostMax)
+	})
+}
+
+// TestCatchUpWithoutBurst stalls one tick for 70 ms: the missed ticks run
+// MinGap apart until the schedule is met again; none is skipped and no two
+// ticks come closer than MinGap.
+func TestCatchUpWithoutBurst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		p, err := New(Config{}, nil)
+		require.NoError(t, err)
+		defer p.Close()
+		r := &recorder{sleep: map[int]time.Duration{5: 70 * time.Millisecond}}
+		_, err = p.Register(r)
+		require.NoError(t, err)
+
+		time.Sleep(500*time.Millisecond + time.Millisecond)
+		got := r.snapshot()
+		require.Len(t, got, 25, "every tick runs, late or not")
+		ms := func(i int) time.Duration { return got[i].Sub(start) }
+		// Tick 5 at 100 ms stalls to 170 ms; ticks 6..9 were due at 120..180.
+		want := []time.Duration{100, 170, 175, 180, 185, 200}
+		for k, w := range want {
+			require.Equal(t, w*time.Millisecond, ms(4+k), "tick %d", 5+k)
+		}
+		for i := 1; i < len(got); i++ {
+			require.GreaterOrEqual(t, got[i].Sub(got[i-1]), 5*time.Millisecond, "ticks %d and %d", i, i+1)
+		}
+		st := p.Stats()
+		require.Zero(t, st.Skipped)
+		require.Equal(t, 50*time.Millisecond, st.LateMax) // tick 6, due 120, ran at 170
+	})
+}
+
+// TestSkipBeyondMaxLag stalls for 300 ms: the backlog beyond MaxLag is
+// dropped and counted instead of replayed.
+func TestSkipBeyondMaxLag(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		p, err := New(Config{}, nil)
+		require.NoError(t, err)
+		defer p.Close()
+		r := &recorder{sleep: map[int]time.Duration{2: 300 * time.Millisecond}}
+		_, err = p.Register(r)
+		require.NoError(t, err)
+
+		time.Sleep(600*time.Millisecond + time.Millisecond)
+		got := r.snapshot()
+		st := p.Stats()
+		// Tick 2 ran at 40 ms and returned at 340 ms, when tick 3 (due 60)
+		// was 280 ms late: 14 periods are skipped and tick 17 (due 340) runs
+		// on time; the schedule continues from there.
+		require.EqualValues(t, 14, st.Skipped)
+		require.Equal(t, 340*time.Millisecond, got[2].Sub(start))
+		require.Equal(t, 360*time.Millisecond, got[3].Sub(start))
+		require.EqualValues(t, 30-14, len(got))
+		require.EqualValues(t, len(got), st.Ticks)
+	})
+}
+
+func TestRegisterUnregister(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, err := New(Config{}, nil)
+		require.NoError(t, err)
+		defer p.Close()
+		var a, b, c counter
+		ha, err := p.Register(&a)
+		require.NoError(t, err)
+		hb, err := p.Register(&b)
+		require.NoError(t, err)
+		require.Equal(t, 2, p.Stats().Streams)
+
+		time.Sleep(100*time.Millisecond + time.Microsecond)
+		require.EqualValues(t, 5, a.n.Load())
+		require.EqualValues(t, 5, b.n.Load())
+
+		p.Unregister(ha)
+		p.Unregister(ha) // twice is harmless
+		p.Unregister(Handle{})
+		require.Equal(t, 1, p.Stats().Streams)
+
+		// c reuses a's slot; a's stale handle must not remove it.
+		hc, err := p.Register(&c)
+		require.NoError(t, err)
+		require.Equal(t, ha.slot, hc.slot)
+		p.Unregister(ha)
+		require.Equal(t, 2, p.Stats().Streams)
+
+		time.Sleep(100 * time.Millisecond)
+		require.EqualValues(t, 5, a.n.Load(), "no tick after Unregister")
+		require.EqualValues(t, 10, b.n.Load())
+		require.EqualValues(t, 5, c.n.Load())
+
+		p.Unregister(hb)
+		p.Unregister(hc)
+		require.Zero(t, p.Stats().Streams)
+	})
+}
+
+type panicker struct{ n atomic.Int64 }
+
+func (s *panicker) Tick(time.Time) {
+	if s.n.Add(1) == 3 {
+		panic("boom")
+	}
+}
+
+func TestPanickingStreamIsRemoved(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, err := New(Config{}, nil)
+		require.NoError(t, err)
+		defer p.Close()
+		var before, after counter
+		bad := &panicker{}
+		_, err = p.Register(&before)
+		require.NoError(t, err)
+		_, err = p.Register(bad)
+		require.NoError(t, err)
+		_, err = p.Register(&after)
+		require.NoError(t, err)
+
+		time.Sleep(200*time.Millisecond + time.Microsecond)
+		st := p.Stats()
+		require.EqualValues(t, 1, st.Panics)
+		require.Equal(t, 2, st.Streams)
+		require.EqualValues(t, 3, bad.n.Load(), "not ticked after the panic")
+		require.EqualValues(t, 10, before.n.Load())
+		require.EqualValues(t, 10, after.n.Load(), "streams after the broken one still tick")
+	})
+}
+
+func TestCloseStopsTicksAndGoroutine(t *testing.T) {
+	before := runtime.NumGoroutine()
+	p, err := New(Config{Period: time.Millisecond}, nil)
+	require.NoError(t, err)
+	var c counter
+	_, err = p.Register(&c)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return c.n.Load() >= 3 }, time.Second, time.Millisecond)
+	require.NoError(t, p.Close())
+	require.NoError(t, p.Close())
+	n := c.n.Load()
+	time.Sleep(5 * time.Millisecond)
+	require.Equal(t, n, c.n.Load(), "no tick after Close")
+	_, err = p.Register(&c)
+	require.ErrorIs(t, err, ErrClosed)
+	requireNoLeak(t, before)
+}
+
+// requireNoLeak waits up to a second for the goroutine count to fall back
+// to before. (require.Eventually runs its condition on a goroutine of its
+// own, so it cannot count.)
+func requireNoLeak(t *testing.T, before int) {
+	t.Helper()
+	deadline := time.Now().Add(time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	require.LessOrEqual(t, runtime.NumGoroutine(), before, "goroutines leaked")
+}
+
+// TestRealClock runs the pacer on the real clock for half a second: the
+// tick count follows the wall clock (no drift) whatever the scheduling noise.
+func TestRealClock(t *testing.T) {
+	p, err := New(Config{}, nil)
+	require.NoError(t, err)
+	defer p.Close()
+	r := &recorder{}
+	_, err = p.Register(r)
+	require.NoError(t, err)
+	time.Sleep(510 * time.Millisecond)
+	got := r.snapshot()
+	require.GreaterOrEqual(t, len(got), 24)
+	require.LessOrEqual(t, len(got), 26)
+	span := got[len(got)-1].Sub(got[0])
+	want := time.Duration(len(got)-1) * 20 * time.Millisecond
+	require.InDelta(t, float64(want), float64(span), float64(10*time.Millisecond), "ticks follow base+n*period")
+}
+
+type nop struct{ x int }
+
+func (s *nop) Tick(time.Time) { s.x++ }
+
+// TestTickDoesNotAllocate runs the tick loop over 1000 streams.
+func TestTickDoesNotAllocate(t *testing.T) {
+	p, err := New(Config{Period: time.Hour}, nil)
+	require.NoError(t, err)
+	defer p.Close()
+	streams := make([]nop, 1000)
+	for i := range streams {
+		_, err := p.Register(&streams[i])
+		require.NoError(t, err)
+	}
+	now := time.Now()
+	require.Zero(t, testing.AllocsPerRun(100, func() { p.tick(now) }))
+	require.Equal(t, 101, streams[999].x)
+}
+
+func TestHistogram(t *testing.T) {
+	for _, us := range []uint64{0, 1, 15, 16, 17, 31, 32, 33, 100, 1000, 19999, 20000, 1 << 29} {
+		i := histIndex(us)
+		require.GreaterOrEqual(t, histUpper(i), us, "%d µs", us)
+		if i > 0 {
+			require.Less(t, histUpper(i-1), us, "%d µs", us)
+		}
+		require.LessOrEqual(t, float64(histUpper(i)-us), float64(us)/16+1, "%d µs within 1/16", us)
+	}
+	var h histogram
+	require.Zero(t, h.quantile(0.99))
+	for i := 1; i <= 1000; i++ {
+		h.record(time.Duration(i) * time.Microsecond)
+	}
+	require.InDelta(t, 500, h.quantile(0.5).Microseconds(), 500/16+1)
+	require.InDelta(t, 990, h.quantile(0.99).Microseconds(), 990/16+1)
+	require.Equal(t, time.Millisecond, h.quantile(1))
+}
