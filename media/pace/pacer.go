@@ -61,16 +61,16 @@ func (c Config) withDefaults() (Config, error) {
 // long one tick's loop over all streams took. Quantiles are upper bucket
 // edges, within 6.25% above the true value.
 type Stats struct {
-	Streams  int    // streams registered now
-	Ticks    uint64 // ticks run
-	Skipped  uint64 // ticks dropped because the backlog exceeded MaxLag
-	Panics   uint64 // Ticks that panicked (each stream is then unregistered)
-	LateP50  time.Duration
-	LateP99  time.Duration
-	LateMax  time.Duration
-	CostP50  time.Duration
-	CostP99  time.Duration
-	CostMax  time.Duration
+	Streams int    // streams registered now
+	Ticks   uint64 // ticks run
+	Skipped uint64 // ticks dropped because the backlog exceeded MaxLag
+	Panics  uint64 // Ticks that panicked (each stream is then unregistered)
+	LateP50 time.Duration
+	LateP99 time.Duration
+	LateMax time.Duration
+	CostP50 time.Duration
+	CostP99 time.Duration
+	CostMax time.Duration
 }
 
 // Pacer is the node-wide tick loop described in the package documentation.
