@@ -33,7 +33,7 @@ test: deps-test
 # receiver and ledger debits/s on SQLite and PostgreSQL, plus the HTTP
 # benchmark (bench/http.sh).
 bench: deps-bench
-	$(GO) test -run '^$$' -bench 'G711|Opus|Resample|DSP|Chain|Mix|Ring|WAV|MP3' -benchmem ./codecs/... ./media/...
+	$(GO) test -run '^$$' -bench 'G711|Opus|Resample|DSP|Chain|Mix|Ring|Gain|RMS|PCM|WAV|MP3' -benchmem ./codecs/... ./media/ ./media/dsp/
 	$(GO) test -run '^$$' -bench 'Deliveries|Debit' -benchmem ./control/webhook/ ./storage/
 	bench/http.sh
 
