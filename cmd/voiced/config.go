@@ -32,6 +32,7 @@ type config struct {
 	PublicURL      string
 	SecretKey      string
 	DevCreditCents int64
+	NumberFeeCents int64
 	LogLevel       string
 	LogFormat      string
 	AccessLog      bool
@@ -67,6 +68,7 @@ func bindFlags(fs *flag.FlagSet, c *config, names ...string) []flagSpec {
 		{"public-url", "VOICED_PUBLIC_URL", "", "externally visible base URL (default http://<http-addr>)", &c.PublicURL},
 		{"secret-key", "VOICED_SECRET_KEY", "", "32-byte key (hex or base64) that encrypts stored secrets; empty = <data-dir>/secret.key, created on first use", &c.SecretKey},
 		{"dev-credit-cents", "VOICED_DEV_CREDIT_CENTS", "1000", "starting credit granted to the first organization on an empty database", &c.DevCreditCents},
+		{"number-fee-cents", "VOICED_NUMBER_FEE_CENTS", "100", "monthly fee of each active demo number (pool DID), charged once per calendar month; 0 turns it off", &c.NumberFeeCents},
 		{"log-level", "VOICED_LOG_LEVEL", "info", "debug, info, warn or error", &c.LogLevel},
 		{"log-format", "VOICED_LOG_FORMAT", "text", "text or json", &c.LogFormat},
 		{"access-log", "VOICED_ACCESS_LOG", "true", "log one line per HTTP request", &c.AccessLog},
@@ -191,6 +193,9 @@ func (c *config) validate(_ map[string]bool, specs []flagSpec) error {
 		if _, err := decodeKey(c.SecretKey); err != nil {
 			return fmt.Errorf("invalid --secret-key: %v", err)
 		}
+	}
+	if has("number-fee-cents") && c.NumberFeeCents < 0 {
+		return fmt.Errorf("invalid --number-fee-cents %d: must be >= 0", c.NumberFeeCents)
 	}
 	if has("dev-credit-cents") && c.DevCreditCents < 0 {
 		return fmt.Errorf("invalid --dev-credit-cents %d: must be >= 0", c.DevCreditCents)

@@ -84,5 +84,23 @@ func background(ctx context.Context, c *config, store *storage.Store, billSweep 
 			}
 		}
 	})
+	if c.NumberFeeCents > 0 {
+		wg.Go(func() {
+			t := time.NewTicker(time.Hour)
+			defer t.Stop()
+			for {
+				if r, err := store.ChargeNumberFees(ctx, time.Now(), c.NumberFeeCents); err != nil && ctx.Err() == nil {
+					log.Warn("number fee sweep", "err", err.Error())
+				} else if r.Charged > 0 || r.Due > 0 {
+					log.Info("number fees", "charged", r.Charged, "due", r.Due)
+				}
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+				}
+			}
+		})
+	}
 	return func() { cancel(); wg.Wait() }, nil
 }
