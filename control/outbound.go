@@ -35,6 +35,10 @@ type OutboundCall struct {
 	To      string
 	Agent   AgentConfig
 	Trunk   Trunk
+	// MaxDuration is the longest the call may last: what the balance pays
+	// for at the agent's product (MaxCallDuration). The telephony side
+	// hangs up when it runs out; NoLimit for a free product.
+	MaxDuration time.Duration
 }
 
 // Dialer places outbound calls. The telephony side implements it. Dial
@@ -118,6 +122,10 @@ func (s *Server) placeCall(c fiber.Ctx, p *storage.Principal) error {
 	if err != nil {
 		return err
 	}
+	maxDur := MaxCallDuration(bal, s.res.product(&cfg.Product))
+	if maxDur == 0 {
+		return apiErr(http.StatusPaymentRequired, "Insufficient balance: it does not cover the 0.25-minute minimum at this agent's price.")
+	}
 	call := storage.Call{OrgID: p.OrgID, AgentID: &a.ID, PhoneNumberID: &n.ID, Direction: storage.DirectionOutbound,
 		FromNumber: from, ToNumber: to, Status: storage.CallInProgress}
 	snapshotConfig(&call, cfg)
@@ -127,7 +135,7 @@ func (s *Server) placeCall(c fiber.Ctx, p *storage.Principal) error {
 	}
 	err = s.res.dialer.Dial(ctx, OutboundCall{CallID: call.ID, OrgID: p.OrgID, AgentID: a.ID, From: from, To: to, Agent: cfg,
 		Trunk: Trunk{Host: conn.Host, Port: conn.Port, Transport: conn.Transport, Username: conn.Username, Password: conn.Password,
-			OutboundProxy: conn.OutboundProxy, Codecs: conn.Codecs}})
+			OutboundProxy: conn.OutboundProxy, Codecs: conn.Codecs}, MaxDuration: maxDur})
 	if err != nil {
 		if s.log != nil {
 			s.log.Warn("outbound call not placed", "call_id", call.ID, "err", err)

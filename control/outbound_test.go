@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -72,6 +73,10 @@ func TestOutboundCall(t *testing.T) {
 			require.Equal(t, "sip.carrier.example", got.Trunk.Host)
 			require.Equal(t, []string{"PCMU", "PCMA"}, got.Trunk.Codecs)
 			require.Equal(t, "Answer for Acme Dental.", got.Agent.Prompt)
+			bal0, err := a.store.Balance(t.Context(), o.org.ID)
+			require.NoError(t, err)
+			require.Positive(t, got.MaxDuration, "the dialer learns how long the balance lasts")
+			require.LessOrEqual(t, got.MaxDuration, time.Duration(bal0*4/1*15+7)*time.Second)
 			require.Equal(t, 200, a.do("GET", fmt.Sprintf("/v1/calls/%d", id(c)), o.membK, nil).status)
 
 			// The trunk refuses: 502, and the call is recorded as failed.
@@ -89,10 +94,16 @@ func TestOutboundCall(t *testing.T) {
 			require.Equal(t, "failed", fc["status"])
 			require.Equal(t, "dial_failed", fc["end_reason"])
 
-			// Zero balance: 402.
+			// A balance below the 0.25-minute minimum at the agent's price: 402.
 			bal, err := a.store.Balance(t.Context(), o.org.ID)
 			require.NoError(t, err)
-			_, err = a.store.Post(t.Context(), o.org.ID, storage.TxAdjustment, -bal, "drain", "")
+			_, err = a.store.Post(t.Context(), o.org.ID, storage.TxAdjustment, 1-bal, "drain", "")
+			require.NoError(t, err)
+			r = a.do("POST", "/v1/call", o.membK, call)
+			require.Equal(t, 402, r.status)
+			require.Contains(t, r.obj(t)["detail"], "minimum")
+			// Zero balance: 402.
+			_, err = a.store.Post(t.Context(), o.org.ID, storage.TxAdjustment, -1, "drain", "")
 			require.NoError(t, err)
 			r = a.do("POST", "/v1/call", o.membK, call)
 			require.Equal(t, 402, r.status)
