@@ -30,8 +30,8 @@ type arrival struct {
 
 // network decides each packet's fate.
 type network struct {
-	loss      float64                         // independent loss probability
-	dup       float64                         // probability of a second copy
+	loss      float64                          // independent loss probability
+	dup       float64                          // probability of a second copy
 	delay     func(r *rand.Rand) time.Duration // one-way delay of one copy
 	base      time.Duration
 	burstLoss int // when >0, losses come in bursts of this length
@@ -79,11 +79,11 @@ func (nw network) deliver(r *rand.Rand, pkts []sent) []arrival {
 
 // result is what a simulated run played.
 type result struct {
-	played    []int // packet indexes in play order
-	slots     []Slot
-	stats     Stats
-	popTimes  []time.Duration
-	delays    []time.Duration // per played packet: pop time - sent time
+	played   []int // packet indexes in play order
+	slots    []Slot
+	stats    Stats
+	popTimes []time.Duration
+	delays   []time.Duration // per played packet: pop time - sent time
 }
 
 // run feeds arrivals into b and pops every 20 ms starting at phase until
