@@ -12,6 +12,7 @@ func allSchemas() map[string]any {
 	out := maps.Clone(schemas)
 	maps.Copy(out, resourceSchemas)
 	maps.Copy(out, billingSchemas)
+	maps.Copy(out, browserSchemas)
 	return out
 }
 

@@ -105,6 +105,7 @@ func (s *Server) registerRoutes() {
 	s.registerResourceRoutes()
 	s.registerBillingRoutes()
 	s.registerWebhookRoutes()
+	s.registerPublishableKeyRoutes()
 }
 
 // legacyOrgPath answers the removed /v1/orgs/<id>/... paths with 410 and

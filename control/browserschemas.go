@@ -1,0 +1,27 @@
+package control
+
+// browserSchemas are the OpenAPI components of publishable keys, the
+// widget's signalling and mic sessions (merged by allSchemas).
+var browserSchemas = func() map[string]any {
+	domains := map[string]any{"type": "array", "minItems": 1, "items": str,
+		"description": "exact hosts and *.example.com wildcards (subdomains only); localhost and 127.0.0.1 are always allowed"}
+	mode := map[string]any{"type": "string", "enum": []string{"agent", "webhook"}}
+	name := map[string]any{"type": "string", "minLength": 1, "maxLength": 120}
+	return map[string]any{
+		"PublishableKey": obj(map[string]any{"id": i64, "name": str, "key": map[string]any{"type": "string", "pattern": "^pk_live_[0-9a-f]{32}$"},
+			"key_prefix": map[string]any{"type": "string", "minLength": 12, "maxLength": 12}, "allowed_domains": domains,
+			"is_active": boolean, "is_enabled": boolean, "mode": mode, "agent_id": i64Null, "agent_name": strNull,
+			"webhook_url": strNull, "created_at": dt, "updated_at": dt}),
+		"PublishableKeyInput": obj(map[string]any{"name": map[string]any{"type": "string", "minLength": 1, "maxLength": 120, "default": "Web Widget"},
+			"mode": map[string]any{"type": "string", "enum": []string{"agent", "webhook"}, "default": "agent"},
+			"agent_id": map[string]any{"type": "integer", "description": "required in agent mode"},
+			"webhook_url": map[string]any{"type": "string", "format": "uri", "description": "HTTPS; required in webhook mode"},
+			"allowed_domains": domains, "is_enabled": map[string]any{"type": "boolean", "default": true}}, "allowed_domains"),
+		"PublishableKeyPatch": obj(map[string]any{"name": name, "mode": mode, "agent_id": i64Null, "webhook_url": strNull,
+			"allowed_domains": domains, "is_enabled": boolean}),
+		"PublishableKeyTransferInput": obj(map[string]any{"target_org_id": i64, "mode": map[string]any{"type": "string", "enum": []string{"copy", "move"}},
+			"name": name}, "target_org_id", "mode"),
+		"PublishableKeyTransfer": obj(map[string]any{"source_org_id": i64, "target_org_id": i64, "mode": str,
+			"cleared_agent_assignment": boolean, "publishable_key": ref("PublishableKey")}),
+	}
+}()
