@@ -1,7 +1,11 @@
 package sip_test
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"testing"
+	"text/template"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -41,4 +45,145 @@ func TestSippInboundCall(t *testing.T) {
 			require.Len(t, e.log.Ends(1), 1, "one Finish per call")
 		})
 	}
+}
+
+// scenario renders a templated scenario into a temporary file.
+func scenario(t *testing.T, name string, data any) string {
+	t.Helper()
+	tpl, err := template.ParseFiles("testdata/sipp/" + name + ".tmpl")
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), name)
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	require.NoError(t, tpl.Execute(f, data))
+	require.NoError(t, f.Close())
+	return path
+}
+
+// TestSippRefusals: unknown numbers get 404, numbers without an agent or
+// without balance 480, offers without a codec we speak 488, each with a
+// Reason header; none reaches media.
+func TestSippRefusals(t *testing.T) {
+	siptest.CheckLeaks(t)
+	e := newEnv(t, sip.Config{}, nil)
+	for _, tc := range []struct {
+		name, number string
+		code         int
+		fmt, rtpmap  string
+	}{
+		{"unknown number", "+14155550000", 404, "0", "PCMU/8000"},
+		{"no agent", noAgentNumber, 480, "0", "PCMU/8000"},
+		{"no balance", brokeNumber, 480, "8", "PCMA/8000"},
+		{"unsupported codec", agentNumber, 488, "18", "G729/8000"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := scenario(t, "uac_refused.xml", map[string]any{"Code": tc.code, "Fmt": tc.fmt, "Map": tc.rtpmap})
+			p := siptest.Sipp(t, path, 10*time.Second, "-s", tc.number, "-m", "1", e.udp.String())
+			require.NoError(t, p.Wait())
+		})
+	}
+	require.Empty(t, e.media.Sessions(), "refused calls open no media")
+	require.Zero(t, e.srv.ActiveCalls())
+}
+
+func TestSippOptions(t *testing.T) {
+	siptest.CheckLeaks(t)
+	e := newEnv(t, sip.Config{}, nil)
+	for _, tr := range []struct{ flag, addr string }{{"u1", e.udp.String()}, {"t1", e.tcp.String()}} {
+		p := siptest.Sipp(t, "testdata/sipp/uac_options.xml", 10*time.Second, "-t", tr.flag, "-m", "1", tr.addr)
+		require.NoError(t, p.Wait(), tr.flag)
+	}
+}
+
+// TestSippCancel: the caller cancels while we ring; the INVITE gets 487,
+// the admitted call ends failed with caller_hangup, media is closed.
+func TestSippCancel(t *testing.T) {
+	siptest.CheckLeaks(t)
+	e := newEnv(t, sip.Config{AnswerDelay: 3 * time.Second}, nil)
+	p := siptest.Sipp(t, "testdata/sipp/uac_cancel.xml", 10*time.Second, "-s", agentNumber, "-m", "1", e.udp.String())
+	require.NoError(t, p.Wait())
+	end := e.log.Wait(t, 1, 5*time.Second)
+	require.Equal(t, sip.StatusFailed, end.Status)
+	require.Equal(t, sip.ReasonCallerHangup, end.Reason)
+	require.Equal(t, 487, end.Code)
+	require.True(t, end.Answered.IsZero())
+	s := e.media.Session(1)
+	require.NotNil(t, s)
+	require.True(t, s.Closed())
+	require.Empty(t, s.Updates(), "media never started")
+}
+
+// TestSippHold: a re-INVITE with a=sendonly puts us on hold (answer
+// a=recvonly, media told to stop sending), another with a=sendrecv
+// resumes.
+func TestSippHold(t *testing.T) {
+	siptest.CheckLeaks(t)
+	e := newEnv(t, sip.Config{}, nil)
+	p := siptest.Sipp(t, "testdata/sipp/uac_hold.xml", 10*time.Second, "-s", agentNumber, "-m", "1", e.udp.String())
+	require.NoError(t, p.Wait())
+	end := e.log.Wait(t, 1, 5*time.Second)
+	require.Equal(t, sip.StatusCompleted, end.Status)
+	ups := e.media.Session(1).Updates()
+	require.Len(t, ups, 3)
+	require.True(t, ups[0].Sends() && ups[0].Receives())
+	require.False(t, ups[1].Sends(), "held: we stop sending")
+	require.True(t, ups[1].Receives())
+	require.True(t, ups[2].Sends() && ups[2].Receives())
+	require.Equal(t, "PCMU", ups[2].Codec.Name)
+}
+
+// TestSippInfoDTMF: digits sent by SIP INFO reach the media session in
+// order.
+func TestSippInfoDTMF(t *testing.T) {
+	siptest.CheckLeaks(t)
+	e := newEnv(t, sip.Config{}, nil)
+	p := siptest.Sipp(t, "testdata/sipp/uac_info.xml", 10*time.Second, "-s", agentNumber, "-m", "1", e.udp.String())
+	require.NoError(t, p.Wait())
+	e.log.Wait(t, 1, 5*time.Second)
+	require.Equal(t, "12#", e.media.Session(1).Digits())
+}
+
+// TestSippRefer: Transfer sends REFER, follows the NOTIFYs to 200 and
+// hangs up; the call ends ai_transfer.
+func TestSippRefer(t *testing.T) {
+	siptest.CheckLeaks(t)
+	e := newEnv(t, sip.Config{}, nil)
+	p := siptest.Sipp(t, "testdata/sipp/uac_refer.xml", 10*time.Second, "-s", agentNumber, "-m", "1", e.udp.String())
+	var s *siptest.EchoSession
+	require.Eventually(t, func() bool {
+		s = e.media.Session(1)
+		return s != nil && len(s.Updates()) > 0
+	}, 5*time.Second, 10*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	require.NoError(t, s.Call.Transfer(ctx, "+14155550123"))
+	require.NoError(t, p.Wait())
+	end := e.log.Wait(t, 1, 5*time.Second)
+	require.Equal(t, sip.StatusCompleted, end.Status)
+	require.Equal(t, sip.ReasonTransfer, end.Reason)
+}
+
+// TestSippSessionTimers: RFC 4028 with a 2 s interval: too small an
+// interval gets 422; as refresher we send UPDATEs; as the refreshed side
+// we hang up when the refreshes stop.
+func TestSippSessionTimers(t *testing.T) {
+	siptest.CheckLeaks(t)
+	e := newEnv(t, sip.Config{MinSE: 2 * time.Second, SessionExpires: 2 * time.Second}, nil)
+	t.Run("refresher", func(t *testing.T) {
+		p := siptest.Sipp(t, "testdata/sipp/uac_timer_refresh.xml", 10*time.Second, "-s", agentNumber, "-m", "1", e.udp.String())
+		require.NoError(t, p.Wait())
+	})
+	t.Run("expiry", func(t *testing.T) {
+		start := time.Now()
+		p := siptest.Sipp(t, "testdata/sipp/uac_timer_expire.xml", 10*time.Second, "-s", agentNumber, "-m", "1", e.udp.String())
+		require.NoError(t, p.Wait())
+		end := e.log.Wait(t, 2, 5*time.Second)
+		require.Equal(t, sip.ReasonSessionExpired, end.Reason)
+		require.Less(t, time.Since(start), 5*time.Second)
+	})
+	t.Run("too small", func(t *testing.T) {
+		e := newEnv(t, sip.Config{}, nil)
+		p := siptest.Sipp(t, "testdata/sipp/uac_timer_small.xml", 10*time.Second, "-s", agentNumber, "-m", "1", e.udp.String())
+		require.NoError(t, p.Wait())
+	})
 }
