@@ -43,6 +43,10 @@ func (s *Server) inbound(req *sip.Request, tx sip.ServerTransaction) {
 	if err := tx.Respond(sip.NewResponseFromRequest(req, 100, "Trying", nil)); err != nil {
 		return
 	}
+	if req.Contact() == nil {
+		s.respond(req, tx, 400, "Bad Request", nil, sip.NewHeader("Warning", `399 voiced "missing Contact"`))
+		return
+	}
 	if bad := unsupportedRequire(req); bad != "" {
 		s.respond(req, tx, 420, "Bad Extension", nil, sip.NewHeader("Unsupported", bad))
 		return

@@ -106,15 +106,15 @@ func New(cfg Config, log *slog.Logger, deps Deps) (*Server, error) {
 	}
 	s.ua, s.sg = ua, sg
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	sg.OnInvite(s.onInvite)
-	sg.OnAck(s.onAck)
-	sg.OnBye(s.onBye)
-	sg.OnCancel(s.onCancel)
-	sg.OnOptions(s.onOptions)
-	sg.OnUpdate(s.onUpdate)
-	sg.OnInfo(s.onInfo)
-	sg.OnNotify(s.onNotify)
-	sg.OnNoRoute(s.onNoRoute)
+	sg.OnInvite(s.guard(s.onInvite))
+	sg.OnAck(s.guard(s.onAck))
+	sg.OnBye(s.guard(s.onBye))
+	sg.OnCancel(s.guard(s.onCancel))
+	sg.OnOptions(s.guard(s.onOptions))
+	sg.OnUpdate(s.guard(s.onUpdate))
+	sg.OnInfo(s.guard(s.onInfo))
+	sg.OnNotify(s.guard(s.onNotify))
+	sg.OnNoRoute(s.guard(s.onNoRoute))
 	return s, nil
 }
 
@@ -419,6 +419,42 @@ func (s *Server) respond(req *sip.Request, tx sip.ServerTransaction, code int, r
 // reasonHeader is an RFC 3326 Reason header for a SIP status.
 func reasonHeader(code int, text string) sip.Header {
 	return sip.NewHeader("Reason", "SIP ;cause="+strconv.Itoa(code)+` ;text="`+text+`"`)
+}
+
+// guard answers requests sipgo parsed but RFC 3261 refuses: another SIP
+// version (505, section 21.5.6) or a missing mandatory
+// header (400, section 8.1.1). A malformed ACK is dropped: ACKs get no
+// response.
+func (s *Server) guard(h sipgo.RequestHandler) sipgo.RequestHandler {
+	return func(req *sip.Request, tx sip.ServerTransaction) {
+		bad := ""
+		switch {
+		case req.SipVersion != "SIP/2.0":
+			if !req.IsAck() {
+				res := sip.NewResponseFromRequest(req, 505, "Version Not Supported", nil)
+				res.SipVersion = "SIP/2.0"
+				tx.Respond(res)
+			}
+			return
+		case req.CallID() == nil:
+			bad = "Call-ID"
+		case req.From() == nil:
+			bad = "From"
+		case req.To() == nil:
+			bad = "To"
+		case req.CSeq() == nil:
+			bad = "CSeq"
+		case req.CSeq().MethodName != req.Method && !req.IsAck() && !req.IsCancel():
+			bad = "CSeq method"
+		}
+		if bad != "" {
+			if !req.IsAck() {
+				s.respond(req, tx, 400, "Bad Request", nil, sip.NewHeader("Warning", `399 voiced "missing or bad `+bad+`"`))
+			}
+			return
+		}
+		h(req, tx)
+	}
 }
 
 func (s *Server) onOptions(req *sip.Request, tx sip.ServerTransaction) {
