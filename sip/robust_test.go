@@ -68,7 +68,9 @@ var hostile = []struct {
 }{
 	{"garbage", func(string) string { return "\x00\x01\x02 not sip at all \xff\xfe\r\n\r\n" }, []int{0}},
 	{"bad version", func(l string) string { return strings.Replace(options(l, 1), "SIP/2.0\r\n", "SIP/3.0\r\n", 1) }, []int{0, 400, 505}},
-	{"no via", func(l string) string { return strings.Replace(options(l, 2), "Via: SIP/2.0/UDP "+l+";branch=z9hG4bK-opt2\r\n", "", 1) }, []int{0, 400}},
+	{"no via", func(l string) string {
+		return strings.Replace(options(l, 2), "Via: SIP/2.0/UDP "+l+";branch=z9hG4bK-opt2\r\n", "", 1)
+	}, []int{0, 400}},
 	{"no cseq", func(l string) string { return strings.Replace(options(l, 3), "CSeq: 1 OPTIONS\r\n", "", 1) }, []int{0, 400}},
 	{"no call-id", func(l string) string { return strings.Replace(options(l, 4), "Call-ID: opt-4@test\r\n", "", 1) }, []int{0, 400}},
 	{"huge header", func(l string) string {
