@@ -1,0 +1,340 @@
+package rtp
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/voiced/voiced/media/jitter"
+	"github.com/voiced/voiced/media/pace"
+	"github.com/voiced/voiced/media/quality"
+)
+
+// Config tunes a Session. Zero values mean the defaults.
+type Config struct {
+	// Local is the IP address to bind; the zero Addr means all IPv4 and
+	// IPv6 interfaces.
+	Local netip.Addr
+	// RTCPMux binds only the RTP port and expects RTCP on it (RFC 5761).
+	// Without it the odd port above is bound for RTCP as well, and RTCP
+	// is multiplexed only if Params.RTCPMux says the peer agreed.
+	RTCPMux bool
+	// MediaTimeout is how long the peer may send no RTP before the
+	// session reports ErrMediaTimeout through Done (while it should be
+	// sending: not on hold). 0 means 30 s; negative disables it.
+	MediaTimeout time.Duration
+	// Jitter bounds the jitter buffer's delay (ClockRate is set per
+	// codec; the other zero fields mean 20-80 ms).
+	Jitter jitter.Config
+	// RTCPInterval is the mean interval between our RTCP reports,
+	// randomized by ±50% (RFC 3550 section 6.2); 0 means 5 s.
+	RTCPInterval time.Duration
+	// CNAME is our RTCP canonical name; empty means a random one.
+	CNAME string
+	// QueueFrames is the depth of WriteFrame's send queue; 0 means 25
+	// (500 ms).
+	QueueFrames int
+	// SendCN sends RFC 3389 comfort noise at CNLevel while there is no
+	// audio to send, when the peer negotiated CN, instead of encoded
+	// silence. CNLevel is in -dBov; 0 means 70.
+	SendCN  bool
+	CNLevel int
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.MediaTimeout == 0 {
+		c.MediaTimeout = 30 * time.Second
+	}
+	if c.RTCPInterval == 0 {
+		c.RTCPInterval = 5 * time.Second
+	}
+	if c.QueueFrames == 0 {
+		c.QueueFrames = 25
+	}
+	if c.CNLevel == 0 {
+		c.CNLevel = 70
+	}
+	switch {
+	case c.RTCPInterval < 0:
+		return c, fmt.Errorf("rtcp interval %v: %w", c.RTCPInterval, ErrBadConfig)
+	case c.QueueFrames < 1 || c.QueueFrames > 500:
+		return c, fmt.Errorf("queue of %d frames (1..500): %w", c.QueueFrames, ErrBadConfig)
+	case c.CNLevel < 0 || c.CNLevel > 127:
+		return c, fmt.Errorf("cn level %d dBov: %w", c.CNLevel, ErrBadConfig)
+	}
+	if c.CNAME == "" {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		c.CNAME = "voiced-" + hex.EncodeToString(b[:])
+	}
+	jc := c.Jitter
+	jc.ClockRate = 8000
+	if _, err := jitter.New(jc); err != nil {
+		return c, fmt.Errorf("jitter: %w", err)
+	}
+	return c, nil
+}
+
+// Session is one call's RTP/RTCP media: the sockets, one receive goroutine
+// (two without RTCP multiplexing), the jitter buffer and codecs, and a
+// stream on the node's pacer that sends one packet every 20 ms. See the
+// package documentation for the lifecycle and the threading contract.
+type Session struct {
+	cfg   Config
+	log   *slog.Logger
+	pacer *pace.Pacer
+	conn  *net.UDPConn // RTP (and RTCP with mux)
+	rconn *net.UDPConn // RTCP without mux, else nil
+	local netip.AddrPort
+	ssrc  uint32
+	m     quality.Metrics
+
+	// mu guards the negotiated parameters, the latched peer, the receive
+	// statistics and the receive codec: the receive goroutine, the reader
+	// and Update take it.
+	mu       sync.Mutex
+	params   Params
+	started  bool
+	latched  bool
+	peer     netip.AddrPort // latched RTP source
+	rtcpPeer netip.AddrPort // latched RTCP source (no mux)
+	rx       rxStats
+	rxc      *rxCodec
+	rxGen    atomic.Uint64
+	dtmf     dtmfRx
+	onDTMF   func(Digit)
+	remote   remoteReport
+
+	// txMu guards the send state: the pacer's Tick, Update, SetSource and
+	// SendDTMF take it.
+	txMu sync.Mutex
+	tx   txState
+
+	// Frame pacing for ReadFrame: Tick counts frames due and wakes a
+	// waiting reader.
+	due     atomic.Uint64
+	waiting atomic.Bool
+	wake    chan struct{}
+	reader  readerState
+
+	// The WriteFrame queue (single producer, the pacer consumes).
+	queue   *frameQueue
+	writer  writerState
+	hasSrc  atomic.Bool
+	flushTo atomic.Uint64
+
+	// Counters of receive codecs replaced by Update, so Metrics stay
+	// cumulative across codec changes. Reader goroutine (under mu).
+	base struct{ late, drops uint64 }
+
+	lastRecv  atomic.Int64 // unix ns of the last RTP packet from the peer
+	timedOut  atomic.Bool
+	done      chan struct{} // closed on media timeout or Close
+	closed    chan struct{} // closed by Close
+	closing   atomic.Bool
+	closeOnce sync.Once
+	doneOnce  sync.Once
+	paceH     pace.Handle
+	wg        sync.WaitGroup
+}
+
+// remoteReport is what the peer last told us about our stream.
+type remoteReport struct {
+	byeAt time.Time
+}
+
+// NewSession binds a port pair from ports and starts the session's receive
+// goroutine and its pacer stream. Media flows once Update gives the
+// negotiated Params; until then LocalAddr is all the session offers (for
+// the SDP). log receives rare events only (latching, a new source, the
+// media timeout); nil means slog.Default().
+func NewSession(cfg Config, log *slog.Logger, pacer *pace.Pacer, ports *Ports) (*Session, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if pacer == nil || ports == nil {
+		return nil, fmt.Errorf("pacer and ports are required: %w", ErrBadConfig)
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	ip := cfg.Local
+	if !ip.IsValid() {
+		ip = netip.IPv6Unspecified()
+	}
+	conn, rconn, err := ports.listen(ip, cfg.RTCPMux)
+	if err != nil {
+		return nil, err
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	s := &Session{
+		cfg:    cfg,
+		log:    log,
+		pacer:  pacer,
+		conn:   conn,
+		rconn:  rconn,
+		local:  conn.LocalAddr().(*net.UDPAddr).AddrPort(),
+		ssrc:   binary.BigEndian.Uint32(b[:]),
+		wake:   make(chan struct{}, 1),
+		done:   make(chan struct{}),
+		closed: make(chan struct{}),
+		queue:  newFrameQueue(cfg.QueueFrames),
+	}
+	s.tx.init(s)
+	s.lastRecv.Store(time.Now().UnixNano())
+	s.wg.Add(1)
+	go s.receive(conn, false)
+	if rconn != nil {
+		s.wg.Add(1)
+		go s.receive(rconn, true)
+	}
+	h, err := pacer.Register(ticker{s})
+	if err != nil {
+		s.closeSockets()
+		s.wg.Wait()
+		return nil, fmt.Errorf("register with pacer: %w", err)
+	}
+	s.paceH = h
+	return s, nil
+}
+
+// ticker keeps Tick out of Session's method set.
+type ticker struct{ s *Session }
+
+func (t ticker) Tick(now time.Time) { t.s.tick(now) }
+
+// LocalAddr returns the bound RTP address, for the SDP (its IP is
+// unspecified when Config.Local was).
+func (s *Session) LocalAddr() netip.AddrPort { return s.local }
+
+// SSRC returns the synchronization source of the packets we send.
+func (s *Session) SSRC() uint32 { return s.ssrc }
+
+// Metrics returns the call's live counters; they stay readable after Close.
+func (s *Session) Metrics() *quality.Metrics { return &s.m }
+
+// Snapshot returns the counters and the MOS estimate for the current codec.
+func (s *Session) Snapshot() quality.Snapshot {
+	s.mu.Lock()
+	c := s.params.qualityCodec()
+	s.mu.Unlock()
+	return s.m.Snapshot(c)
+}
+
+// OnDTMF sets the function that receives digits from the peer. It runs on
+// the receive goroutine and must not block or call back into the session
+// except for the methods documented as safe from any goroutine.
+func (s *Session) OnDTMF(f func(Digit)) {
+	s.mu.Lock()
+	s.onDTMF = f
+	s.mu.Unlock()
+}
+
+// Done is closed when the media stops by itself: on a media timeout (Err
+// then returns ErrMediaTimeout) or Close.
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+// Err returns ErrMediaTimeout after a media timeout, ErrClosed after Close,
+// and nil while the session runs.
+func (s *Session) Err() error {
+	switch {
+	case s.timedOut.Load():
+		return ErrMediaTimeout
+	case s.closing.Load():
+		return ErrClosed
+	}
+	return nil
+}
+
+func (s *Session) finish() { s.doneOnce.Do(func() { close(s.done) }) }
+
+// Update starts the media with negotiated parameters, or changes them for
+// a re-INVITE or UPDATE: a new remote address (the latch is released so
+// the new source can be learnt), a new codec (the jitter buffer and codecs
+// are rebuilt), hold and resume. It does not block on the network.
+func (s *Session) Update(p Params) error {
+	if s.closing.Load() {
+		return ErrClosed
+	}
+	if err := p.validate(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old := s.params
+	codecChanged := !s.started || old.Codec != p.Codec || old.RecvPT != p.RecvPT
+	var rxc *rxCodec
+	if codecChanged {
+		var err error
+		if rxc, err = newRxCodec(p.Codec, s.cfg.Jitter, s.rxGen.Load()+1); err != nil {
+			return err
+		}
+	}
+	s.txMu.Lock()
+	err := s.tx.update(s, p, codecChanged)
+	s.txMu.Unlock()
+	if err != nil {
+		return err
+	}
+	if codecChanged {
+		if s.rxc != nil {
+			st := s.rxc.buf.Stats()
+			s.base.late += st.Late
+			s.base.drops += st.Dropped + st.Overflow
+		}
+		s.rxc = rxc
+		s.rxGen.Add(1)
+		s.rx = rxStats{}
+	}
+	if old.Remote != p.Remote || old.RemoteRTCP != p.RemoteRTCP || old.RTCPMux != p.RTCPMux {
+		s.latched = false
+		s.rtcpPeer = netip.AddrPort{}
+	}
+	if !old.Receive && p.Receive {
+		// Coming off hold (or starting): the timeout counts from now.
+		s.lastRecv.Store(time.Now().UnixNano())
+	}
+	s.dtmf.clock = p.DTMF.ClockRate
+	if s.dtmf.clock == 0 {
+		s.dtmf.clock = p.Codec.ClockRate
+	}
+	s.params = p
+	s.started = true
+	return nil
+}
+
+// Close stops the session: it leaves the pacer (no Tick runs after that),
+// sends an RTCP BYE, closes the sockets, waits for the receive goroutines
+// and releases a waiting ReadFrame. The reader's and writer's codec state
+// is plain Go memory, left to the collector. Close is idempotent.
+func (s *Session) Close() error {
+	s.closeOnce.Do(func() {
+		s.closing.Store(true)
+		s.pacer.Unregister(s.paceH)
+		s.txMu.Lock()
+		s.sendBye()
+		s.tx.close()
+		s.txMu.Unlock()
+		s.closeSockets()
+		s.wg.Wait()
+		close(s.closed)
+		s.finish()
+	})
+	return nil
+}
+
+func (s *Session) closeSockets() {
+	s.conn.Close()
+	if s.rconn != nil {
+		s.rconn.Close()
+	}
+}
