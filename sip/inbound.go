@@ -147,7 +147,7 @@ func (c *Call) runInbound(ctx context.Context, req *sip.Request, tx sip.ServerTr
 	m, err := s.deps.Media.Open(ctx, c)
 	if err != nil {
 		c.log.Warn("media session not opened", "err", err)
-		dlg.Respond(503, "Service Unavailable", nil, reasonHeader(503, "media unavailable"), sip.NewHeader("Retry-After", "5"))
+		c.reject(tx, 503, "Service Unavailable", reasonHeader(503, "media unavailable"), sip.NewHeader("Retry-After", "5"))
 		return failed(ReasonMediaFailed, "media open: "+err.Error(), 503)
 	}
 	c.media = m
@@ -175,7 +175,7 @@ func (c *Call) runInbound(ctx context.Context, req *sip.Request, tx sip.ServerTr
 			return failed(ReasonCallerHangup, "183: "+err.Error(), 487)
 		}
 		if err := c.apply(st, offer); err != nil {
-			dlg.Respond(500, "Server Internal Error", nil)
+			c.reject(tx, 500, "Server Internal Error")
 			return failed(ReasonMediaFailed, err.Error(), 500)
 		}
 	} else if err := dlg.Respond(180, "Ringing", nil); err != nil {
@@ -198,7 +198,7 @@ func (c *Call) runInbound(ctx context.Context, req *sip.Request, tx sip.ServerTr
 		if reason == "" {
 			reason = ReasonShutdown
 		}
-		dlg.Respond(480, "Temporarily Unavailable", nil, reasonHeader(480, reason))
+		c.reject(tx, 480, "Temporarily Unavailable", reasonHeader(480, reason))
 		return failed(reason, "ended before the answer", 480)
 	}
 
@@ -234,6 +234,21 @@ func (c *Call) runInbound(ctx context.Context, req *sip.Request, tx sip.ServerTr
 	c.log.Info("call answered", "from", c.from, "to", c.to)
 	reason := c.run(adm.MaxDuration)
 	return End{Status: StatusCompleted, Reason: reason, At: s.now(), Answered: answered}
+}
+
+// reject sends a final non-2xx answer in the early dialog. The INVITE
+// transaction retransmits it until the ACK on its own; unlike sipgo's
+// dialog Respond we do not wait for that ACK (up to 32 s when the
+// caller is gone).
+func (c *Call) reject(tx sip.ServerTransaction, code int, phrase string, hdrs ...sip.Header) {
+	res := sip.NewResponseFromRequest(c.sd.InviteRequest, code, phrase, nil)
+	for _, h := range hdrs {
+		res.AppendHeader(h)
+	}
+	res.AppendHeader(sip.NewHeader("Server", c.srv.cfg.UserAgent))
+	if err := tx.Respond(res); err != nil {
+		c.log.Debug("response not sent", "code", code, "err", err)
+	}
 }
 
 // finish records the end once, outliving the server's context.

@@ -114,8 +114,10 @@ func (s *Server) Dial(ctx context.Context, o OutboundCall) error {
 	started = true
 	go func() {
 		defer s.end()
-		defer m.Close()
 		end := c.dialOut(dua, req, sess, o)
+		// Media closes first: its recording is complete when the end is
+		// recorded.
+		m.Close()
 		close(c.done)
 		c.finish(end)
 	}()

@@ -83,7 +83,7 @@ func (r *registration) refresher() {
 		select {
 		case <-r.quit:
 			t.Stop()
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			r.send(ctx, 0)
 			cancel()
 			return

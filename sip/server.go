@@ -142,6 +142,13 @@ func (s *Server) ListenUDP(addr string) (netip.AddrPort, error) {
 		return netip.AddrPort{}, err
 	}
 	s.wg.Go(func() { s.sg.ServeUDP(pc) })
+	// Requests we send leave from this socket: wait until sipgo has it,
+	// or the first of them would try to bind the port a second time.
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if c, err := s.ua.TransportLayer().GetConnection("udp", ap.String()); err == nil && c != nil {
+			break
+		}
+	}
 	return ap, nil
 }
 

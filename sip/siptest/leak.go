@@ -1,6 +1,7 @@
 package siptest
 
 import (
+	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -13,6 +14,12 @@ import (
 func CheckLeaks(t testing.TB) {
 	before := runtime.NumGoroutine()
 	t.Cleanup(func() {
+		if os.Getenv("SIPTEST_DUMP") != "" {
+			time.Sleep(time.Second)
+			buf := make([]byte, 1<<20)
+			buf = buf[:runtime.Stack(buf, true)]
+			t.Logf("after 1s: %d goroutines (before %d)\n%s", runtime.NumGoroutine(), before, interesting(string(buf)))
+		}
 		deadline := time.Now().Add(5 * time.Second)
 		for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
 			time.Sleep(20 * time.Millisecond)
