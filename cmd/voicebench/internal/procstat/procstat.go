@@ -1,0 +1,126 @@
+// Package procstat reads CPU time from Linux /proc: a process's user and
+// system time (all its threads, live and exited) and the host's busy and
+// total time per core, so a benchmark can report the CPU a system under
+// test used over a window and the load on the machine.
+package procstat
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrFormat reports a /proc file that does not parse.
+var ErrFormat = errors.New("procstat: unexpected /proc format")
+
+// tick is one clock tick (USER_HZ, 100 on every Linux architecture that
+// voiced runs on).
+const tick = 10 * time.Millisecond
+
+// Process returns the CPU time (user plus system) pid has used, from
+// /proc/<pid>/stat, at a resolution of one clock tick (10 ms).
+func Process(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	return parseStat(b)
+}
+
+// parseStat reads utime and stime (fields 14 and 15) from a stat line;
+// the command name (field 2) may hold spaces and parentheses, so fields
+// are counted after its last ')'.
+func parseStat(b []byte) (time.Duration, error) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("%w: no ')' in stat", ErrFormat)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// f[0] is field 3 (state); utime is field 14 -> f[11], stime f[12].
+	if len(f) < 13 {
+		return 0, fmt.Errorf("%w: %d fields after the command", ErrFormat, len(f))
+	}
+	u, err1 := strconv.ParseUint(f[11], 10, 64)
+	s, err2 := strconv.ParseUint(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("%w: utime %q stime %q", ErrFormat, f[11], f[12])
+	}
+	return time.Duration(u+s) * tick, nil
+}
+
+// Host is the machine's CPU time: all cores and each core, in ticks.
+type Host struct {
+	Busy, Total         uint64
+	CoreBusy, CoreTotal []uint64
+}
+
+// ReadHost reads /proc/stat.
+func ReadHost() (Host, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return Host{}, err
+	}
+	return parseHost(b)
+}
+
+func parseHost(b []byte) (Host, error) {
+	var h Host
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	found := false
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "cpu") {
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			return Host{}, fmt.Errorf("%w: %q", ErrFormat, line)
+		}
+		var total, idle uint64
+		for j, s := range f[1:] {
+			v, err := strconv.ParseUint(s, 10, 64)
+			if err != nil {
+				return Host{}, fmt.Errorf("%w: %q", ErrFormat, line)
+			}
+			if j == 8 || j == 9 { // guest and guest_nice are already in user and nice
+				continue
+			}
+			total += v
+			if j == 3 || j == 4 { // idle, iowait
+				idle += v
+			}
+		}
+		if f[0] == "cpu" {
+			h.Busy, h.Total, found = total-idle, total, true
+		} else {
+			h.CoreBusy = append(h.CoreBusy, total-idle)
+			h.CoreTotal = append(h.CoreTotal, total)
+		}
+	}
+	if !found {
+		return Host{}, fmt.Errorf("%w: no cpu line", ErrFormat)
+	}
+	return h, nil
+}
+
+// Percent returns the busy share between two readings, 0-100 (of all
+// cores together), and per core.
+func Percent(a, b Host) (all float64, cores []float64) {
+	all = pct(b.Busy-a.Busy, b.Total-a.Total)
+	for i := range min(len(a.CoreBusy), len(b.CoreBusy)) {
+		cores = append(cores, pct(b.CoreBusy[i]-a.CoreBusy[i], b.CoreTotal[i]-a.CoreTotal[i]))
+	}
+	return all, cores
+}
+
+func pct(busy, total uint64) float64 {
+	if total == 0 {
+		return 0
+	}
+	return 100 * float64(busy) / float64(total)
+}
