@@ -67,6 +67,8 @@ var (
 	mu       sync.Mutex
 	initDone bool
 	initOK   bool
+	// sampleRate is the library's output rate, from espeak_Initialize.
+	sampleRate int
 )
 
 // initLocked initializes the library once; mu must be held.
@@ -75,6 +77,7 @@ func initLocked() error {
 		initDone = true
 		rate := C.espeak_Initialize(C.AUDIO_OUTPUT_SYNCHRONOUS, 0, nil, C.espeakINITIALIZE_DONT_EXIT)
 		initOK = rate > 0
+		sampleRate = int(rate)
 	}
 	if !initOK {
 		return ErrUnavailable
