@@ -1,0 +1,261 @@
+package agent
+
+import (
+	"fmt"
+
+	"github.com/voiced/voiced/codecs/resample"
+	"github.com/voiced/voiced/media"
+	"github.com/voiced/voiced/media/dsp"
+	"github.com/voiced/voiced/media/turn"
+)
+
+// callerFrame is one 20 ms caller frame at 16 kHz.
+const callerFrame = 320
+
+// maxBuffer bounds the input audio buffer in manual mode (two minutes);
+// older audio is dropped.
+const maxBuffer = 120 * 50 * callerFrame
+
+// input is the session's input side, owned by the transport's receive
+// goroutine: echo cancellation, noise reduction, speech detection,
+// turn-taking and the input audio buffer.
+type input struct {
+	s   *Session
+	dsp *dsp.Processor
+	det *turn.Detector // nil: manual turns
+	td  *TurnDetection
+	// off is the stream frame index of the detector's frame 0.
+	off int64
+
+	frame []int16 // scratch: the frame being processed
+	buf   []int16 // input audio buffer (processed audio)
+	start int64   // frame index of buf[0]
+	n     int64   // frames seen
+
+	// The agent's audio as played, for the echo canceller and the
+	// recording: frames at the output rate from the pacer, at 16 kHz.
+	farOut []int16
+	far16  []int16
+	farRS  *resample.Resampler
+	rec    *recorder
+}
+
+func (in *input) init(s *Session) error {
+	in.s = s
+	p, err := dsp.New(s.cfg.DSP)
+	if err != nil {
+		return fmt.Errorf("agent: dsp: %w", err)
+	}
+	in.dsp = p
+	in.frame = make([]int16, callerFrame)
+	if s.needFar {
+		if in.farRS, err = resample.New(s.cfg.OutputRate, media.Rate16k, resample.QualityHigh); err != nil {
+			p.Close()
+			return fmt.Errorf("agent: echo reference resampler: %w", err)
+		}
+		in.farOut = make([]int16, media.SamplesPerFrame(s.cfg.OutputRate))
+		in.far16 = make([]int16, callerFrame)
+	}
+	if err := in.setTurn(s.cfg.TurnDetection); err != nil {
+		in.close()
+		return err
+	}
+	return nil
+}
+
+func (in *input) close() {
+	if in.dsp != nil {
+		in.dsp.Close()
+	}
+	if in.farRS != nil {
+		in.farRS.Close()
+	}
+}
+
+// setTurn switches turn detection (nil: manual), keeping any buffered
+// audio.
+func (in *input) setTurn(td *TurnDetection) error {
+	if td == nil {
+		in.det, in.td = nil, nil
+		return nil
+	}
+	cfg := td.Turn
+	if in.s.cfg.CheckinInterval > 0 {
+		cfg.IdleTimeout = in.s.cfg.CheckinInterval
+	}
+	if in.det != nil {
+		if err := in.det.SetConfig(cfg); err != nil {
+			return fmt.Errorf("agent: turn detection: %w", err)
+		}
+	} else {
+		d, err := turn.New(cfg)
+		if err != nil {
+			return fmt.Errorf("agent: turn detection: %w", err)
+		}
+		in.det, in.off = d, in.n
+	}
+	c := *td
+	in.td = &c
+	return nil
+}
+
+// SetTurnDetection changes turn detection (nil: manual). Input goroutine
+// only, like WriteFrame.
+func (s *Session) SetTurnDetection(td *TurnDetection) error {
+	if err := s.in.setTurn(td); err != nil {
+		return err
+	}
+	var c *TurnDetection
+	if td != nil {
+		v := *td
+		c = &v
+	}
+	return s.do(func() { s.td = c })
+}
+
+// nextFar takes the agent's frame that played alongside this caller frame
+// and returns it at 16 kHz, or nil when the agent was silent. A backlog
+// (the caller's audio stalled while the agent spoke) is dropped down to
+// the latest frame.
+func (in *input) nextFar() []int16 {
+	f := in.s.far
+	n := len(in.farOut)
+	if f.Len() > 5*n {
+		f.Discard(f.Len() - n)
+	}
+	if !f.ReadFull(in.farOut) {
+		return nil
+	}
+	k, err := in.farRS.ProcessTo(in.far16, in.farOut)
+	if err != nil || k != len(in.far16) {
+		return nil
+	}
+	return in.far16
+}
+
+// WriteFrame takes the caller's next 20 ms at 16 kHz: it records it,
+// cancels the agent's echo, reduces noise, detects speech and turns, and
+// buffers it. pcm is only read. Input goroutine only: WriteFrame,
+// CommitInput, ClearInput and SetTurnDetection must be called from one
+// goroutine (the transport's receive loop). It allocates nothing except
+// when a turn is committed.
+func (s *Session) WriteFrame(pcm []int16) error {
+	if len(pcm) != callerFrame {
+		return ErrFrameSize
+	}
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	in := &s.in
+	var far []int16
+	if s.needFar {
+		far = in.nextFar()
+	}
+	if in.rec != nil {
+		in.rec.write(pcm, far)
+	}
+	if s.cfg.DSP.EchoCancellation {
+		ref := far
+		if ref == nil {
+			clear(in.far16)
+			ref = in.far16
+		}
+		if err := in.dsp.ProcessFar(ref); err != nil {
+			return err
+		}
+	}
+	copy(in.frame, pcm)
+	res, err := in.dsp.ProcessNear(in.frame)
+	if err != nil {
+		return err
+	}
+	in.buf = append(in.buf, in.frame...)
+	in.n++
+	if in.det == nil {
+		if len(in.buf) > maxBuffer {
+			in.drop(int64(len(in.buf)-maxBuffer) / callerFrame)
+		}
+		return nil
+	}
+	ev := in.det.Process(res.Probability, s.speaking.Load())
+	switch ev.Kind {
+	case turn.SpeechStarted:
+		var paused *Playout
+		if ev.Interrupt && in.td.InterruptResponse {
+			if p := s.play.Load(); p != nil && p.pause() {
+				paused = p
+			}
+		}
+		s.post(note{kind: nSpeechStarted, a: turn.FrameMS(in.off + ev.Start), flag: ev.Interrupt, playout: paused})
+	case turn.SpeechStopped:
+		from, to := in.off+ev.Start, in.off+ev.End
+		s.post(note{kind: nSpeechStopped, a: turn.FrameMS(to)})
+		pcm := in.take(from, to)
+		s.post(note{kind: nCommitted, pcm: pcm, a: turn.FrameMS(from), b: turn.FrameMS(to)})
+	case turn.IdleTimeout:
+		s.post(note{kind: nTimeout, a: turn.FrameMS(in.off + ev.Start), b: turn.FrameMS(in.off + ev.End)})
+	}
+	if !in.det.Speaking() && len(in.buf) > 100*callerFrame {
+		// Outside a turn only the last second can become a prefix.
+		in.drop(int64(len(in.buf))/callerFrame - 50)
+	}
+	return nil
+}
+
+// take copies the buffered frames [from, to) and drops everything before
+// to.
+func (in *input) take(from, to int64) []int16 {
+	from = max(from, in.start)
+	to = min(to, in.start+int64(len(in.buf))/callerFrame)
+	var out []int16
+	if to > from {
+		out = append([]int16(nil), in.buf[(from-in.start)*callerFrame:(to-in.start)*callerFrame]...)
+	}
+	if to > in.start {
+		in.drop(to - in.start)
+	}
+	return out
+}
+
+// drop forgets the first k buffered frames.
+func (in *input) drop(k int64) {
+	k = min(k, int64(len(in.buf))/callerFrame)
+	n := copy(in.buf, in.buf[k*callerFrame:])
+	in.buf = in.buf[:n]
+	in.start += k
+}
+
+// CommitInput turns the whole input buffer into a user item
+// (input_audio_buffer.commit). Input goroutine only.
+func (s *Session) CommitInput(eventID string) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	in := &s.in
+	if len(in.buf) == 0 {
+		s.post(note{kind: nCommitEmpty, eventID: eventID})
+		return nil
+	}
+	from := in.start
+	pcm := in.take(in.start, in.n)
+	if in.det != nil {
+		in.det.Reset()
+	}
+	s.post(note{kind: nCommitted, pcm: pcm, eventID: eventID, a: turn.FrameMS(from), b: turn.FrameMS(in.n)})
+	return nil
+}
+
+// ClearInput empties the input buffer (input_audio_buffer.clear). Input
+// goroutine only.
+func (s *Session) ClearInput(eventID string) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	in := &s.in
+	in.drop(int64(len(in.buf)) / callerFrame)
+	if in.det != nil {
+		in.det.Reset()
+	}
+	s.post(note{kind: nCleared, eventID: eventID})
+	return nil
+}

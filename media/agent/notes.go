@@ -1,0 +1,131 @@
+package agent
+
+import (
+	"context"
+	"errors"
+
+	"github.com/voiced/voiced/ai/llm"
+)
+
+// noteKind says what a note reports to the loop.
+type noteKind uint8
+
+const (
+	nSpeechStarted noteKind = iota // a: start ms; flag: interrupt; playout: the one paused
+	nSpeechStopped                 // a: end ms
+	nCommitted                     // pcm, a, b: start and end ms; eventID
+	nCommitEmpty                   // eventID: a commit of an empty buffer
+	nCleared                       // eventID
+	nTimeout                       // a, b: silent span ms
+	nTranscribed                   // itemID, text, err
+	nSegment                       // run: its speaker began a sentence (text, flag: hidden)
+	nSpeakerDone                   // run: its speaker returned
+	nText                          // run: a text delta of a text-only answer
+	nToolCall                      // run, call
+	nGenDone                       // run, text: finish reason, usage, err
+	nToolOutput                    // call, text: output, err
+)
+
+// note is a message to the loop from the session's other goroutines.
+type note struct {
+	kind    noteKind
+	run     *responseRun
+	playout *Playout
+	text    string
+	itemID  string
+	eventID string
+	pcm     []int16
+	a, b    int64
+	flag    bool
+	err     error
+	call    *llm.ToolCall
+	usage   *llm.Usage
+}
+
+// sttJob is one caller turn to transcribe.
+type sttJob struct {
+	itemID string
+	pcm    []int16
+}
+
+// transcriber is the session's STT worker: turns are transcribed one at a
+// time, in commit order, so their results arrive in order too.
+func (s *Session) transcriber() {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case j := <-s.sttJobs:
+			text, err := s.deps.STT.Transcribe(s.ctx, TranscribeRequest{PCM: j.pcm, Language: s.cfg.Language})
+			if errors.Is(err, context.Canceled) && s.ctx.Err() != nil {
+				return
+			}
+			s.post(note{kind: nTranscribed, itemID: j.itemID, text: text, err: err})
+		}
+	}
+}
+
+// handle runs a note on the loop.
+func (s *Session) handle(n note) {
+	switch n.kind {
+	case nSpeechStarted:
+		s.userItem = s.ids.next("item_")
+		s.emit(SpeechStarted{ItemID: s.userItem, AudioStartMS: n.a, Interrupt: n.flag})
+		if n.playout != nil && s.run != nil && s.run.playout == n.playout {
+			s.interrupt = &interruption{run: s.run, itemID: s.userItem}
+		}
+		s.checkins = 0
+	case nSpeechStopped:
+		if s.userItem == "" {
+			s.userItem = s.ids.next("item_")
+		}
+		s.emit(SpeechStopped{ItemID: s.userItem, AudioEndMS: n.a})
+	case nCommitted:
+		s.commit(n)
+	case nCommitEmpty:
+		s.emit(Error{EventID: n.eventID, Code: "input_audio_buffer_commit_empty",
+			Message: "Error committing input audio buffer: the buffer is empty."})
+	case nCleared:
+		s.emit(InputCleared{EventID: n.eventID})
+	case nTimeout:
+		s.idle(n)
+	case nTranscribed:
+		s.transcribed(n)
+	case nSegment:
+		s.segment(n)
+	case nSpeakerDone:
+		s.speakerDone(n)
+	case nText:
+		s.textDelta(n)
+	case nToolCall:
+		s.toolCall(n)
+	case nGenDone:
+		s.genDone(n)
+	case nToolOutput:
+		s.toolOutput(n)
+	}
+}
+
+// idle handles the silence timeout: a check-in for agents with check-ins,
+// else input_audio_buffer.timeout_triggered and, with create_response, an
+// answer.
+func (s *Session) idle(n note) {
+	if s.run != nil {
+		return
+	}
+	if s.cfg.CheckinInterval > 0 {
+		if s.checkins >= s.cfg.MaxCheckins {
+			s.end("silence")
+			return
+		}
+		s.checkins++
+		s.startRun(responseOpts{audio: true, fixed: s.cfg.CheckinMessage})
+		return
+	}
+	item := s.ids.next("item_")
+	s.emit(InputTimeout{ItemID: item, AudioStartMS: n.a, AudioEndMS: n.b})
+	if s.autoRespond() {
+		s.startRun(responseOpts{audio: true})
+	}
+}
