@@ -1,0 +1,442 @@
+package realtime
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gobwas/ws"
+
+	"github.com/voiced/voiced/ai/llm"
+	"github.com/voiced/voiced/media"
+	"github.com/voiced/voiced/media/agent"
+	"github.com/voiced/voiced/media/dsp"
+	"github.com/voiced/voiced/media/pace"
+)
+
+// conn is one socket: one call. The handler goroutine that upgraded it
+// is its reader (and the session's input goroutine); it also runs a writer
+// goroutine and a call-log goroutine, and the pacer ticks it.
+type conn struct {
+	srv *Server
+	log *slog.Logger
+	nc  net.Conn
+	rd  wsReader
+	q   *outQueue
+	enc *encoder
+	wg  sync.WaitGroup
+	// done is closed at teardown: the writer and logger stop.
+	done chan struct{}
+	id   string
+
+	org   int64
+	adm   *Admission
+	set   settings
+	beta  bool
+	live  bool
+	sess  *agent.Session
+	timer *time.Timer // inline start timeout
+
+	handle  pace.Handle
+	tickBuf []int16
+
+	binaryOutput atomic.Bool
+	lastRecv     atomic.Int64
+	closing      atomic.Bool
+
+	pending      [][]byte
+	pendingBytes int
+
+	in inputPath
+
+	endMu     sync.Mutex
+	endReason string
+	endDetail string
+
+	logs      chan CallEvent
+	logSeq    atomic.Uint64
+	slotKey   string
+	slotToken string
+	recKey    string
+}
+
+func newConn(s *Server, nc net.Conn, br *bufio.Reader, org int64, set settings, beta bool) *conn {
+	tag := newTag()
+	c := &conn{srv: s, nc: nc, org: org, set: set, beta: beta, id: "sess_" + tag, done: make(chan struct{}),
+		logs: make(chan CallEvent, 256)}
+	c.log = s.log.With("session_id", c.id, "org_id", org)
+	c.rd = wsReader{nc: nc, br: br, max: s.cfg.MaxMessageBytes, timeout: 2*s.cfg.PingInterval + 5*time.Second}
+	c.enc = &encoder{beta: beta, tag: tag, out: set.out, voice: set.voice}
+	c.q = newOutQueue(s.cfg.MaxQueuedBytes, media.SamplesPerFrame(set.out.rate))
+	c.lastRecv.Store(time.Now().UnixNano())
+	return c
+}
+
+// send queues an encoded event.
+func (c *conn) send(b []byte) { c.q.push(outJSON, b) }
+
+// sendErr queues an error event about client event eventID.
+func (c *conn) sendErr(code, msg, param, eventID string) {
+	c.send(c.enc.errorEvent("invalid_request_error", code, msg, param, eventID))
+}
+
+// setEnd records why the call ends; the first reason wins.
+func (c *conn) setEnd(reason, detail string) {
+	c.endMu.Lock()
+	if c.endReason == "" {
+		c.endReason, c.endDetail = reason, detail
+	}
+	c.endMu.Unlock()
+}
+
+// requestClose starts the closing handshake from the server side.
+func (c *conn) requestClose(code ws.StatusCode, reason string) {
+	if c.closing.Swap(true) {
+		return
+	}
+	c.q.push(outClose, closeBody(code, reason))
+}
+
+// idle reports a client silent for longer than the idle timeout, or an
+// inline socket never configured.
+func (c *conn) idle() bool {
+	return time.Since(time.Unix(0, c.lastRecv.Load())) > c.srv.cfg.IdleTimeout
+}
+
+// run serves the socket until it closes. adm is the call when it was
+// admitted before the upgrade (saved agent or session token).
+func (c *conn) run(adm *Admission) {
+	c.wg.Add(2)
+	go c.writer()
+	go c.logger()
+	c.send(c.enc.marshal("session.created", map[string]any{"session": c.set.sessionObject(c.id, c.beta, 0)}))
+	if adm != nil {
+		if err := c.start(*adm, ""); err != nil {
+			c.log.Error("session start failed", "call_id", adm.CallID, "err", err)
+			c.setEnd("error", "start: "+err.Error())
+			c.requestClose(ws.StatusInternalServerError, "session could not start")
+		}
+	} else {
+		c.timer = time.AfterFunc(c.srv.cfg.StartTimeout, func() {
+			c.setEnd("error", "no session.update")
+			c.requestClose(ws.StatusPolicyViolation, "no session.update received")
+		})
+	}
+	c.readLoop()
+	c.teardown()
+}
+
+// readLoop reads client messages until the socket closes.
+func (c *conn) readLoop() {
+	for {
+		m, err := c.rd.read()
+		if err != nil {
+			switch {
+			case errors.Is(err, errTooLarge):
+				c.setEnd("error", "message too large")
+				c.requestClose(ws.StatusMessageTooBig, "message too large")
+				c.drainClose()
+			case c.closing.Load():
+			case errors.Is(err, os.ErrDeadlineExceeded):
+				c.setEnd("caller_hangup", "read timeout")
+			case errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed):
+				c.setEnd("caller_hangup", "")
+			default:
+				c.setEnd("caller_hangup", "read: "+err.Error())
+				c.requestClose(ws.StatusProtocolError, "protocol error")
+			}
+			return
+		}
+		switch m.op {
+		case ws.OpPing:
+			c.q.push(outPong, m.payload)
+		case ws.OpPong:
+		case ws.OpClose:
+			c.setEnd("caller_hangup", "")
+			if !c.closing.Swap(true) {
+				code, _ := ws.ParseCloseFrameData(m.payload)
+				if code.Empty() {
+					code = ws.StatusNormalClosure
+				}
+				c.q.push(outClose, closeBody(code, ""))
+			}
+			return
+		case ws.OpText:
+			c.lastRecv.Store(time.Now().UnixNano())
+			c.handleText(m.payload)
+		case ws.OpBinary:
+			c.lastRecv.Store(time.Now().UnixNano())
+			if !c.live {
+				c.buffer(append([]byte{0}, m.payload...))
+				continue
+			}
+			c.feedAudio(m.payload, false, "")
+		}
+	}
+}
+
+// drainClose waits briefly for the client's answer to our close.
+func (c *conn) drainClose() {
+	_ = c.nc.SetReadDeadline(time.Now().Add(time.Second))
+	for {
+		var buf [512]byte
+		if _, err := c.rd.br.Read(buf[:]); err != nil {
+			return
+		}
+	}
+}
+
+// buffer keeps a client event that arrived before the call is live.
+func (c *conn) buffer(msg []byte) {
+	if len(c.pending) >= c.srv.cfg.MaxPending || c.pendingBytes+len(msg) > c.srv.cfg.MaxMessageBytes {
+		c.sendErr("too_many_pending_events", "Too many events before the session started; send session.update first.", "", "")
+		return
+	}
+	c.pending = append(c.pending, msg)
+	c.pendingBytes += len(msg)
+}
+
+// start makes the call live: the engine session, the pacer, session.updated,
+// then the buffered events in order.
+func (c *conn) start(adm Admission, eventID string) error {
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	a := adm.Agent
+	if !adm.Inline {
+		c.set.instructions, c.set.voice = a.Prompt, a.Voice
+		if a.EndpointingMS > 0 && c.set.turn != nil && c.set.turn.Type == "server_vad" {
+			c.set.turn.SilenceDurationMS = a.EndpointingMS
+		}
+		if c.set.turn != nil {
+			ir := a.Interruptible
+			c.set.turn.InterruptResponse = &ir
+		}
+		toolsJSON, _ := jsonTools(a.Tools)
+		c.set.tools, c.set.toolsJSON = a.Tools, toolsJSON
+	}
+	cfg, err := c.agentConfig(adm)
+	if err != nil {
+		return err
+	}
+	deps := agent.Deps{LLM: c.srv.deps.LLM, STT: c.srv.deps.STT, TTS: c.srv.deps.TTS}
+	if !adm.Inline && c.srv.deps.Tools != nil {
+		deps.Tools = c.srv.deps.Tools(adm)
+	}
+	c.adm = &adm
+	c.log = c.log.With("call_id", adm.CallID)
+	c.enc.beta, c.enc.out, c.enc.voice = c.beta, c.set.out, c.set.voice
+	c.binaryOutput.Store(c.set.binaryOutput)
+	sess, err := agent.New(cfg, c.log, deps, c)
+	if err != nil {
+		return err
+	}
+	c.sess = sess
+	c.tickBuf = make([]int16, media.SamplesPerFrame(c.set.out.rate))
+	c.q.setFrameLen(len(c.tickBuf))
+	if err := c.in.init(c.set.in); err != nil {
+		return err
+	}
+	h, err := c.srv.deps.Pacer.Register(c)
+	if err != nil {
+		return err
+	}
+	c.handle = h
+	c.live = true
+	ev := map[string]any{"session": c.set.sessionObject(c.id, c.beta, adm.CallID)}
+	if eventID != "" {
+		ev["client_event_id"] = eventID
+	}
+	c.send(c.enc.marshal("session.updated", ev))
+	pending := c.pending
+	c.pending, c.pendingBytes = nil, 0
+	for _, msg := range pending {
+		if len(msg) > 0 && msg[0] == 0 {
+			c.feedAudio(msg[1:], false, "")
+			continue
+		}
+		c.handleText(msg)
+	}
+	return nil
+}
+
+// agentConfig is the engine configuration of the call.
+func (c *conn) agentConfig(adm Admission) (agent.Config, error) {
+	a := adm.Agent
+	cfg := agent.Config{Instructions: c.set.instructions, Voice: c.set.voice, Language: a.Language,
+		Model: c.srv.cfg.Model, Temperature: c.set.temperature, MaxTokens: c.set.maxTokens,
+		Placeholders: a.Placeholders, OutputRate: c.set.out.rate, Loopback: c.srv.cfg.Loopback}
+	if cfg.Voice == "" {
+		cfg.Voice = a.Voice
+	}
+	for _, t := range c.set.tools {
+		cfg.Tools = append(cfg.Tools, llm.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
+	}
+	td, err := c.set.turn.detection()
+	if err != nil {
+		return cfg, err
+	}
+	cfg.TurnDetection = td
+	nr := c.set.noiseReduction
+	if !adm.Inline {
+		nr = a.NoiseReduction
+		cfg.SpeakFirst, cfg.FirstMessage = a.SpeakFirst, a.FirstMessage
+		cfg.CheckinInterval, cfg.MaxCheckins = a.CheckinInterval, a.MaxCheckins
+		cfg.EndCall = true
+	}
+	switch nr {
+	case "near_field":
+		cfg.DSP.NoiseReduction = dsp.NearField
+	case "far_field":
+		cfg.DSP.NoiseReduction = dsp.FarField
+	}
+	if a.EchoCancellation {
+		cfg.DSP.EchoCancellation, cfg.DSP.EchoDelay = true, c.srv.cfg.EchoDelay
+	}
+	cfg.MaxDuration = adm.MaxDuration
+	if a.MaxDuration > 0 && (cfg.MaxDuration == 0 || a.MaxDuration < cfg.MaxDuration) {
+		cfg.MaxDuration = a.MaxDuration
+	}
+	if c.srv.cfg.BlobDir != "" {
+		c.recKey = path.Join("recordings", strconv.FormatInt(adm.OrgID, 10), strconv.FormatInt(adm.CallID, 10)+".wav")
+		cfg.RecordPath = filepath.Join(c.srv.cfg.BlobDir, filepath.FromSlash(c.recKey))
+	}
+	return cfg, nil
+}
+
+// Tick is the pacer's: the agent's next frame goes to the writer. It does
+// not block and allocates nothing.
+func (c *conn) Tick(time.Time) {
+	if p := c.sess.ReadFrame(c.tickBuf); p != nil {
+		c.q.pushAudio(c.tickBuf, p)
+	}
+}
+
+// Event is the engine's sink: client events go to the writer, records to
+// the call log; the end of the call closes the socket.
+func (c *conn) Event(ev agent.Event) {
+	switch v := ev.(type) {
+	case agent.Turn:
+		c.record(CallEvent{Kind: "turn", Role: v.Role, Text: v.Text, Start: v.Start, End: v.End, Interrupted: v.Interrupted, At: v.End})
+	case agent.ToolCalled:
+		c.record(CallEvent{Kind: "tool_call", ToolCallID: v.CallID, ToolName: v.Name, Arguments: validJSON(v.Arguments), At: v.At})
+	case agent.ToolResult:
+		c.record(CallEvent{Kind: "tool_result", ToolCallID: v.CallID, ToolName: v.Name, Output: v.Output, IsError: v.IsError, At: v.At})
+	case agent.Ended:
+		c.setEnd(v.Reason, "")
+		c.requestClose(ws.StatusNormalClosure, v.Reason)
+	default:
+		for _, b := range c.enc.encode(ev) {
+			c.send(b)
+		}
+	}
+}
+
+func validJSON(s string) []byte {
+	if s == "" || !jsonValid(s) {
+		return nil
+	}
+	return []byte(s)
+}
+
+// record queues a call-log record without blocking the engine.
+func (c *conn) record(e CallEvent) {
+	e.ID = "rt-" + strconv.FormatUint(c.logSeq.Add(1), 10)
+	select {
+	case c.logs <- e:
+	default:
+		c.log.Warn("call log queue full, record dropped", "kind", e.Kind)
+	}
+}
+
+// logger writes call-log records and keeps the session slot's lease.
+func (c *conn) logger() {
+	defer c.wg.Done()
+	lease := time.NewTicker(c.srv.cfg.SlotTTL / 2)
+	defer lease.Stop()
+	flush := func(e CallEvent) {
+		if c.adm == nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := c.srv.deps.Calls.Append(ctx, c.adm.CallID, []CallEvent{e}); err != nil {
+			c.log.Warn("call log append failed", "kind", e.Kind, "err", err)
+		}
+	}
+	for {
+		select {
+		case e := <-c.logs:
+			flush(e)
+		case <-lease.C:
+			if c.slotToken != "" {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				if err := c.srv.deps.Slots.ExtendLease(ctx, c.slotKey, c.slotToken, c.srv.cfg.SlotTTL); err != nil {
+					c.log.Warn("session slot lease not extended", "err", err)
+				}
+				cancel()
+			}
+		case <-c.done:
+			for {
+				select {
+				case e := <-c.logs:
+					flush(e)
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+// teardown stops the call: no more ticks, the engine closed (its last
+// records logged), the writer stopped, the call finished, the slot freed.
+func (c *conn) teardown() {
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	if c.sess != nil {
+		c.srv.deps.Pacer.Unregister(c.handle)
+		if err := c.sess.Close(); err != nil {
+			c.log.Warn("recording failed", "err", err)
+			c.recKey = ""
+		}
+		c.in.close()
+	}
+	c.q.close()
+	close(c.done)
+	c.wg.Wait()
+	c.nc.Close()
+	if c.adm != nil {
+		c.endMu.Lock()
+		reason, detail := c.endReason, c.endDetail
+		c.endMu.Unlock()
+		if reason == "" {
+			reason = "caller_hangup"
+		}
+		status := "completed"
+		if reason == "error" {
+			status = "failed"
+		}
+		end := CallEnd{Status: status, Reason: reason, Detail: detail, At: time.Now(), RecordingKey: c.recKey}
+		if c.sess != nil {
+			end.RecordingStartedAt = c.sess.Start()
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := c.srv.deps.Calls.Finish(ctx, c.adm.CallID, end); err != nil {
+			c.log.Error("call finish failed", "err", err)
+		}
+		cancel()
+	}
+	c.srv.releaseSlot(c)
+}
