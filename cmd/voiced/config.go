@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -28,6 +29,10 @@ type config struct {
 	DatabaseURL    string
 	RedisURL       string
 	SIPAddr        string
+	SIPTLSCert     string
+	SIPTLSKey      string
+	SIPAdvertise   string
+	SIPRegister    bool
 	RTPPorts       string
 	PublicURL      string
 	SecretKey      string
@@ -46,6 +51,7 @@ type config struct {
 	WebhookAllowLoopback bool
 
 	rtpLow, rtpHigh int
+	tlsCert         *tls.Certificate
 	didPool         []control.DID
 	products        []control.Product
 	audioURLTTL     time.Duration
@@ -64,6 +70,10 @@ func bindFlags(fs *flag.FlagSet, c *config, names ...string) []flagSpec {
 		{"http-addr", "VOICED_HTTP_ADDR", "127.0.0.1:8080", "HTTP listen address (host:port) for the API", &c.HTTPAddr},
 		{"redis-url", "VOICED_REDIS_URL", "", "empty for in-process coordination, or redis://HOST:PORT/DB for scale-out", &c.RedisURL},
 		{"sip-addr", "VOICED_SIP_ADDR", "127.0.0.1:5060", "SIP listen address (host:port) for the telephony front door", &c.SIPAddr},
+		{"sip-tls-cert", "VOICED_SIP_TLS_CERT", "", "PEM certificate (chain) for SIP over TLS on the --sip-addr port + 1; empty = no TLS", &c.SIPTLSCert},
+		{"sip-tls-key", "VOICED_SIP_TLS_KEY", "", "PEM private key of --sip-tls-cert", &c.SIPTLSKey},
+		{"sip-advertise", "VOICED_SIP_ADVERTISE", "", "host or IP put in SIP Contact headers and SDP, the node's public address behind NAT; empty = the --sip-addr IP", &c.SIPAdvertise},
+		{"sip-register", "VOICED_SIP_REGISTER", "false", "REGISTER with a VoIP connection (kept fresh) before placing calls through it, for providers that want it", &c.SIPRegister},
 		{"rtp-ports", "VOICED_RTP_PORTS", "10000-20000", "UDP port range LOW-HIGH for RTP media", &c.RTPPorts},
 		{"public-url", "VOICED_PUBLIC_URL", "", "externally visible base URL (default http://<http-addr>)", &c.PublicURL},
 		{"secret-key", "VOICED_SECRET_KEY", "", "32-byte key (hex or base64) that encrypts stored secrets; empty = <data-dir>/secret.key, created on first use", &c.SecretKey},
@@ -156,6 +166,19 @@ func (c *config) validate(_ map[string]bool, specs []flagSpec) error {
 		if err := checkHostPort(c.SIPAddr); err != nil {
 			return fmt.Errorf("invalid --sip-addr %q: %v", c.SIPAddr, err)
 		}
+	}
+	if has("sip-tls-cert") && has("sip-tls-key") && (c.SIPTLSCert != "" || c.SIPTLSKey != "") {
+		if c.SIPTLSCert == "" || c.SIPTLSKey == "" {
+			return errors.New("invalid --sip-tls-cert/--sip-tls-key: give both or neither")
+		}
+		cert, err := tls.LoadX509KeyPair(c.SIPTLSCert, c.SIPTLSKey)
+		if err != nil {
+			return fmt.Errorf("invalid --sip-tls-cert %q: %v", c.SIPTLSCert, err)
+		}
+		c.tlsCert = &cert
+	}
+	if has("sip-advertise") && c.SIPAdvertise != "" && (strings.ContainsAny(c.SIPAdvertise, " /:@;") && net.ParseIP(c.SIPAdvertise) == nil) {
+		return fmt.Errorf("invalid --sip-advertise %q: want a host name or IP address", c.SIPAdvertise)
 	}
 	if has("database-url") && c.DatabaseURL != "" {
 		u, err := url.Parse(c.DatabaseURL)

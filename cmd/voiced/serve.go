@@ -5,6 +5,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"errors"
+	"flag"
 
 	"fmt"
 	"io"
@@ -22,7 +23,8 @@ import (
 
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var c config
-	if _, err := parse("serve", "Runs the all-in-one server: the /v1 API, with SQLite and in-process\ncoordination by default, or PostgreSQL and Redis for scale-out.", args, stdout, &c, nil); err != nil {
+	fs, err := parse("serve", "Runs the all-in-one server: the /v1 API and the SIP/RTP front door, with SQLite and\nin-process coordination by default, or PostgreSQL and Redis for scale-out.", args, stdout, &c, nil)
+	if err != nil {
 		return err
 	}
 	log := newLogger(&c, stderr)
@@ -48,13 +50,29 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		ln.Close()
 		return fmt.Errorf("create blob dir: %w", err)
 	}
-	srv, err := control.New(control.Config{PublicURL: public, AccessLog: c.AccessLog, Version: version, Resources: control.ResourcesConfig{
-		Products: c.products, DIDPool: c.didPool, BlobDir: blobDir, SigningKey: signingKey(env.key), AudioURLTTL: c.audioURLTTL,
-	}, Payments: c.paymentConfig(), Webhooks: webhook.Config{AllowLoopback: c.WebhookAllowLoopback}}, log, env.store, env.coord)
+	// Telephony listens first so control gets its dialer and trunk
+	// verifier only when it runs.
+	tel := newTelephony(&c, env.store, blobDir, log)
+	explicit := false
+	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "sip-addr" })
+	telOn, err := tel.start(&c, explicit)
 	if err != nil {
 		ln.Close()
+		return fmt.Errorf("telephony: %w", err)
+	}
+	var opts []control.Option
+	if telOn {
+		opts = append(opts, control.WithDialer(tel), control.WithVoIPVerifier(tel))
+	}
+	srv, err := control.New(control.Config{PublicURL: public, AccessLog: c.AccessLog, Version: version, Resources: control.ResourcesConfig{
+		Products: c.products, DIDPool: c.didPool, BlobDir: blobDir, SigningKey: signingKey(env.key), AudioURLTTL: c.audioURLTTL,
+	}, Payments: c.paymentConfig(), Webhooks: webhook.Config{AllowLoopback: c.WebhookAllowLoopback}}, log, env.store, env.coord, opts...)
+	if err != nil {
+		ln.Close()
+		tel.close(context.Background())
 		return err
 	}
+	tel.setCallLog(srv.CallLog())
 	// The provisioning pass activates demo numbers; it stops with serve.
 	pctx, stopProvisioner := context.WithCancel(ctx)
 	provisioned := make(chan struct{})
@@ -71,6 +89,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	stopBackground, err := background(ctx, &c, env.store, srv.CallLog().BillUnbilled, log)
 	if err != nil {
 		ln.Close()
+		tel.close(context.Background())
 		srv.Close()
 		return err
 	}
@@ -81,13 +100,17 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	select {
 	case err := <-errc:
+		tel.close(context.Background())
 		srv.Close()
 		return err
 	case <-ctx.Done():
 	}
-	log.Info("shutting down: draining requests")
+	log.Info("shutting down: draining calls and requests")
 	sctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
+	// Calls in progress get the drain time too; they end before the API
+	// that records them stops.
+	tel.close(sctx)
 	if err := srv.Shutdown(sctx); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/voiced/voiced/sip/siptest"
+)
+
+// TestServeTelephony runs serve with its SIP/RTP front door against sipp:
+// an inbound call to a VoIP number is admitted, answered, carries RTP
+// through the node's RTP session and loopback agent, and is recorded;
+// POST /v1/call dials out through the trunk with digest auth; and
+// verify-voip checks the trunk with OPTIONS.
+func TestServeTelephony(t *testing.T) {
+	siptest.Binary(t, "sipp", "sip-tester")
+	dir := t.TempDir()
+	sipPort := siptest.FreePort(t, "127.0.0.1")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr syncBuf
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "--data-dir", dir, "--http-addr", "127.0.0.1:0", "--sip-addr", "127.0.0.1:" + strconv.Itoa(sipPort),
+			"--rtp-ports", "41000-41999"}, &stdout, &stderr)
+	}()
+	addrRe := regexp.MustCompile(`http_addr=(127\.0\.0\.1:\d+)`)
+	var addr string
+	require.Eventually(t, func() bool {
+		m := addrRe.FindStringSubmatch(stderr.String())
+		if m != nil {
+			addr = m[1]
+		}
+		return m != nil
+	}, 20*time.Second, 20*time.Millisecond, "stderr: %s", stderr.String())
+	require.Contains(t, stderr.String(), "telephony listening")
+	key := regexp.MustCompile(`sk_live_[0-9a-f]+`).FindString(stdout.String())
+	call := func(method, path, body string) (int, map[string]any) {
+		req, _ := http.NewRequest(method, "http://"+addr+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		var m map[string]any
+		b, _ := io.ReadAll(res.Body)
+		_ = json.Unmarshal(b, &m)
+		return res.StatusCode, m
+	}
+	id := func(m map[string]any) int64 { return int64(m["id"].(float64)) }
+
+	// A trunk (sipp as the provider) with a number whose agent answers.
+	uas := siptest.Sipp(t, "../../sip/testdata/sipp/uas_auth.xml", 20*time.Second, "-m", "1")
+	st, conn := call("POST", "/v1/voip-connections", fmt.Sprintf(`{"host":"127.0.0.1","port":%d,"username":"alice","password":"secret",`+
+		`"allowed_inbound_addresses":["127.0.0.1"],"codecs":["PCMU","PCMA"]}`, uas.Port))
+	require.Equal(t, 201, st, "%v", conn)
+	st, ag := call("POST", "/v1/agents", `{"name":"Front desk"}`)
+	require.Equal(t, 201, st, "%v", ag)
+	st, num := call("POST", "/v1/phone-numbers", fmt.Sprintf(`{"source":"voip","number":"+14155550100","voip_connection_id":%d}`, id(conn)))
+	require.Equal(t, 201, st, "%v", num)
+	st, num = call("PATCH", fmt.Sprintf("/v1/phone-numbers/%d", id(num)), fmt.Sprintf(`{"inbound_agent_id":%d}`, id(ag)))
+	require.Equal(t, 200, st, "%v", num)
+
+	// Inbound: sipp calls the number, plays RTP for a second, hangs up.
+	uac := siptest.Sipp(t, "../../sip/testdata/sipp/uac_call.xml", 20*time.Second, "-s", "+14155550100", "-m", "1", "127.0.0.1:"+strconv.Itoa(sipPort))
+	require.NoError(t, uac.Wait())
+	var in map[string]any
+	require.Eventually(t, func() bool {
+		_, list := call("GET", "/v1/calls?direction=inbound", "")
+		rs, _ := list["results"].([]any)
+		if len(rs) != 1 {
+			return false
+		}
+		in = rs[0].(map[string]any)
+		return in["status"] != "in_progress"
+	}, 10*time.Second, 50*time.Millisecond)
+	require.Equal(t, "completed", in["status"], "%v", in)
+	require.Equal(t, "caller_hangup", in["end_reason"])
+	require.NotNil(t, in["recording_url"], "the call is recorded")
+	rec := filepath.Join(dir, "blobs", strings.TrimPrefix(in["recording_url"].(string), "blob://"))
+	fi, err := os.Stat(rec)
+	require.NoError(t, err)
+	require.Greater(t, fi.Size(), int64(44+16000*2), "about a second of stereo audio")
+
+	// Outbound through the trunk: 401, authenticated INVITE, answer, the
+	// callee hangs up after a second.
+	st, out := call("POST", "/v1/call", fmt.Sprintf(`{"agent_id":%d,"from_number":"+14155550100","to_number":"+14155550123"}`, id(ag)))
+	require.Equal(t, 201, st, "%v", out)
+	require.NoError(t, uas.Wait())
+	require.Eventually(t, func() bool {
+		_, out = call("GET", fmt.Sprintf("/v1/calls/%d", int64(out["call_id"].(float64))), "")
+		return out["status"] != "in_progress"
+	}, 10*time.Second, 50*time.Millisecond)
+	require.Equal(t, "completed", out["status"], "%v", out)
+	require.Equal(t, "callee_hangup", out["end_reason"])
+
+	// verify-voip: the trunk answers OPTIONS.
+	opts := siptest.Sipp(t, "../../sip/testdata/sipp/uas_options.xml", 20*time.Second, "-m", "1")
+	st, conn = call("PATCH", fmt.Sprintf("/v1/voip-connections/%d", id(conn)), fmt.Sprintf(`{"port":%d}`, opts.Port))
+	require.Equal(t, 200, st, "%v", conn)
+	time.Sleep(200 * time.Millisecond)
+	st, v := call("POST", fmt.Sprintf("/v1/phone-numbers/%d/verify-voip", id(num)), "")
+	require.Equal(t, 200, st, "%v", v)
+	require.Equal(t, "verified", v["voip_verification_status"], "%v", v)
+	require.NoError(t, opts.Wait())
+
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+}
