@@ -1,0 +1,44 @@
+// Package webrtc is the browser front door of the media engine: it answers
+// a browser's SDP offer with one pion PeerConnection per call and carries
+// the call's audio as Opus both ways, plus a data channel for events.
+//
+// # Transport
+//
+// Every session's ICE, DTLS and SRTP share one UDP port (pion's UDP mux),
+// so a node needs one firewall rule. Host candidates carry the interface
+// addresses, or Config.PublicIPs for a node behind a 1:1 NAT; optional TURN
+// servers give the node relay candidates. Browsers' mDNS (.local)
+// candidates are not resolved: the first connectivity check from such a
+// browser creates a peer-reflexive candidate, which is enough. DTLS-SRTP
+// keys the media (RFC 5764) with SRTP and SRTCP replay protection on; one
+// ECDSA certificate, renewed weekly, serves every session, since a key per
+// call would cost more CPU than its audio. Signalling is one HTTP round
+// trip: Answer returns only when ICE gathering is complete, so the answer
+// holds every candidate and no trickle channel is needed.
+//
+// # Audio
+//
+// Received Opus (48 kHz RTP clock, RFC 7587) goes through media/jitter's
+// adaptive buffer and is decoded straight to Config.InputRate (libopus
+// decodes at 8, 16, 24 or 48 kHz, so there is no resampler on the way
+// in), with FEC and concealment for losses. The agent's frames at
+// Config.OutputRate are encoded on the writer's goroutine, at 16 or 48
+// kHz directly (other rates are resampled once to 48 kHz), into a small
+// queue the node's pacer (media/pace) empties one packet per 20 ms tick.
+// Digital silence is not encoded at all: it becomes a DTX gap, which the
+// RTP timestamps carry. The steady state allocates nothing in this package
+// (pion's SRTP and interceptors have their own costs).
+//
+// # Lifecycle
+//
+// Server.Answer starts a Session; the engine drives it with ReadFrame and
+// WriteFrame, or with Run and a Conversation such as Echo. The session ends
+// on the browser's {"type":"hangup"} data-channel message, its DTLS close
+// or data channel closing (the page went away), ICE consent failure
+// (Config.DisconnectedTimeout plus FailedTimeout of silence), no connection
+// within ConnectTimeout, SessionOptions.MaxDuration, or Close. Done is then
+// closed, and End says why and gives the final Stats: RTP counters, jitter
+// buffer figures and the RTCP receiver reports both ways (loss, jitter,
+// round trip). media/quality, when it exists, turns these into the call's
+// quality metrics; until then the counters are the metrics.
+package webrtc
