@@ -105,6 +105,7 @@ func (s *Server) registerRoutes() {
 	s.registerResourceRoutes()
 	s.registerBillingRoutes()
 	s.registerWebhookRoutes()
+	s.registerRealtimeRoutes()
 	s.registerPublishableKeyRoutes()
 }
 

@@ -1,0 +1,362 @@
+package control
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gofiber/fiber/v3"
+	"github.com/gofiber/fiber/v3/middleware/adaptor"
+
+	"github.com/voiced/voiced/storage"
+)
+
+// The realtime front door's control-plane side: POST /v1/realtime/sessions
+// (admits a web call and mints a short-lived token), the WebSocket route
+// GET /v1/realtime (served by the media side's handler, mounted with
+// MountRealtime), and what that handler needs from here: API key
+// authentication, token redemption and inline-config admission.
+
+// Refusals of the realtime helpers.
+var (
+	// ErrInvalidCredential means an API key or session token is unknown,
+	// revoked, forged, expired or already used.
+	ErrInvalidCredential = errors.New("control: invalid or expired credential")
+)
+
+// RealtimeTokenTTL is how long a session token of POST
+// /v1/realtime/sessions may wait for its socket; the call is closed as
+// failed (end_reason not_joined) when it expires unused.
+const RealtimeTokenTTL = time.Minute
+
+// realtimeTokenPrefix starts session tokens (media/realtime.TokenPrefix).
+const realtimeTokenPrefix = "rt_"
+
+const realtimeStateKey = "voiced.realtime"
+
+// realtimeState is the server's realtime state, kept in the Fiber app's
+// state: the mounted WebSocket handler and the tokens waiting for their
+// sockets.
+type realtimeState struct {
+	handler atomic.Pointer[fiber.Handler]
+	mu      sync.Mutex
+	pending map[int64]*pendingSession
+}
+
+// pendingSession is an admitted call waiting for its socket.
+type pendingSession struct {
+	grant RealtimeGrant
+	nonce string
+	timer *time.Timer
+}
+
+// RealtimeGrant is what a session token grants: an admitted web call and
+// whether it runs an inline configuration (no automatic behaviours).
+type RealtimeGrant struct {
+	Admission
+	Inline bool
+}
+
+func (s *Server) realtime() *realtimeState {
+	v, _ := s.app.State().Get(realtimeStateKey)
+	st, _ := v.(*realtimeState)
+	return st
+}
+
+// registerRealtimeRoutes adds the realtime routes.
+func (s *Server) registerRealtimeRoutes() {
+	s.app.State().Set(realtimeStateKey, &realtimeState{pending: map[int64]*pendingSession{}})
+	s.add(route{method: "GET", path: "/v1/realtime", tag: "realtime", resStatus: http.StatusSwitchingProtocols,
+		summary: "Realtime WebSocket (OpenAI Realtime event model): one connection = one call. Credential: Authorization: Bearer <API key or session token>, " +
+			"or ?api_key=; ?agent_id= starts a saved agent at once, else the first session.update starts an inline call; optional input_audio_format, " +
+			"output_audio_format (audio/pcmu, audio/pcma, g711_ulaw, g711_alaw, pcm16), input_rate, output_rate. Refusals before the upgrade: " +
+			"400, 401, 402 (balance), 404 (agent), 426 (not a WebSocket request), 429 (concurrent sessions), 503",
+		errors: []int{400, 401, 402, 404, 426, 429, 503}, raw: s.serveRealtime})
+	s.add(route{method: "POST", path: "/v1/realtime/sessions", tag: "realtime", auth: authOrg, resStatus: http.StatusCreated,
+		summary: "Start a realtime session: body agent_id (a saved agent) or config (an inline configuration: prompt required; voice, product, tools, " +
+			"primary_language, additional_languages, background_track, telephony, placeholders, outbound, call_events), not both (400). " +
+			"Returns call_id, room_name, media_url and a token for the socket, valid one minute, once",
+		errors: []int{400, 402, 404, 503}, handler: s.createRealtimeSession})
+}
+
+// MountRealtime attaches the realtime WebSocket handler (the media side's
+// server, wired by cmd/voiced) to GET /v1/realtime. Until then the route
+// answers 503.
+func (s *Server) MountRealtime(h http.Handler) {
+	fh := adaptor.HTTPHandler(h)
+	s.realtime().handler.Store(&fh)
+}
+
+func (s *Server) serveRealtime(c fiber.Ctx) error {
+	h := s.realtime().handler.Load()
+	if h == nil {
+		return apiErr(http.StatusServiceUnavailable, "Realtime sessions are not available on this server.")
+	}
+	return (*h)(c)
+}
+
+// AuthenticateAPIKey resolves a secret API key (sk_live_) to its
+// organization, for credentials that do not come through the router (the
+// realtime socket's api_key parameter).
+func (s *Server) AuthenticateAPIKey(ctx context.Context, key string) (int64, error) {
+	if !strings.HasPrefix(key, storage.APIKeyPrefix) {
+		return 0, ErrInvalidCredential
+	}
+	p, err := s.store.AuthAPIKey(ctx, storage.HashToken(key))
+	if errors.Is(err, storage.ErrNotFound) {
+		return 0, ErrInvalidCredential
+	}
+	if err != nil {
+		return 0, err
+	}
+	s.auth.touch(p.KeyID, time.Now())
+	return p.OrgID, nil
+}
+
+// inlineKeys are the keys an inline configuration accepts (spec 4.14).
+var inlineKeys = []string{"prompt", "voice", "product", "tools", "primary_language", "additional_languages",
+	"background_track", "telephony", "placeholders", "outbound", "call_events"}
+
+// inlineConfig validates an inline configuration over the agent defaults.
+// Messages are keyed prefix+field. telephony may also be a boolean: false
+// is near-field tuning without echo cancellation, true the defaults.
+func (r *resources) inlineConfig(raw json.RawMessage, prefix string) (AgentConfig, fields) {
+	f := fields{}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
+		f.add(strings.TrimSuffix(prefix, "."), "Must be an object.")
+		return AgentConfig{}, f
+	}
+	cfg := r.defaultAgentConfig()
+	if p, ok := obj["prompt"]; !ok || string(p) == "null" {
+		f.add(prefix+"prompt", "This field is required.")
+	}
+	for k, v := range obj {
+		switch {
+		case !slices.Contains(inlineKeys, k):
+			f.add(prefix+k, "Unknown field; an inline config accepts only "+strings.Join(inlineKeys, ", ")+".")
+		case k == "outbound":
+			if string(v) != "null" && (len(v) == 0 || v[0] != '{') {
+				f.add(prefix+k, "Must be an object.")
+			}
+		case k == "telephony" && (string(v) == "false" || string(v) == "true"):
+			if string(v) == "false" {
+				cfg.Telephony.NoiseReduction, cfg.Telephony.EchoCancellation = "near_field", false
+			}
+		default:
+			for _, cf := range configFields {
+				if cf.name == k {
+					if msg := setField(&cfg, cf, v); msg != "" {
+						f.add(prefix+k, msg)
+					}
+				}
+			}
+		}
+	}
+	if len(f) > 0 {
+		return cfg, f
+	}
+	if strings.TrimSpace(cfg.Prompt) == "" {
+		f.add(prefix+"prompt", "This field may not be blank.")
+	}
+	vf := fields{}
+	r.validateConfig(&cfg, vf, "")
+	for k, msgs := range vf {
+		f[prefix+k] = append(f[prefix+k], msgs...)
+	}
+	// Inline sessions add no automatic behaviours (spec 4.14).
+	cfg.InboundSpeakOrder, cfg.OutboundSpeakOrder, cfg.FirstMessage = "user_first", "user_first", nil
+	cfg.SilenceIntervalSeconds, cfg.SilenceMaxCheckins = 0, 0
+	return cfg, f
+}
+
+// AdmitInline admits a web call that runs an inline configuration (a
+// realtime session.update or POST /v1/realtime/sessions config) instead of
+// a saved agent. A configuration error is an *APIError (400) with a message
+// per field; a zero balance is ErrInsufficientBalance, with the refused
+// call recorded as failed.
+func (l *CallLog) AdmitInline(ctx context.Context, orgID int64, raw json.RawMessage, roomName string) (Admission, error) {
+	cfg, f := l.s.res.inlineConfig(raw, "")
+	if err := f.err(); err != nil {
+		return Admission{}, err
+	}
+	return l.admitInline(ctx, orgID, cfg, roomName)
+}
+
+func (l *CallLog) admitInline(ctx context.Context, orgID int64, cfg AgentConfig, roomName string) (Admission, error) {
+	st := l.s.store
+	c := storage.Call{Direction: storage.DirectionWeb, OrgID: orgID, FromNumber: "internal:web", ToNumber: "agent:inline",
+		Status: storage.CallInProgress, MediaRoomName: optStr(roomName)}
+	snapshotConfig(&c, cfg)
+	bal, err := st.Balance(ctx, orgID)
+	if err != nil {
+		return Admission{}, err
+	}
+	maxDur := MaxCallDuration(bal, l.s.res.product(c.Product))
+	var refusal error
+	if bal <= 0 || maxDur == 0 {
+		refusal = ErrInsufficientBalance
+		now := time.Now()
+		zero := int64(0)
+		c.Status, c.EndTime, c.DurationSeconds = storage.CallFailed, &now, &zero
+		c.EndReason, c.EndDetail = optStr(refusalReason(refusal)), refusal.Error()
+	}
+	c, err = st.CreateCall(ctx, c)
+	if err != nil {
+		return Admission{}, err
+	}
+	return Admission{CallID: c.ID, OrgID: orgID, Agent: cfg, StartTime: c.StartTime, MaxDuration: maxDur}, refusal
+}
+
+// createRealtimeSession is POST /v1/realtime/sessions.
+func (s *Server) createRealtimeSession(c fiber.Ctx, p *storage.Principal) error {
+	var body map[string]json.RawMessage
+	if err := decode(c, &body); err != nil {
+		return err
+	}
+	present := func(k string) bool { v, ok := body[k]; return ok && string(v) != "null" }
+	hasAgent, hasConfig := present("agent_id"), present("config")
+	switch {
+	case hasAgent && hasConfig:
+		msg := "Send agent_id (a saved agent) or config (an inline configuration), not both."
+		return &APIError{Status: http.StatusBadRequest, Detail: "invalid parameters", Fields: map[string][]string{"agent_id": {msg}, "config": {msg}}}
+	case !hasAgent && !hasConfig:
+		return fieldErr("agent_id", "Send agent_id (a saved agent) or config (an inline configuration).")
+	}
+	var agentID int64
+	var cfg AgentConfig
+	if hasAgent {
+		if err := json.Unmarshal(body["agent_id"], &agentID); err != nil || agentID <= 0 {
+			return fieldErr("agent_id", "Must be an agent's id (an integer).")
+		}
+	} else {
+		var f fields
+		if cfg, f = s.res.inlineConfig(body["config"], "config."); len(f) > 0 {
+			return f.err()
+		}
+	}
+	rt := s.realtime()
+	if rt.handler.Load() == nil {
+		return apiErr(http.StatusServiceUnavailable, "Realtime sessions are not available on this server.")
+	}
+	room := "realtime-" + randHex(8)
+	var adm Admission
+	var err error
+	if hasAgent {
+		adm, err = s.CallLog().Admit(c.Context(), AdmitRequest{Direction: storage.DirectionWeb, OrgID: p.OrgID, AgentID: agentID, MediaRoomName: room})
+	} else {
+		adm, err = s.CallLog().admitInline(c.Context(), p.OrgID, cfg, room)
+	}
+	switch {
+	case errors.Is(err, ErrUnknownAgent):
+		return apiErr(http.StatusNotFound, "Agent not found.")
+	case errors.Is(err, ErrInsufficientBalance):
+		return apiErr(http.StatusPaymentRequired, "Insufficient balance: add credit to start calls.")
+	case err != nil:
+		return err
+	}
+	token, exp := s.issueRealtimeToken(RealtimeGrant{Admission: adm, Inline: !hasAgent})
+	u := s.cfg.PublicURL
+	switch {
+	case strings.HasPrefix(u, "https://"):
+		u = "wss://" + strings.TrimPrefix(u, "https://")
+	case strings.HasPrefix(u, "http://"):
+		u = "ws://" + strings.TrimPrefix(u, "http://")
+	}
+	return c.Status(http.StatusCreated).JSON(fiber.Map{"call_id": adm.CallID, "room_name": room, "media_url": u + "/v1/realtime",
+		"token": token, "expires_at": ts(exp)})
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// signRealtime signs a token payload.
+func (s *Server) signRealtime(payload string) string {
+	m := hmac.New(sha256.New, s.res.signKey)
+	m.Write([]byte("realtime\n" + payload))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// issueRealtimeToken keeps g until its socket claims it and returns the
+// token: rt_<call id>.<expiry>.<nonce>.<HMAC-SHA256 of those>, signed with
+// the URL-signing key. An unclaimed call is closed as failed at expiry.
+func (s *Server) issueRealtimeToken(g RealtimeGrant) (string, time.Time) {
+	exp := time.Now().Add(RealtimeTokenTTL)
+	nonce := randHex(12)
+	payload := strconv.FormatInt(g.CallID, 10) + "." + strconv.FormatInt(exp.Unix(), 10) + "." + nonce
+	rt := s.realtime()
+	ps := &pendingSession{grant: g, nonce: nonce}
+	rt.mu.Lock()
+	rt.pending[g.CallID] = ps
+	rt.mu.Unlock()
+	id := g.CallID
+	ps.timer = time.AfterFunc(RealtimeTokenTTL+time.Second, func() {
+		rt.mu.Lock()
+		cur := rt.pending[id]
+		if cur == ps {
+			delete(rt.pending, id)
+		}
+		rt.mu.Unlock()
+		if cur != ps {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := s.CallLog().Finish(ctx, id, CallEnd{Status: storage.CallFailed, Reason: "not_joined",
+			Detail: "the realtime session token expired unused"}); err != nil && s.log != nil {
+			s.log.Warn("unjoined realtime call not closed", "call_id", id, "err", err)
+		}
+	})
+	return realtimeTokenPrefix + payload + "." + s.signRealtime(payload), exp
+}
+
+// ClaimRealtimeToken redeems a session token once, before it expires, and
+// returns the call it admitted; anything else is ErrInvalidCredential.
+func (s *Server) ClaimRealtimeToken(_ context.Context, token string) (RealtimeGrant, error) {
+	rest, ok := strings.CutPrefix(token, realtimeTokenPrefix)
+	if !ok {
+		return RealtimeGrant{}, ErrInvalidCredential
+	}
+	i := strings.LastIndexByte(rest, '.')
+	if i < 0 {
+		return RealtimeGrant{}, ErrInvalidCredential
+	}
+	payload, sig := rest[:i], rest[i+1:]
+	if !hmac.Equal([]byte(sig), []byte(s.signRealtime(payload))) {
+		return RealtimeGrant{}, ErrInvalidCredential
+	}
+	parts := strings.Split(payload, ".")
+	if len(parts) != 3 {
+		return RealtimeGrant{}, ErrInvalidCredential
+	}
+	id, err1 := strconv.ParseInt(parts[0], 10, 64)
+	exp, err2 := strconv.ParseInt(parts[1], 10, 64)
+	if err1 != nil || err2 != nil || time.Now().Unix() > exp {
+		return RealtimeGrant{}, ErrInvalidCredential
+	}
+	rt := s.realtime()
+	rt.mu.Lock()
+	ps := rt.pending[id]
+	if ps == nil || ps.nonce != parts[2] {
+		rt.mu.Unlock()
+		return RealtimeGrant{}, ErrInvalidCredential
+	}
+	delete(rt.pending, id)
+	rt.mu.Unlock()
+	ps.timer.Stop()
+	return ps.grant, nil
+}
