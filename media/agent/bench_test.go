@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/voiced/voiced/ai/llm"
+	"github.com/voiced/voiced/ai/tts"
 	"github.com/voiced/voiced/media"
 	"github.com/voiced/voiced/media/pace"
 )
@@ -21,23 +22,23 @@ type timedTTS struct {
 	start, first atomic.Int64
 }
 
-func (t *timedTTS) Synthesize(ctx context.Context, r SpeechRequest) (Speech, error) {
+func (t *timedTTS) Synthesize(ctx context.Context, r tts.Request) (tts.Audio, error) {
 	t.start.Store(time.Now().UnixNano())
 	sp, err := t.TTS.Synthesize(ctx, r)
 	if err != nil {
 		return nil, err
 	}
-	return &timedSpeech{Speech: sp, t: t}, nil
+	return &timedSpeech{Audio: sp, t: t}, nil
 }
 
 type timedSpeech struct {
-	Speech
+	tts.Audio
 	t    *timedTTS
 	seen bool
 }
 
 func (s *timedSpeech) Read(p []int16) (int, error) {
-	n, err := s.Speech.Read(p)
+	n, err := s.Audio.Read(p)
 	if n > 0 && !s.seen {
 		s.seen = true
 		s.t.first.Store(time.Now().UnixNano())

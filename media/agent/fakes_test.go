@@ -15,6 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/voiced/voiced/ai/llm"
+	"github.com/voiced/voiced/ai/tts"
+	"github.com/voiced/voiced/ai/stt"
 	"github.com/voiced/voiced/codecs/wav"
 )
 
@@ -103,7 +105,7 @@ type fakeTTS struct {
 	texts  []string
 }
 
-func (f *fakeTTS) Synthesize(ctx context.Context, r SpeechRequest) (Speech, error) {
+func (f *fakeTTS) Synthesize(ctx context.Context, r tts.Request) (tts.Audio, error) {
 	f.mu.Lock()
 	f.texts = append(f.texts, r.Text)
 	f.mu.Unlock()
@@ -152,18 +154,18 @@ type fakeSTT struct {
 	lens    []int
 }
 
-func (f *fakeSTT) Transcribe(ctx context.Context, r TranscribeRequest) (string, error) {
+func (f *fakeSTT) Transcribe(ctx context.Context, r stt.Request) (stt.Result, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.lens = append(f.lens, len(r.PCM))
 	if len(f.answers) == 0 {
-		return "", nil
+		return stt.Result{}, nil
 	}
 	a := f.answers[0]
 	if len(f.answers) > 1 {
 		f.answers = f.answers[1:]
 	}
-	return a, nil
+	return stt.Result{Text: a}, nil
 }
 
 func (f *fakeSTT) calls() []int {

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/voiced/voiced/ai/llm"
+	"github.com/voiced/voiced/ai/stt"
 )
 
 // noteKind says what a note reports to the loop.
@@ -57,7 +58,8 @@ func (s *Session) transcriber() {
 		case <-s.ctx.Done():
 			return
 		case j := <-s.sttJobs:
-			text, err := s.deps.STT.Transcribe(s.ctx, TranscribeRequest{PCM: j.pcm, Language: s.cfg.Language})
+			res, err := s.deps.STT.Transcribe(s.ctx, stt.Request{PCM: j.pcm, Language: s.cfg.Language})
+			text := res.Text
 			if errors.Is(err, context.Canceled) && s.ctx.Err() != nil {
 				return
 			}

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/voiced/voiced/ai/llm"
+	"github.com/voiced/voiced/ai/stt"
+	"github.com/voiced/voiced/ai/tts"
 )
 
 // LLM streams chat completions (llm.Provider: *llm.OpenAI, *llm.Echo).
@@ -11,41 +13,17 @@ type LLM interface {
 	Stream(ctx context.Context, r llm.Request) (llm.Stream, error)
 }
 
-// SpeechRequest asks a TTS for one piece of speech.
-type SpeechRequest struct {
-	Text     string
-	Voice    string
-	Language string
-	// SampleRate is the rate the audio must come at: the session's
-	// OutputRate.
-	SampleRate int
-}
-
-// Speech is synthesized audio, read as it is made. Read returns io.EOF
-// after the last sample; Close may be called at any time, also from another
-// goroutine, to stop synthesis.
-type Speech interface {
-	Read(p []int16) (int, error)
-	Close() error
-}
-
-// TTS turns text into speech.
+// TTS turns text into speech (tts.Synthesizer: *espeak.Synth,
+// *tts.OpenAI). Requests carry the session's Voice as given: transports
+// map catalog names to provider voices.
 type TTS interface {
-	Synthesize(ctx context.Context, r SpeechRequest) (Speech, error)
+	Synthesize(ctx context.Context, r tts.Request) (tts.Audio, error)
 }
 
-// TranscribeRequest asks an STT for the words of one caller turn.
-type TranscribeRequest struct {
-	// PCM is the turn's audio at 16 kHz. The STT must not keep it.
-	PCM      []int16
-	Language string
-	// Prompt biases recognition (words to expect); may be empty.
-	Prompt string
-}
-
-// STT transcribes caller turns. An empty text means no words were heard.
+// STT transcribes caller turns (stt.Transcriber). An empty text means no
+// words were heard.
 type STT interface {
-	Transcribe(ctx context.Context, r TranscribeRequest) (string, error)
+	Transcribe(ctx context.Context, r stt.Request) (stt.Result, error)
 }
 
 // ToolRunner executes function tools on the server side (a saved agent's

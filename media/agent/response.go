@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/voiced/voiced/ai/llm"
+	"github.com/voiced/voiced/ai/tts"
 	"github.com/voiced/voiced/codecs/resample"
 	"github.com/voiced/voiced/media"
 )
@@ -229,7 +230,7 @@ func (s *Session) speak(r *responseRun, sentences <-chan string) {
 func (s *Session) say(r *responseRun, text string, hidden bool, buf []int16) error {
 	r.playout.beginSegment(text, hidden)
 	s.post(note{kind: nSegment, run: r, text: text, flag: hidden})
-	sp, err := s.deps.TTS.Synthesize(r.ctx, SpeechRequest{Text: text, Voice: s.cfg.Voice, Language: s.cfg.Language, SampleRate: s.cfg.OutputRate})
+	sp, err := s.deps.TTS.Synthesize(r.ctx, tts.Request{Text: text, Voice: s.cfg.Voice, Language: s.cfg.Language, SampleRate: s.cfg.OutputRate})
 	if err != nil {
 		return err
 	}

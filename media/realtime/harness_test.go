@@ -23,8 +23,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/voiced/voiced/ai/llm"
+	"github.com/voiced/voiced/ai/tts"
+	"github.com/voiced/voiced/ai/stt"
 	"github.com/voiced/voiced/codecs/wav"
-	"github.com/voiced/voiced/media/agent"
 	"github.com/voiced/voiced/media/pace"
 )
 
@@ -199,18 +200,18 @@ type fakeSTT struct {
 	lens []int
 }
 
-func (f *fakeSTT) Transcribe(_ context.Context, r agent.TranscribeRequest) (string, error) {
+func (f *fakeSTT) Transcribe(_ context.Context, r stt.Request) (stt.Result, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.lens = append(f.lens, len(r.PCM))
 	if len(f.text) == 0 {
-		return "", nil
+		return stt.Result{}, nil
 	}
 	t := f.text[0]
 	if len(f.text) > 1 {
 		f.text = f.text[1:]
 	}
-	return t, nil
+	return stt.Result{Text: t}, nil
 }
 
 // toneTTS speaks each word as wordMS of a 440 Hz tone (pcm, when set,
@@ -220,7 +221,7 @@ type toneTTS struct {
 	pcm    []int16
 }
 
-func (f *toneTTS) Synthesize(_ context.Context, r agent.SpeechRequest) (agent.Speech, error) {
+func (f *toneTTS) Synthesize(_ context.Context, r tts.Request) (tts.Audio, error) {
 	if f.pcm != nil {
 		return &pcmSpeech{pcm: f.pcm}, nil
 	}
