@@ -1,0 +1,87 @@
+package load
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/voiced/voiced/cmd/voicebench/internal/udp"
+)
+
+// sender is the one pacer Stream of the generator: each tick it sends the
+// next packet of every call in the tick's phase, in one batch per lane.
+// A packet carrying the source's onset goes out alone just before the
+// batches, so the send time recorded for it is right to microseconds
+// whatever the batch size (onsets are one frame per cycle, a handful per
+// tick even with thousands of calls).
+type sender struct {
+	lanes    []*lane
+	phases   int
+	onsetAt  int           // frame index of the source's onset in a cycle
+	onsetOff time.Duration // the onset's offset within that frame (8 kHz)
+	calls    atomic.Pointer[[]*call]
+	tick     uint64
+	batches  [][]udp.Message // per lane, reused
+	onsets   []*call         // calls sending their onset this tick, reused
+	sent     atomic.Uint64
+	dropped  atomic.Uint64 // packets the socket refused
+	cost     atomic.Int64  // ns the last tick took
+}
+
+func newSender(lanes []*lane, phases, onsetFrame int, onsetOff time.Duration) *sender {
+	s := &sender{lanes: lanes, phases: phases, onsetAt: onsetFrame, onsetOff: onsetOff,
+		batches: make([][]udp.Message, len(lanes))}
+	empty := []*call{}
+	s.calls.Store(&empty)
+	return s
+}
+
+// Tick implements pace.Stream.
+func (s *sender) Tick(time.Time) {
+	start := time.Now()
+	phase := int(s.tick % uint64(s.phases))
+	s.tick++
+	for i := range s.batches {
+		s.batches[i] = s.batches[i][:0]
+	}
+	s.onsets = s.onsets[:0]
+	for _, c := range *s.calls.Load() {
+		if c.phase != phase {
+			continue
+		}
+		if c.frame == s.onsetAt {
+			s.onsets = append(s.onsets, c)
+			continue
+		}
+		s.batches[c.sendLn] = append(s.batches[c.sendLn], s.next(c))
+	}
+	for _, c := range s.onsets {
+		m := [1]udp.Message{s.next(c)}
+		c.recordOnset(time.Now().Add(s.onsetOff).UnixNano())
+		s.write(c.sendLn, m[:])
+	}
+	for i, b := range s.batches {
+		if len(b) > 0 {
+			s.write(i, b)
+		}
+	}
+	s.cost.Store(int64(time.Since(start)))
+}
+
+// next builds c's next packet and advances its frame.
+func (s *sender) next(c *call) udp.Message {
+	m := udp.Message{Buf: c.packet(c.frames[c.frame]), Addr: c.dest}
+	c.frame++
+	if c.frame == len(c.frames) {
+		c.frame = 0
+	}
+	c.sent.Add(1)
+	return m
+}
+
+func (s *sender) write(lane int, ms []udp.Message) {
+	n, err := s.lanes[lane].conn.WriteBatch(ms)
+	s.sent.Add(uint64(n))
+	if err != nil {
+		s.dropped.Add(uint64(len(ms) - n))
+	}
+}
