@@ -2,6 +2,7 @@ package sip
 
 import (
 	"fmt"
+	"net/netip"
 	"time"
 )
 
@@ -23,9 +24,15 @@ type Config struct {
 	// RatePerSecond and Burst are the token bucket applied per source IP
 	// to every message (and every TCP connection accepted). Over the
 	// rate, UDP messages are dropped and TCP connections closed. Defaults
-	// 50 messages per second with a burst of 200.
+	// 200 messages per second with a burst of 400: a call costs a handful
+	// of messages, so one source gets tens of calls per second, while a
+	// scanner gets nowhere near flooding the node.
 	RatePerSecond float64
 	Burst         int
+	// Trusted sources skip the rate limit and the connection bound: the
+	// carriers' SBCs and, in scale-out, the Kamailio dispatcher that
+	// every call comes through.
+	Trusted []netip.Prefix
 	// MaxConnsPerIP bounds concurrent TCP/TLS connections from one IP.
 	// Default 32.
 	MaxConnsPerIP int
@@ -68,10 +75,10 @@ func (c Config) withDefaults() Config {
 		c.MaxMessageSize = 16384
 	}
 	if c.RatePerSecond == 0 {
-		c.RatePerSecond = 50
+		c.RatePerSecond = 200
 	}
 	if c.Burst == 0 {
-		c.Burst = 200
+		c.Burst = 400
 	}
 	if c.MaxConnsPerIP == 0 {
 		c.MaxConnsPerIP = 32

@@ -40,7 +40,7 @@ type peer struct {
 
 // newPeer starts a peer on loopback UDP; setup registers its handlers
 // before it serves.
-func newPeer(t *testing.T, tlsConf *tls.Config, setup func(*peer)) *peer {
+func newPeer(t testing.TB, tlsConf *tls.Config, setup func(*peer)) *peer {
 	t.Helper()
 	opts := []sipgo.UserAgentOption{sipgo.WithUserAgent("peer")}
 	if tlsConf != nil {
@@ -348,4 +348,38 @@ func TestOutboundSHA256Register(t *testing.T) {
 	u.mu.Lock()
 	require.Equal(t, []string{"3600", "0"}, u.expires)
 	u.mu.Unlock()
+}
+
+// BenchmarkCall measures one inbound call's signalling over loopback UDP
+// against a sipgo phone: INVITE to 200 OK (reported as invite-200-us),
+// then ACK and BYE to the recorded end.
+func BenchmarkCall(b *testing.B) {
+	// The phone sends thousands of messages a second: trust it.
+	e := newEnv(b, sip.Config{Trusted: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}, nil)
+	p := newPeer(b, nil, nil)
+	uri := gosip.Uri{Scheme: "sip", User: agentNumber, Host: "127.0.0.1", Port: int(e.udp.Port())}
+	ctx := context.Background()
+	var answer time.Duration
+	n := int64(0)
+	b.ReportAllocs()
+	for b.Loop() {
+		start := time.Now()
+		sess, err := p.dua.Invite(ctx, uri, p.sdp(1), gosip.NewHeader("Content-Type", "application/sdp"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := sess.WaitAnswer(ctx, sipgo.AnswerOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		answer += time.Since(start)
+		if err := sess.Ack(ctx); err != nil {
+			b.Fatal(err)
+		}
+		if err := sess.Bye(ctx); err != nil {
+			b.Fatal(err)
+		}
+		n++
+		e.log.Wait(b, n, 5*time.Second)
+	}
+	b.ReportMetric(float64(answer.Microseconds())/float64(n), "invite-200-us")
 }

@@ -108,13 +108,16 @@ func TestUnsupportedRequire(t *testing.T) {
 
 func TestLimiter(t *testing.T) {
 	now := time.Unix(1000, 0)
-	l := newLimiter(10, 5, 2, 1500, func() time.Time { return now })
+	l := newLimiter(10, 5, 2, 1500, []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, func() time.Time { return now })
 	a, b := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.2")
 	for range 5 {
 		require.True(t, l.allow(a))
 	}
 	require.False(t, l.allow(a), "burst spent")
 	require.True(t, l.allow(b), "other sources have their own bucket")
+	for range 100 {
+		require.True(t, l.allow(netip.MustParseAddr("10.1.2.3")), "trusted sources are not limited")
+	}
 	now = now.Add(100 * time.Millisecond) // one token back at 10/s
 	require.True(t, l.allow(a))
 	require.False(t, l.allow(a))

@@ -22,6 +22,7 @@ type limiter struct {
 	rate, burst float64
 	maxConns    int
 	maxMsg      int
+	trusted     []netip.Prefix
 	now         func() time.Time
 
 	mu        sync.Mutex
@@ -42,13 +43,26 @@ type bucket struct {
 // correct, just swept on every insert until it shrinks.
 const maxBuckets = 65536
 
-func newLimiter(rate float64, burst, maxConns, maxMsg int, now func() time.Time) *limiter {
-	return &limiter{rate: rate, burst: float64(burst), maxConns: maxConns, maxMsg: maxMsg, now: now,
+func newLimiter(rate float64, burst, maxConns, maxMsg int, trusted []netip.Prefix, now func() time.Time) *limiter {
+	return &limiter{rate: rate, burst: float64(burst), maxConns: maxConns, maxMsg: maxMsg, trusted: trusted, now: now,
 		buckets: map[netip.Addr]*bucket{}, conns: map[netip.Addr]int{}}
+}
+
+// isTrusted reports whether ip is exempt from the limits.
+func (l *limiter) isTrusted(ip netip.Addr) bool {
+	for _, p := range l.trusted {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return false
 }
 
 // allow takes one token from ip's bucket.
 func (l *limiter) allow(ip netip.Addr) bool {
+	if l.isTrusted(ip) {
+		return true
+	}
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -140,6 +154,9 @@ func (ln *listener) Accept() (net.Conn, error) {
 }
 
 func (l *limiter) openConn(ip netip.Addr) bool {
+	if l.isTrusted(ip) {
+		return true
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.conns[ip] >= l.maxConns {
@@ -151,6 +168,9 @@ func (l *limiter) openConn(ip netip.Addr) bool {
 }
 
 func (l *limiter) closeConn(ip netip.Addr) {
+	if l.isTrusted(ip) {
+		return
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.conns[ip]--; l.conns[ip] <= 0 {

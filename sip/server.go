@@ -86,7 +86,7 @@ func New(cfg Config, log *slog.Logger, deps Deps) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: log, deps: deps, now: time.Now, tports: map[string]*tport{}, calls: map[string]*Call{},
 		regs: map[string]*registration{}}
-	s.lim = newLimiter(cfg.RatePerSecond, cfg.Burst, cfg.MaxConnsPerIP, cfg.MaxMessageSize, s.now)
+	s.lim = newLimiter(cfg.RatePerSecond, cfg.Burst, cfg.MaxConnsPerIP, cfg.MaxMessageSize, cfg.Trusted, s.now)
 	sipLog := slog.New(newQuietHandler(log.Handler(), 10*time.Second, s.now)).With("component", "sipgo")
 	parser := sip.NewParser()
 	parser.MaxMessageLength = cfg.MaxMessageSize

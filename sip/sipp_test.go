@@ -4,6 +4,9 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"text/template"
 	"time"
@@ -186,4 +189,49 @@ func TestSippSessionTimers(t *testing.T) {
 		p := siptest.Sipp(t, "testdata/sipp/uac_timer_small.xml", 10*time.Second, "-s", agentNumber, "-m", "1", e.udp.String())
 		require.NoError(t, p.Wait())
 	})
+}
+
+// TestSippLoad: sipp places 100 calls at 50 calls/s, each with a second
+// of RTP; every call must succeed. It logs the INVITE to 200 OK times.
+func TestSippLoad(t *testing.T) {
+	siptest.CheckLeaks(t)
+	e := newEnv(t, sip.Config{}, nil)
+	const calls = 100
+	start := time.Now()
+	p := siptest.Sipp(t, "testdata/sipp/uac_call.xml", 30*time.Second, "-s", agentNumber, "-m", strconv.Itoa(calls), "-r", "50", "-l", "200",
+		"-trace_rtt", "-rtt_freq", "1", e.udp.String())
+	require.NoError(t, p.Wait())
+	elapsed := time.Since(start)
+	require.Eventually(t, func() bool { return e.srv.ActiveCalls() == 0 }, 5*time.Second, 10*time.Millisecond)
+	for id := int64(1); id <= calls; id++ {
+		end := e.log.Wait(t, id, time.Second)
+		require.Equal(t, sip.StatusCompleted, end.Status, "call %d", id)
+		require.Len(t, e.log.Ends(id), 1)
+	}
+	rtts := readRTT(t, p.Dir())
+	require.Len(t, rtts, calls)
+	slices.Sort(rtts)
+	t.Logf("%d calls in %v; INVITE to 200 OK: p50 %.2f ms, p99 %.2f ms, max %.2f ms", calls, elapsed.Round(time.Millisecond),
+		rtts[len(rtts)/2], rtts[len(rtts)*99/100], rtts[len(rtts)-1])
+	require.Less(t, rtts[len(rtts)*99/100], 250.0, "p99 INVITE to 200 OK")
+}
+
+// readRTT reads sipp's -trace_rtt file: "date_ms;response_time_ms;rtd".
+func readRTT(t *testing.T, dir string) []float64 {
+	files, err := filepath.Glob(filepath.Join(dir, "*_rtt.csv"))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	b, err := os.ReadFile(files[0])
+	require.NoError(t, err)
+	var out []float64
+	for _, line := range strings.Split(string(b), "\n")[1:] {
+		f := strings.Split(line, ";")
+		if len(f) < 2 {
+			continue
+		}
+		v, err := strconv.ParseFloat(f[1], 64)
+		require.NoError(t, err, line)
+		out = append(out, v)
+	}
+	return out
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -33,6 +34,7 @@ type config struct {
 	SIPTLSKey      string
 	SIPAdvertise   string
 	SIPRegister    bool
+	SIPTrusted     string
 	RTPPorts       string
 	PublicURL      string
 	SecretKey      string
@@ -52,6 +54,7 @@ type config struct {
 
 	rtpLow, rtpHigh int
 	tlsCert         *tls.Certificate
+	sipTrusted      []netip.Prefix
 	didPool         []control.DID
 	products        []control.Product
 	audioURLTTL     time.Duration
@@ -74,6 +77,7 @@ func bindFlags(fs *flag.FlagSet, c *config, names ...string) []flagSpec {
 		{"sip-tls-key", "VOICED_SIP_TLS_KEY", "", "PEM private key of --sip-tls-cert", &c.SIPTLSKey},
 		{"sip-advertise", "VOICED_SIP_ADVERTISE", "", "host or IP put in SIP Contact headers and SDP, the node's public address behind NAT; empty = the --sip-addr IP", &c.SIPAdvertise},
 		{"sip-register", "VOICED_SIP_REGISTER", "false", "REGISTER with a VoIP connection (kept fresh) before placing calls through it, for providers that want it", &c.SIPRegister},
+		{"sip-trusted", "VOICED_SIP_TRUSTED", "", "IPs or CIDRs, comma-separated, exempt from the per-source SIP rate limit: your carriers' SBCs, the Kamailio dispatcher in scale-out", &c.SIPTrusted},
 		{"rtp-ports", "VOICED_RTP_PORTS", "10000-20000", "UDP port range LOW-HIGH for RTP media", &c.RTPPorts},
 		{"public-url", "VOICED_PUBLIC_URL", "", "externally visible base URL (default http://<http-addr>)", &c.PublicURL},
 		{"secret-key", "VOICED_SECRET_KEY", "", "32-byte key (hex or base64) that encrypts stored secrets; empty = <data-dir>/secret.key, created on first use", &c.SecretKey},
@@ -179,6 +183,19 @@ func (c *config) validate(_ map[string]bool, specs []flagSpec) error {
 	}
 	if has("sip-advertise") && c.SIPAdvertise != "" && (strings.ContainsAny(c.SIPAdvertise, " /:@;") && net.ParseIP(c.SIPAdvertise) == nil) {
 		return fmt.Errorf("invalid --sip-advertise %q: want a host name or IP address", c.SIPAdvertise)
+	}
+	if has("sip-trusted") && strings.TrimSpace(c.SIPTrusted) != "" {
+		c.sipTrusted = nil
+		for _, f := range strings.Split(c.SIPTrusted, ",") {
+			f = strings.TrimSpace(f)
+			if p, err := netip.ParsePrefix(f); err == nil {
+				c.sipTrusted = append(c.sipTrusted, p.Masked())
+			} else if ip, err := netip.ParseAddr(f); err == nil {
+				c.sipTrusted = append(c.sipTrusted, netip.PrefixFrom(ip, ip.BitLen()))
+			} else {
+				return fmt.Errorf("invalid --sip-trusted %q: %q is not an IP address or CIDR", c.SIPTrusted, f)
+			}
+		}
 	}
 	if has("database-url") && c.DatabaseURL != "" {
 		u, err := url.Parse(c.DatabaseURL)

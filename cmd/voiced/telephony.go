@@ -80,7 +80,7 @@ func (t *telephony) start(c *config, explicit bool) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	srv, err := sip.New(sip.Config{AdvertiseHost: c.SIPAdvertise}, t.log, sip.Deps{Admitter: t, Media: t, Calls: t, Trunks: t})
+	srv, err := sip.New(sip.Config{AdvertiseHost: c.SIPAdvertise, Trusted: c.sipTrusted}, t.log, sip.Deps{Admitter: t, Media: t, Calls: t, Trunks: t})
 	if err != nil {
 		pacer.Close()
 		return false, err
