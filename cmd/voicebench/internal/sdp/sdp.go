@@ -66,7 +66,9 @@ func Write(addr netip.AddrPort, id uint64, codecs ...Codec) string {
 			fmt.Fprintf(&b, "a=rtpmap:%d %s/%d\r\n", c.PT, c.Name, c.Clock)
 		}
 	}
-	b.WriteString("a=ptime:20\r\na=sendrecv\r\n")
+	// RTCP multiplexed on the RTP port (RFC 5761), so a peer's reports
+	// reach the socket we read instead of an unrelated port+1.
+	b.WriteString("a=ptime:20\r\na=rtcp-mux\r\na=sendrecv\r\n")
 	return b.String()
 }
 

@@ -11,7 +11,7 @@ func TestWriteParseRoundTrip(t *testing.T) {
 	addr := netip.MustParseAddrPort("127.0.0.1:40002")
 	s := Write(addr, 7, Opus, PCMU)
 	require.Equal(t, "v=0\r\no=voicebench 7 1 IN IP4 127.0.0.1\r\ns=voicebench\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\n"+
-		"m=audio 40002 RTP/AVP 111 0\r\na=rtpmap:111 opus/48000/2\r\na=rtpmap:0 PCMU/8000\r\na=ptime:20\r\na=sendrecv\r\n", s)
+		"m=audio 40002 RTP/AVP 111 0\r\na=rtpmap:111 opus/48000/2\r\na=rtpmap:0 PCMU/8000\r\na=ptime:20\r\na=rtcp-mux\r\na=sendrecv\r\n", s)
 	m, err := Parse(s)
 	require.NoError(t, err)
 	require.Equal(t, addr, m.Addr)
