@@ -32,12 +32,11 @@ type input struct {
 	start int64   // frame index of buf[0]
 	n     int64   // frames seen
 
-	// The agent's audio as played, for the echo canceller and the
-	// recording: frames at the output rate from the pacer, at 16 kHz.
+	// The agent's audio as played, for the echo canceller: frames at the
+	// output rate from the pacer, at 16 kHz.
 	farOut []int16
 	far16  []int16
 	farRS  *resample.Resampler
-	rec    *recorder
 }
 
 func (in *input) init(s *Session) error {
@@ -151,8 +150,8 @@ func (s *Session) WriteFrame(pcm []int16) error {
 	if s.needFar {
 		far = in.nextFar()
 	}
-	if in.rec != nil {
-		in.rec.write(pcm, far)
+	if s.rec != nil {
+		s.rec.callerFrame(pcm)
 	}
 	if s.cfg.DSP.EchoCancellation {
 		ref := far

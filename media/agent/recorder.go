@@ -6,21 +6,41 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
+	"time"
 
+	"github.com/voiced/voiced/codecs/resample"
 	"github.com/voiced/voiced/codecs/wav"
 	"github.com/voiced/voiced/media"
 )
 
 // recorder writes a call as a 16 kHz stereo WAV: the caller on the left,
-// the agent on the right, one frame of each per caller frame, so both legs
-// share the caller's clock. It is written by the input goroutine and
-// finished by Close.
+// the agent on the right. The pacer's side (ReadFrame) puts one agent
+// frame per tick (silence too) into one ring, the input side the caller's
+// frames into another, and the recorder's own goroutine pairs them every
+// 100 ms and writes the file, so neither the pacer nor the receive loop
+// waits for the disk. The agent's ticks are the clock: each agent frame is
+// paired with the next caller frame, or with silence when none came within
+// 200 ms (a caller who sends nothing, as in text sessions); caller audio
+// that arrives faster than real time is written with agent silence once
+// more than half a second of it waits.
 type recorder struct {
-	f      *os.File
-	bf     *bufferedFile
-	w      *wav.Writer
-	stereo []int16
-	err    error
+	f       *os.File
+	bf      *bufferedFile
+	w       *wav.Writer
+	agent   *media.Ring // agent frames at rate, from the pacer
+	caller  *media.Ring // caller frames at 16 kHz, from the input side
+	rs      *resample.Resampler
+	rate    int
+	zero    []int16 // a silent agent frame at rate, for ticks without speech
+	aFrame  []int16
+	a16     []int16
+	cFrame  []int16
+	stereo  []int16
+	stop    chan struct{}
+	done    sync.WaitGroup
+	err     error
+	stopped bool
 }
 
 // bufferedFile buffers writes to a file and flushes before seeking, so the
@@ -39,30 +59,96 @@ func (b *bufferedFile) Seek(off int64, whence int) (int64, error) {
 	return b.f.Seek(off, whence)
 }
 
-func newRecorder(path string) (*recorder, error) {
+// newRecorder creates the file and starts the recorder's goroutine.
+func newRecorder(path string, rate int) (*recorder, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("agent: recording directory: %w", err)
 	}
+	rs, err := resample.New(rate, media.Rate16k, resample.QualityHigh)
+	if err != nil {
+		return nil, fmt.Errorf("agent: recording resampler: %w", err)
+	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
+		rs.Close()
 		return nil, fmt.Errorf("agent: recording: %w", err)
 	}
 	bf := &bufferedFile{f: f, bw: bufio.NewWriterSize(f, 64<<10)}
 	w, err := wav.NewWriter(bf, wav.Format{Encoding: wav.PCM16, SampleRate: media.Rate16k, Channels: 2})
 	if err != nil {
 		f.Close()
+		rs.Close()
 		return nil, fmt.Errorf("agent: recording: %w", err)
 	}
-	return &recorder{f: f, bf: bf, w: w, stereo: make([]int16, 2*callerFrame)}, nil
+	n := media.SamplesPerFrame(rate)
+	agent, _ := media.NewRing(2 * rate)
+	caller, _ := media.NewRing(4 * media.Rate16k)
+	r := &recorder{f: f, bf: bf, w: w, agent: agent, caller: caller, rs: rs, rate: rate,
+		zero: make([]int16, n), aFrame: make([]int16, n), a16: make([]int16, callerFrame),
+		cFrame: make([]int16, callerFrame), stereo: make([]int16, 2*callerFrame), stop: make(chan struct{})}
+	r.done.Add(1)
+	go r.run()
+	return r, nil
 }
 
-// write records one caller frame and the agent frame heard with it (nil:
-// silence). After a write error the recorder stops recording; close
-// reports it.
-func (r *recorder) write(caller, agent []int16) {
-	if r.err != nil {
-		return
+// tick records the agent's frame of this tick (nil: silent). Pacer side;
+// it allocates nothing.
+func (r *recorder) tick(frame []int16) {
+	if frame == nil {
+		frame = r.zero
 	}
+	r.agent.Write(frame)
+}
+
+// callerFrame records one caller frame. Input side.
+func (r *recorder) callerFrame(pcm []int16) { r.caller.Write(pcm) }
+
+func (r *recorder) run() {
+	defer r.done.Done()
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			r.drain(false)
+		case <-r.stop:
+			r.drain(true)
+			return
+		}
+	}
+}
+
+// drain writes what the rings hold; at the end everything. Otherwise an
+// agent frame waits for its caller frame up to 200 ms (network jitter)
+// before it is written against silence, and caller audio waits for its
+// agent frame unless more than half a second piles up.
+func (r *recorder) drain(final bool) {
+	n := len(r.aFrame)
+	for r.err == nil && r.agent.Len() >= n {
+		haveCaller := r.caller.Len() >= callerFrame
+		if !haveCaller && !final && r.agent.Len() <= 10*n {
+			break
+		}
+		r.agent.ReadFull(r.aFrame)
+		if k, err := r.rs.ProcessTo(r.a16, r.aFrame); err != nil || k != len(r.a16) {
+			r.err = fmt.Errorf("agent: recording resampler: %v", err)
+			return
+		}
+		if !haveCaller || !r.caller.ReadFull(r.cFrame) {
+			clear(r.cFrame)
+		}
+		r.write(r.cFrame, r.a16)
+	}
+	limit := 25 * callerFrame
+	if final {
+		limit = 0
+	}
+	for r.err == nil && r.caller.Len() > limit && r.caller.ReadFull(r.cFrame) {
+		r.write(r.cFrame, nil)
+	}
+}
+
+func (r *recorder) write(caller, agent []int16) {
 	for i, v := range caller {
 		r.stereo[2*i] = v
 		if agent != nil {
@@ -74,8 +160,16 @@ func (r *recorder) write(caller, agent []int16) {
 	r.err = r.w.WriteSamples(r.stereo)
 }
 
-// close finishes the file.
+// close stops the goroutine after a last drain and finishes the file. The
+// pacer and the input side must have stopped.
 func (r *recorder) close() error {
+	if r.stopped {
+		return nil
+	}
+	r.stopped = true
+	close(r.stop)
+	r.done.Wait()
+	r.rs.Close()
 	err := r.w.Close()
 	if _, serr := r.bf.Seek(0, io.SeekCurrent); err == nil {
 		err = serr

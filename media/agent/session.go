@@ -106,7 +106,7 @@ func New(cfg Config, log *slog.Logger, deps Deps, sink Sink) (*Session, error) {
 		audio:   map[string]*itemAudio{}, spans: map[string][2]int64{},
 		start: cfg.Now(),
 	}
-	s.needFar = cfg.DSP.EchoCancellation || cfg.RecordPath != ""
+	s.needFar = cfg.DSP.EchoCancellation
 	if s.needFar {
 		s.far, _ = media.NewRing(10 * media.SamplesPerFrame(cfg.OutputRate))
 	}
@@ -114,13 +114,12 @@ func New(cfg Config, log *slog.Logger, deps Deps, sink Sink) (*Session, error) {
 		return nil, err
 	}
 	if cfg.RecordPath != "" {
-		rec, err := newRecorder(cfg.RecordPath)
+		rec, err := newRecorder(cfg.RecordPath, cfg.OutputRate)
 		if err != nil {
 			s.in.close()
 			return nil, err
 		}
 		s.rec = rec
-		s.in.rec = rec
 	}
 	if td := cfg.TurnDetection; td != nil {
 		c := *td
@@ -141,7 +140,8 @@ func (s *Session) Start() time.Time { return s.start }
 
 // Close ends the session: it cancels whatever is running, waits for every
 // goroutine the session started, and finishes the recording. The input
-// goroutine must have stopped calling WriteFrame. Close is idempotent.
+// goroutine must have stopped calling WriteFrame and the pacer calling
+// ReadFrame. Close is idempotent.
 func (s *Session) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
@@ -250,6 +250,13 @@ func (s *Session) ReadFrame(dst []int16) *Playout {
 	}
 	if s.needFar && ok {
 		s.far.Write(dst)
+	}
+	if s.rec != nil {
+		if ok {
+			s.rec.tick(dst)
+		} else {
+			s.rec.tick(nil)
+		}
 	}
 	if finished {
 		select {

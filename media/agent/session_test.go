@@ -522,3 +522,37 @@ func TestNewErrors(t *testing.T) {
 	require.ErrorIs(t, s.CreateResponse("", ResponseOptions{}), ErrClosed)
 	require.ErrorIs(t, s.WriteFrame(make([]int16, callerFrame)), ErrClosed)
 }
+
+func TestRecordingWithoutCallerAudio(t *testing.T) {
+	// A text session: the caller sends no audio, the agent still speaks
+	// and its leg is recorded against silence.
+	path := filepath.Join(t.TempDir(), "call.wav")
+	lm := &fakeLLM{scripts: [][]llm.Chunk{say("one two three four five")}}
+	k := newSink()
+	s, err := New(Config{OutputRate: media.Rate8k, RecordPath: path}, nil, Deps{LLM: lm, STT: &fakeSTT{}, TTS: &fakeTTS{wordMS: 200}}, k)
+	require.NoError(t, err)
+	require.NoError(t, s.CreateResponse("", ResponseOptions{}))
+	out := make([]int16, 160)
+	heard := 0
+	for count[ResponseDone](k) == 0 {
+		if s.ReadFrame(out) != nil {
+			heard++
+		}
+		time.Sleep(time.Millisecond)
+	}
+	require.NoError(t, s.Close())
+	require.Equal(t, 50, heard)
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	_, pcm, err := wav.ReadAll(f)
+	require.NoError(t, err)
+	var left, right float64
+	for i := 0; i < len(pcm); i += 2 {
+		left += float64(pcm[i]) * float64(pcm[i])
+		right += float64(pcm[i+1]) * float64(pcm[i+1])
+	}
+	require.Zero(t, left)
+	require.Greater(t, right, 1e9)
+	require.GreaterOrEqual(t, len(pcm)/2, 50*callerFrame, "every tick is in the file")
+}

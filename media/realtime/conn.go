@@ -225,6 +225,9 @@ func (c *conn) start(adm Admission, eventID string) error {
 		toolsJSON, _ := jsonTools(a.Tools)
 		c.set.tools, c.set.toolsJSON = a.Tools, toolsJSON
 	}
+	if c.set.voice == "" {
+		c.set.voice = a.Voice
+	}
 	cfg, err := c.agentConfig(adm)
 	if err != nil {
 		return err
