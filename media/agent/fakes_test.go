@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/voiced/voiced/ai/llm"
-	"github.com/voiced/voiced/ai/tts"
 	"github.com/voiced/voiced/ai/stt"
+	"github.com/voiced/voiced/ai/tts"
 	"github.com/voiced/voiced/codecs/wav"
 )
 

@@ -23,8 +23,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/voiced/voiced/ai/llm"
-	"github.com/voiced/voiced/ai/tts"
 	"github.com/voiced/voiced/ai/stt"
+	"github.com/voiced/voiced/ai/tts"
 	"github.com/voiced/voiced/codecs/wav"
 	"github.com/voiced/voiced/media/pace"
 )
