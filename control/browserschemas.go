@@ -23,5 +23,17 @@ var browserSchemas = func() map[string]any {
 			"name": name}, "target_org_id", "mode"),
 		"PublishableKeyTransfer": obj(map[string]any{"source_org_id": i64, "target_org_id": i64, "mode": str,
 			"cleared_agent_assignment": boolean, "publishable_key": ref("PublishableKey")}),
+		"WidgetCallInput": obj(map[string]any{"publishable_key": map[string]any{"type": "string", "pattern": "^pk_live_"},
+			"sdp": map[string]any{"type": "string", "description": "the browser's SDP offer after ICE gathering completed (Opus audio, optionally a data channel named events)"}},
+			"publishable_key", "sdp"),
+		"WidgetCall": obj(map[string]any{"call_id": i64, "agent_id": i64, "type": map[string]any{"type": "string", "enum": []string{"answer"}},
+			"sdp":                  map[string]any{"type": "string", "description": "the SDP answer with every ICE candidate"},
+			"max_duration_seconds": map[string]any{"type": "integer", "description": "what the balance pays for; absent for a free product"}}),
+		"MicSessionInput": obj(map[string]any{"agent_id": i64}, "agent_id"),
+		"MicSession": obj(map[string]any{"call_id": i64, "token": map[string]any{"type": "string", "description": "single-use credential for server_url, valid 5 minutes"},
+			"room_name": str, "server_url": map[string]any{"type": "string", "format": "uri", "description": "POST {token, sdp} here for the SDP answer"},
+			"expires_at": dt}),
+		"MicConnectInput": obj(map[string]any{"token": str, "sdp": str}, "token", "sdp"),
+		"MicConnect":      obj(map[string]any{"call_id": i64, "type": map[string]any{"type": "string", "enum": []string{"answer"}}, "sdp": str}),
 	}
 }()

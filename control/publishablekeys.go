@@ -19,6 +19,8 @@ func (s *Server) registerPublishableKeyRoutes() {
 	s.add(route{method: "PATCH", path: "/v1/publishable-key/:key_id", summary: "Change a publishable key; switching mode needs the new mode's field (admin+)", tag: "publishable-keys", auth: authOrg, minRole: storage.RoleAdmin, reqSchema: "PublishableKeyPatch", resSchema: "PublishableKey", errors: []int{400, 403, 404, 409}, handler: s.patchPublishableKey})
 	s.add(route{method: "DELETE", path: "/v1/publishable-key/:key_id", summary: "Deactivate a publishable key: is_active becomes false and it stays listed (admin+)", tag: "publishable-keys", auth: authOrg, minRole: storage.RoleAdmin, resStatus: 204, errors: []int{403, 404}, handler: s.deletePublishableKey})
 	s.add(route{method: "POST", path: "/v1/publishable-key/:key_id/transfer", summary: "Copy or move a publishable key to another organization (admin+ in both); the agent assignment is cleared", tag: "publishable-keys", auth: authOrg, minRole: storage.RoleAdmin, reqSchema: "PublishableKeyTransferInput", resSchema: "PublishableKeyTransfer", errors: []int{400, 403, 404, 409}, handler: s.transferPublishableKey})
+	s.registerWidgetRoutes()
+	s.registerMicSessionRoutes()
 }
 
 // defaultPublishableKeyName is the name of a key created without one.

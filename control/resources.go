@@ -84,6 +84,7 @@ type resources struct {
 	pool     *didPool
 	dialer   Dialer
 	verifier VoIPVerifier
+	browser  BrowserMedia
 	// providers and catalog: the catalog is loaded once, at New; TTS
 	// providers' voice lists change with deployments, not at run time.
 	providers []VoiceProvider

@@ -1,0 +1,220 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v3"
+
+	"github.com/voiced/voiced/control/webhook"
+	"github.com/voiced/voiced/storage"
+	"github.com/voiced/voiced/storage/coord"
+	"github.com/voiced/voiced/web"
+)
+
+// Widget signalling (the spec leaves it out; docs/decisions.md, "Browser
+// calls"): the page's widget POSTs its publishable key and a complete SDP
+// offer to /v1/widget/calls; the server checks the Origin against the
+// key's allowed domains, resolves the agent, admits and bills the call as
+// web, and answers with the SDP answer in the same response.
+
+// widgetCallRate bounds call starts per key and client address: the
+// endpoint is public, and every admitted call costs the key's organization
+// money.
+var widgetCallRate = coord.Rate{N: 20, Per: time.Minute}
+
+// maxOfferBytes bounds an SDP offer (a browser's is 2-6 KB).
+const maxOfferBytes = 64 << 10
+
+// widgetAPI holds the widget routes' collaborators.
+type widgetAPI struct {
+	s  *Server
+	ex *webhook.Exchanger
+}
+
+func (s *Server) registerWidgetRoutes() {
+	w := &widgetAPI{s: s, ex: webhook.NewExchanger(widgetHookStore{s.store}, s.cfg.Webhooks.AllowLoopback, nil, s.log)}
+	s.add(route{method: "OPTIONS", path: "/v1/widget/calls", summary: "CORS preflight of widget calls", tag: "widget", resStatus: 204, raw: w.preflight})
+	s.add(route{method: "POST", path: "/v1/widget/calls", summary: "Start a widget call: publishable key and SDP offer in, SDP answer out (Origin must be an allowed domain; 20 per minute per key and address)", tag: "widget", reqSchema: "WidgetCallInput", resSchema: "WidgetCall", resStatus: 201, errors: []int{400, 401, 402, 403, 404, 429, 502, 503}, handler: w.call})
+	s.add(route{method: "GET", path: "/widget.js", summary: "The embeddable widget script (<script src=\".../widget.js\" data-key=\"pk_live_...\">)", tag: "widget", raw: w.script})
+	s.add(route{method: "GET", path: "/mic", summary: "Mic-session test page: talk to any agent of the organization from this browser", tag: "widget", raw: w.micPage})
+}
+
+// cors sets the CORS headers that let a page on origin read the answer.
+// Any origin may read it: the POST is where the key's allowed domains are
+// enforced, it carries no credentials, and a refused page should be able
+// to show why.
+func cors(c fiber.Ctx, origin string) {
+	c.Set("Vary", "Origin")
+	if origin != "" {
+		c.Set("Access-Control-Allow-Origin", origin)
+	}
+}
+
+func (w *widgetAPI) preflight(c fiber.Ctx) error {
+	cors(c, c.Get("Origin"))
+	c.Set("Access-Control-Allow-Methods", "POST, OPTIONS")
+	c.Set("Access-Control-Allow-Headers", "Content-Type")
+	c.Set("Access-Control-Max-Age", "600")
+	return c.SendStatus(http.StatusNoContent)
+}
+
+func (w *widgetAPI) script(c fiber.Ctx) error {
+	c.Set(fiber.HeaderContentType, "text/javascript; charset=utf-8")
+	c.Set(fiber.HeaderCacheControl, "public, max-age=300")
+	c.Set("Access-Control-Allow-Origin", "*")
+	return c.Send(web.WidgetJS())
+}
+
+func (w *widgetAPI) micPage(c fiber.Ctx) error {
+	c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	c.Set("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; media-src blob: mediastream:; connect-src 'self'")
+	return c.Send(web.MicPage())
+}
+
+type widgetCallInput struct {
+	PublishableKey *string `json:"publishable_key"`
+	SDP            *string `json:"sdp"`
+}
+
+var (
+	errWidgetKey    = apiErr(http.StatusUnauthorized, "The publishable key is not valid.")
+	errWidgetOrigin = apiErr(http.StatusForbidden, "This site is not allowed to use this publishable key; add its domain to the key's allowed domains.")
+)
+
+func (w *widgetAPI) call(c fiber.Ctx, _ *storage.Principal) error {
+	origin := c.Get("Origin")
+	ctx := c.Context()
+	// Every answer is readable by the page, refusals included, so the
+	// widget can say why; the refusals themselves are the gate.
+	cors(c, origin)
+	var in widgetCallInput
+	if err := decode(c, &in); err != nil {
+		return err
+	}
+	f := fields{}
+	if in.PublishableKey == nil || strings.TrimSpace(*in.PublishableKey) == "" {
+		f.add("publishable_key", "This field is required.")
+	}
+	if in.SDP == nil || strings.TrimSpace(*in.SDP) == "" {
+		f.add("sdp", "This field is required: the browser's SDP offer.")
+	} else if len(*in.SDP) > maxOfferBytes {
+		f.add("sdp", "The SDP offer is too large.")
+	}
+	if err := f.err(); err != nil {
+		return err
+	}
+	raw := strings.TrimSpace(*in.PublishableKey)
+	if !strings.HasPrefix(raw, storage.PublishableKeyPrefix) {
+		return errWidgetKey
+	}
+	k, err := w.s.store.PublishableKeyByValue(ctx, raw)
+	if errors.Is(err, storage.ErrNotFound) || (err == nil && !k.IsActive) {
+		return errWidgetKey
+	}
+	if err != nil {
+		return err
+	}
+	if !originAllowed(origin, k.AllowedDomains) {
+		return errWidgetOrigin
+	}
+	d, err := w.s.limiter.Allow(ctx, "widget-call:"+strconv.FormatInt(k.ID, 10)+":"+c.IP(), widgetCallRate)
+	if err != nil {
+		return err
+	}
+	if !d.Allowed {
+		return apiErr(http.StatusTooManyRequests, "Too many calls started from this address; try again in a minute.")
+	}
+	if !k.IsEnabled {
+		return apiErr(http.StatusForbidden, "This widget is turned off.")
+	}
+	host := originHost(origin)
+	agentID, x, err := w.resolveAgent(ctx, k, host)
+	if err != nil {
+		return err
+	}
+	m, err := w.s.browserMedia(ctx, http.StatusServiceUnavailable)
+	if err != nil {
+		return err
+	}
+	adm, err := w.s.CallLog().Admit(ctx, AdmitRequest{Direction: storage.DirectionWeb, OrgID: k.OrgID, AgentID: agentID,
+		From: "web:" + host, MediaRoomName: "widget-" + storage.NewUUID()})
+	if err := admitErr(err); err != nil {
+		return err
+	}
+	applyOverrides(&adm.Agent, x.Prompt, x.FirstMessage, x.Voice, x.Variables)
+	answer, err := w.s.startBrowserMedia(ctx, m, BrowserCall{Admission: adm, Direction: storage.DirectionWeb, Origin: origin, Metadata: x.Metadata}, *in.SDP)
+	if err != nil {
+		return err
+	}
+	out := fiber.Map{"call_id": adm.CallID, "type": "answer", "sdp": answer, "agent_id": adm.AgentID}
+	if adm.MaxDuration != NoLimit {
+		out["max_duration_seconds"] = int64(adm.MaxDuration / time.Second)
+	}
+	return c.Status(http.StatusCreated).JSON(out)
+}
+
+// resolveAgent names the agent of a widget call: the key's own in agent
+// mode; in webhook mode the answer of the incoming exchange with the key's
+// webhook URL (or, without one, the org's legacy URL), falling back to the
+// key's agent when the webhook names none or does not answer.
+func (w *widgetAPI) resolveAgent(ctx context.Context, k storage.PublishableKey, host string) (int64, webhook.IncomingResponse, error) {
+	var none webhook.IncomingResponse
+	if k.Mode == storage.PublishableModeAgent {
+		if k.AgentID == nil {
+			return 0, none, apiErr(http.StatusNotFound, "This widget has no agent; assign one to its publishable key.")
+		}
+		return *k.AgentID, none, nil
+	}
+	xctx := ctx
+	if k.WebhookURL != nil {
+		xctx = context.WithValue(ctx, keyHookURL{}, *k.WebhookURL)
+	}
+	ans, err := w.ex.Incoming(xctx, k.OrgID, webhook.IncomingRequest{Channel: webhook.Web, AgentID: k.AgentID,
+		Direction: storage.DirectionWeb, FromNumber: "web:" + host, ToNumber: "widget:" + k.KeyPrefix})
+	switch {
+	case err == nil && ans.Reject:
+		return 0, none, apiErr(http.StatusForbidden, "The site declined the call.")
+	case err == nil && ans.AgentID != nil:
+		return *ans.AgentID, ans, nil
+	case err == nil && k.AgentID != nil:
+		return *k.AgentID, ans, nil
+	case err == nil:
+		return 0, none, apiErr(http.StatusBadGateway, "The widget's webhook did not name an agent.")
+	case k.AgentID != nil:
+		if w.s.log != nil {
+			w.s.log.Warn("widget webhook failed; using the key's agent", "key_id", k.ID, "err", err)
+		}
+		return *k.AgentID, none, nil
+	}
+	if w.s.log != nil {
+		w.s.log.Warn("widget webhook failed", "key_id", k.ID, "err", err)
+	}
+	return 0, none, apiErr(http.StatusBadGateway, "The widget's webhook did not answer.")
+}
+
+// keyHookURL is the context key of a webhook-mode key's own URL.
+type keyHookURL struct{}
+
+// widgetHookStore is the Exchanger's view of where an organization's
+// incoming exchange goes: a webhook-mode key's URL when the request
+// carries one (signed with the org's legacy secret when it has one), else
+// the org's legacy webhook.
+type widgetHookStore struct{ store *storage.Store }
+
+func (h widgetHookStore) GetWebhook(ctx context.Context, orgID int64) (storage.Webhook, error) {
+	legacy, err := h.store.GetWebhook(ctx, orgID)
+	u, ok := ctx.Value(keyHookURL{}).(string)
+	if !ok {
+		return legacy, err
+	}
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return storage.Webhook{}, err
+	}
+	return storage.Webhook{OrgID: orgID, URL: u, Secret: legacy.Secret}, nil
+}
