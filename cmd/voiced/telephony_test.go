@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/voiced/voiced/media"
 	"github.com/voiced/voiced/sip/siptest"
 )
 
@@ -26,40 +28,8 @@ import (
 // verify-voip checks the trunk with OPTIONS.
 func TestServeTelephony(t *testing.T) {
 	siptest.Binary(t, "sipp", "sip-tester")
-	dir := t.TempDir()
-	sipPort := siptest.FreePort(t, "127.0.0.1")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var stdout, stderr syncBuf
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"serve", "--data-dir", dir, "--http-addr", "127.0.0.1:0", "--sip-addr", "127.0.0.1:" + strconv.Itoa(sipPort),
-			"--rtp-ports", "41000-41999"}, &stdout, &stderr)
-	}()
-	addrRe := regexp.MustCompile(`http_addr=(127\.0\.0\.1:\d+)`)
-	var addr string
-	require.Eventually(t, func() bool {
-		m := addrRe.FindStringSubmatch(stderr.String())
-		if m != nil {
-			addr = m[1]
-		}
-		return m != nil
-	}, 20*time.Second, 20*time.Millisecond, "stderr: %s", stderr.String())
-	require.Contains(t, stderr.String(), "telephony listening")
-	key := regexp.MustCompile(`sk_live_[0-9a-f]+`).FindString(stdout.String())
-	call := func(method, path, body string) (int, map[string]any) {
-		req, _ := http.NewRequest(method, "http://"+addr+path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+key)
-		req.Header.Set("Content-Type", "application/json")
-		res, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		defer res.Body.Close()
-		var m map[string]any
-		b, _ := io.ReadAll(res.Body)
-		_ = json.Unmarshal(b, &m)
-		return res.StatusCode, m
-	}
-	id := func(m map[string]any) int64 { return int64(m["id"].(float64)) }
+	sv := startTelephonyServe(t)
+	dir, sipPort, call := sv.dir, sv.sipPort, sv.call
 
 	// A trunk (sipp as the provider) with a number whose agent answers.
 	uas := siptest.Sipp(t, "../../sip/testdata/sipp/uas_auth.xml", 20*time.Second, "-m", "1")
@@ -68,9 +38,9 @@ func TestServeTelephony(t *testing.T) {
 	require.Equal(t, 201, st, "%v", conn)
 	st, ag := call("POST", "/v1/agents", `{"name":"Front desk"}`)
 	require.Equal(t, 201, st, "%v", ag)
-	st, num := call("POST", "/v1/phone-numbers", fmt.Sprintf(`{"source":"voip","number":"+14155550100","voip_connection_id":%d}`, id(conn)))
+	st, num := call("POST", "/v1/phone-numbers", fmt.Sprintf(`{"source":"voip","number":"+14155550100","voip_connection_id":%d}`, objID(conn)))
 	require.Equal(t, 201, st, "%v", num)
-	st, num = call("PATCH", fmt.Sprintf("/v1/phone-numbers/%d", id(num)), fmt.Sprintf(`{"inbound_agent_id":%d}`, id(ag)))
+	st, num = call("PATCH", fmt.Sprintf("/v1/phone-numbers/%d", objID(num)), fmt.Sprintf(`{"inbound_agent_id":%d}`, objID(ag)))
 	require.Equal(t, 200, st, "%v", num)
 
 	// Inbound: sipp calls the number, plays RTP for a second, hangs up.
@@ -96,7 +66,7 @@ func TestServeTelephony(t *testing.T) {
 
 	// Outbound through the trunk: 401, authenticated INVITE, answer, the
 	// callee hangs up after a second.
-	st, out := call("POST", "/v1/call", fmt.Sprintf(`{"agent_id":%d,"from_number":"+14155550100","to_number":"+14155550123"}`, id(ag)))
+	st, out := call("POST", "/v1/call", fmt.Sprintf(`{"agent_id":%d,"from_number":"+14155550100","to_number":"+14155550123"}`, objID(ag)))
 	require.Equal(t, 201, st, "%v", out)
 	require.NoError(t, uas.Wait())
 	require.Eventually(t, func() bool {
@@ -108,19 +78,130 @@ func TestServeTelephony(t *testing.T) {
 
 	// verify-voip: the trunk answers OPTIONS.
 	opts := siptest.Sipp(t, "../../sip/testdata/sipp/uas_options.xml", 20*time.Second, "-m", "1")
-	st, conn = call("PATCH", fmt.Sprintf("/v1/voip-connections/%d", id(conn)), fmt.Sprintf(`{"port":%d}`, opts.Port))
+	st, conn = call("PATCH", fmt.Sprintf("/v1/voip-connections/%d", objID(conn)), fmt.Sprintf(`{"port":%d}`, opts.Port))
 	require.Equal(t, 200, st, "%v", conn)
 	time.Sleep(200 * time.Millisecond)
-	st, v := call("POST", fmt.Sprintf("/v1/phone-numbers/%d/verify-voip", id(num)), "")
+	st, v := call("POST", fmt.Sprintf("/v1/phone-numbers/%d/verify-voip", objID(num)), "")
 	require.Equal(t, 200, st, "%v", v)
 	require.Equal(t, "verified", v["voip_verification_status"], "%v", v)
 	require.NoError(t, opts.Wait())
 
-	cancel()
+	sv.stop(t)
+}
+
+// served is a running voiced serve with telephony on loopback.
+type served struct {
+	dir     string
+	sipPort int
+	call    func(method, path, body string) (int, map[string]any)
+	cancel  context.CancelFunc
+	done    chan error
+}
+
+func objID(m map[string]any) int64 { return int64(m["id"].(float64)) }
+
+func startTelephonyServe(t *testing.T) *served {
+	t.Helper()
+	sv := &served{dir: t.TempDir(), sipPort: siptest.FreePort(t, "127.0.0.1"), done: make(chan error, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	sv.cancel = cancel
+	t.Cleanup(cancel)
+	var stdout, stderr syncBuf
+	go func() {
+		sv.done <- run(ctx, []string{"serve", "--data-dir", sv.dir, "--http-addr", "127.0.0.1:0", "--sip-addr", "127.0.0.1:" + strconv.Itoa(sv.sipPort),
+			"--rtp-ports", "41000-41999"}, &stdout, &stderr)
+	}()
+	addrRe := regexp.MustCompile(`http_addr=(127\.0\.0\.1:\d+)`)
+	var addr string
+	require.Eventually(t, func() bool {
+		m := addrRe.FindStringSubmatch(stderr.String())
+		if m != nil {
+			addr = m[1]
+		}
+		return m != nil
+	}, 20*time.Second, 20*time.Millisecond, "stderr: %s", stderr.String())
+	require.Contains(t, stderr.String(), "telephony listening")
+	key := regexp.MustCompile(`sk_live_[0-9a-f]+`).FindString(stdout.String())
+	sv.call = func(method, path, body string) (int, map[string]any) {
+		req, _ := http.NewRequest(method, "http://"+addr+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		var m map[string]any
+		b, _ := io.ReadAll(res.Body)
+		_ = json.Unmarshal(b, &m)
+		return res.StatusCode, m
+	}
+	return sv
+}
+
+func (sv *served) stop(t *testing.T) {
+	sv.cancel()
 	select {
-	case err := <-done:
+	case err := <-sv.done:
 		require.NoError(t, err)
 	case <-time.After(30 * time.Second):
 		t.Fatal("serve did not stop")
 	}
+}
+
+// TestServeBaresipLoopback: baresip calls a number with recorded speech
+// (espeak-ng); the node's RTP session, jitter buffer and loopback agent
+// detect the caller's turn and play it back, and baresip hears it at a
+// speech level once the turn has ended.
+func TestServeBaresipLoopback(t *testing.T) {
+	siptest.Binary(t, "baresip", "baresip-core")
+	espeak := siptest.Binary(t, "espeak-ng", "espeak-ng")
+	soxBin := siptest.Binary(t, "sox", "sox")
+	sv := startTelephonyServe(t)
+	st, conn := sv.call("POST", "/v1/voip-connections", `{"host":"127.0.0.1","allowed_inbound_addresses":["127.0.0.1"],"codecs":["PCMU"]}`)
+	require.Equal(t, 201, st, "%v", conn)
+	st, ag := sv.call("POST", "/v1/agents", `{"name":"Loopback"}`)
+	require.Equal(t, 201, st, "%v", ag)
+	st, num := sv.call("POST", "/v1/phone-numbers", fmt.Sprintf(`{"source":"voip","number":"+14155550100","voip_connection_id":%d}`, objID(conn)))
+	require.Equal(t, 201, st, "%v", num)
+	st, _ = sv.call("PATCH", fmt.Sprintf("/v1/phone-numbers/%d", objID(num)), fmt.Sprintf(`{"inbound_agent_id":%d}`, objID(ag)))
+	require.Equal(t, 200, st)
+
+	// Two seconds of speech, then silence so the turn ends.
+	tmp := t.TempDir()
+	raw, speech := filepath.Join(tmp, "raw.wav"), filepath.Join(tmp, "speech.wav")
+	out, err := exec.Command(espeak, "-w", raw, "Hello, I would like a table for two.").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	out, err = exec.Command(soxBin, raw, "-r", "48000", "-c", "2", "-b", "16", speech, "pad", "0.3", "4").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+
+	b := siptest.StartBaresip(t, siptest.BaresipOptions{Codecs: "PCMU/8000/1", Source: speech, Quit: 7 * time.Second,
+		Commands: []string{"/dial sip:+14155550100@127.0.0.1:" + strconv.Itoa(sv.sipPort)}})
+	bout, err := b.Wait()
+	require.NoError(t, err, bout)
+	require.Contains(t, bout, "Call established")
+	rate, heard, err := b.Received()
+	require.NoError(t, err)
+	// Levels per 100 ms: the echo of the turn comes after the speech.
+	win := rate / 10
+	loudest, at := -200.0, 0
+	for i := 0; i+win <= len(heard); i += win {
+		if l := media.DBFS(heard[i : i+win]); l > loudest {
+			loudest, at = l, i
+		}
+	}
+	t.Logf("baresip heard %.1f s; loudest 100 ms at %.1f s: %.1f dBFS", float64(len(heard))/float64(rate), float64(at)/float64(rate), loudest)
+	require.Greater(t, loudest, -30.0, "the played-back turn is speech, not silence")
+	require.Greater(t, at, 2*rate, "played back after the caller's turn, not echoed")
+
+	var in map[string]any
+	require.Eventually(t, func() bool {
+		_, list := sv.call("GET", "/v1/calls?direction=inbound", "")
+		rs, _ := list["results"].([]any)
+		if len(rs) != 1 {
+			return false
+		}
+		in = rs[0].(map[string]any)
+		return in["status"] != "in_progress"
+	}, 10*time.Second, 50*time.Millisecond)
+	require.Equal(t, "completed", in["status"], "%v", in)
+	sv.stop(t)
 }
