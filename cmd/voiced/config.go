@@ -52,6 +52,12 @@ type config struct {
 	StripeWebhookSecret  string
 	WebhookAllowLoopback bool
 
+	LLMBaseURL, LLMAPIKey, LLMModel string
+	TTSBaseURL, TTSAPIKey, TTSModel string
+	STTBaseURL, STTAPIKey, STTModel string
+	RealtimeOrgSessions             int64
+	RealtimeLoopback                bool
+
 	rtpLow, rtpHigh int
 	tlsCert         *tls.Certificate
 	sipTrusted      []netip.Prefix
@@ -93,6 +99,17 @@ func bindFlags(fs *flag.FlagSet, c *config, names ...string) []flagSpec {
 		{"stripe-api-base", "VOICED_STRIPE_API_BASE", "", "Stripe API base URL; empty = https://api.stripe.com; http://127.0.0.1:12111 for stripe-mock", &c.StripeAPIBase},
 		{"stripe-webhook-secret", "VOICED_STRIPE_WEBHOOK_SECRET", "", "signing secret (whsec_...) of the Stripe events posted to /v1/billing/provider-events; empty refuses them", &c.StripeWebhookSecret},
 		{"webhook-allow-loopback", "VOICED_WEBHOOK_ALLOW_LOOPBACK", "true", "let webhook deliveries reach http://localhost and 127.0.0.1 (other private and internal addresses are always refused); turn off on shared servers", &c.WebhookAllowLoopback},
+		{"llm-base-url", "VOICED_LLM_BASE_URL", "", "OpenAI-compatible chat completions API root up to /v1 (OpenAI, Ollama, vLLM, llama.cpp); empty = the offline echo model that repeats the caller", &c.LLMBaseURL},
+		{"llm-api-key", "VOICED_LLM_API_KEY", "", "API key for --llm-base-url (empty for local servers)", &c.LLMAPIKey},
+		{"llm-model", "VOICED_LLM_MODEL", "", "model name for --llm-base-url (empty = the client's default)", &c.LLMModel},
+		{"tts-base-url", "VOICED_TTS_BASE_URL", "", "OpenAI-compatible speech API root up to /v1; empty = espeak-ng (offline)", &c.TTSBaseURL},
+		{"tts-api-key", "VOICED_TTS_API_KEY", "", "API key for --tts-base-url", &c.TTSAPIKey},
+		{"tts-model", "VOICED_TTS_MODEL", "", "speech model for --tts-base-url (empty = tts-1)", &c.TTSModel},
+		{"stt-base-url", "VOICED_STT_BASE_URL", "", "OpenAI-compatible transcription API root up to /v1 (OpenAI, faster-whisper, whisper.cpp, vLLM); empty = none: spoken realtime turns are not transcribed", &c.STTBaseURL},
+		{"stt-api-key", "VOICED_STT_API_KEY", "", "API key for --stt-base-url", &c.STTAPIKey},
+		{"stt-model", "VOICED_STT_MODEL", "", "transcription model for --stt-base-url (empty = whisper-1)", &c.STTModel},
+		{"realtime-org-sessions", "VOICED_REALTIME_ORG_SESSIONS", "50", "concurrent realtime WebSocket sessions per organization (0 = no cap)", &c.RealtimeOrgSessions},
+		{"realtime-loopback", "VOICED_REALTIME_LOOPBACK", "false", "realtime sessions play each caller turn back with no STT, model or TTS (load tests of the media path)", &c.RealtimeLoopback},
 	}
 	var out []flagSpec
 	for _, s := range all {
@@ -267,6 +284,16 @@ func (c *config) validate(_ map[string]bool, specs []flagSpec) error {
 	}
 	if err := c.validatePayments(has); err != nil {
 		return err
+	}
+	for _, u := range []struct{ name, v string }{{"llm-base-url", c.LLMBaseURL}, {"tts-base-url", c.TTSBaseURL}, {"stt-base-url", c.STTBaseURL}} {
+		if has(u.name) && u.v != "" {
+			if p, err := url.Parse(u.v); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+				return fmt.Errorf("invalid --%s %q: want an http(s) URL like http://localhost:11434/v1", u.name, u.v)
+			}
+		}
+	}
+	if has("realtime-org-sessions") && c.RealtimeOrgSessions < 0 {
+		return fmt.Errorf("invalid --realtime-org-sessions %d: must be >= 0", c.RealtimeOrgSessions)
 	}
 	if has("log-level") && !contains([]string{"debug", "info", "warn", "error"}, c.LogLevel) {
 		return fmt.Errorf("invalid --log-level %q: use debug, info, warn or error", c.LogLevel)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/voiced/voiced/control"
 	"github.com/voiced/voiced/control/webhook"
+	"github.com/voiced/voiced/media/pace"
 	"github.com/voiced/voiced/storage"
 )
 
@@ -73,6 +74,17 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	tel.setCallLog(srv.CallLog())
+	var nodePacer *pace.Pacer
+	if telOn {
+		nodePacer = tel.pacer
+	}
+	rt, err := startRealtime(&c, srv, env, nodePacer, blobDir, log)
+	if err != nil {
+		ln.Close()
+		tel.close(context.Background())
+		srv.Close()
+		return fmt.Errorf("realtime: %w", err)
+	}
 	// The provisioning pass activates demo numbers; it stops with serve.
 	pctx, stopProvisioner := context.WithCancel(ctx)
 	provisioned := make(chan struct{})
@@ -100,6 +112,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	select {
 	case err := <-errc:
+		rt.close(context.Background())
 		tel.close(context.Background())
 		srv.Close()
 		return err
@@ -110,6 +123,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer cancel()
 	// Calls in progress get the drain time too; they end before the API
 	// that records them stops.
+	rt.close(sctx)
 	tel.close(sctx)
 	if err := srv.Shutdown(sctx); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
