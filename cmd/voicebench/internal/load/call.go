@@ -43,7 +43,8 @@ type call struct {
 	onsetCount atomic.Uint64
 
 	// set before registration, read-only afterwards
-	answeredAt int64 // Unix ns
+	media      MediaSession // nil for RTP calls
+	answeredAt int64        // Unix ns
 	recvLn     int
 
 	// receive side (lane reader, under the lane mutex)
@@ -81,6 +82,15 @@ func (c *call) packet(p []byte) []byte {
 	c.seq++
 	c.ts += uint32(c.codec.SamplesPerFrame())
 	return b
+}
+
+// advance moves to the next frame of the cycle and counts the one sent.
+func (c *call) advance() {
+	c.frame++
+	if c.frame == len(c.frames) {
+		c.frame = 0
+	}
+	c.sent.Add(1)
 }
 
 // recordOnset stores when the source's onset left for this call.

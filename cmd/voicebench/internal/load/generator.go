@@ -245,6 +245,14 @@ func (g *Generator) runCall(idx int, setup func(bool)) {
 		return
 	}
 	c.answeredAt = time.Now().UnixNano()
+	if ms, ok := sess.(MediaSession); ok {
+		c.media = ms
+		g.up(c, setup)
+		g.hold(c, sess, &res)
+		g.finish(c, res, true)
+		g.replace()
+		return
+	}
 	c.dest = ans.SendTo
 	if !ans.OnRecvLane {
 		c.recvLn = c.sendLn
@@ -263,11 +271,24 @@ func (g *Generator) runCall(idx int, setup func(bool)) {
 	}
 	rl := g.lanes[c.recvLn]
 	rl.route(from.Port(), c)
+	g.up(c, setup)
+	g.hold(c, sess, &res)
+	rl.unroute(from.Port(), c)
+	g.finish(c, res, true)
+	g.replace()
+}
+
+// up makes a call live: the pacer sends for it from the next tick.
+func (g *Generator) up(c *call, setup func(bool)) {
 	g.addLive(c)
 	g.setupOK.Add(1)
 	g.active.Add(1)
 	setup(true)
+}
 
+// hold keeps a call up until its duration ends, the target hangs up or
+// the generator stops, then hangs up; res gets the call's end.
+func (g *Generator) hold(c *call, sess Session, res *CallResult) {
 	var timeout <-chan time.Time
 	if g.cfg.Duration > 0 {
 		t := time.NewTimer(g.cfg.Duration)
@@ -293,9 +314,6 @@ func (g *Generator) runCall(idx int, setup func(bool)) {
 			res.HangupErr = err.Error()
 		}
 	}
-	rl.unroute(from.Port(), c)
-	g.finish(c, res, true)
-	g.replace()
 }
 
 func (g *Generator) hangup(sess Session) error {
@@ -367,7 +385,10 @@ func (g *Generator) replace() {
 // lane's mutex) and stores it.
 func (g *Generator) finish(c *call, res CallResult, up bool) {
 	res.OneWayMs, res.ResponseMs, res.FirstAudioMs = -1, -1, -1
-	if up {
+	switch {
+	case up && c.media != nil:
+		g.fillResult(c, &res)
+	case up:
 		l := g.lanes[c.recvLn]
 		l.mu.Lock()
 		g.fillResult(c, &res)
@@ -456,6 +477,12 @@ func (g *Generator) snapshot() *snap {
 	s.calls = len(live)
 	byLane := make([][]*call, len(g.lanes))
 	for _, c := range live {
+		if c.media != nil {
+			sum := c.media.Stats()
+			s.perCall[c] = sum
+			s.jitterRF = append(s.jitterRF, sum.JitterMs)
+			continue
+		}
 		byLane[c.recvLn] = append(byLane[c.recvLn], c)
 	}
 	for i, l := range g.lanes {

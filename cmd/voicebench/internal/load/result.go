@@ -44,12 +44,23 @@ func (r *CallResult) OK() bool { return r.Err == "" }
 // fillResult derives a call's figures; the caller holds the receive lane's
 // mutex.
 func (g *Generator) fillResult(c *call, r *CallResult) {
-	rx := &c.rx
-	r.Summary = rx.stream.Summary()
-	r.Foreign, r.OtherPT, r.Probed = rx.foreign, rx.otherPT, c.probed
-	r.Lags = append([]time.Duration(nil), rx.lags...)
-	if rx.firstAudio != 0 {
-		r.FirstAudioMs = ms(time.Duration(rx.firstAudio - c.answeredAt))
+	var first int64
+	if c.media != nil {
+		r.Summary = c.media.Stats()
+		lags, at := c.media.Audio()
+		r.Lags, r.Probed = lags, true
+		if !at.IsZero() {
+			first = at.UnixNano()
+		}
+	} else {
+		rx := &c.rx
+		r.Summary = rx.stream.Summary()
+		r.Foreign, r.OtherPT, r.Probed = rx.foreign, rx.otherPT, c.probed
+		r.Lags = append([]time.Duration(nil), rx.lags...)
+		first = rx.firstAudio
+	}
+	if first != 0 {
+		r.FirstAudioMs = ms(time.Duration(first - c.answeredAt))
 	}
 	var oneWay time.Duration
 	if len(r.Lags) > 0 {

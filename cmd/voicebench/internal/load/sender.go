@@ -48,6 +48,12 @@ func (s *sender) Tick(time.Time) {
 		if c.phase != phase {
 			continue
 		}
+		if c.media != nil {
+			c.media.SendFrame(c.frame)
+			c.advance()
+			s.sent.Add(1)
+			continue
+		}
 		if c.frame == s.onsetAt {
 			s.onsets = append(s.onsets, c)
 			continue
@@ -70,11 +76,7 @@ func (s *sender) Tick(time.Time) {
 // next builds c's next packet and advances its frame.
 func (s *sender) next(c *call) udp.Message {
 	m := udp.Message{Buf: c.packet(c.frames[c.frame]), Addr: c.dest}
-	c.frame++
-	if c.frame == len(c.frames) {
-		c.frame = 0
-	}
-	c.sent.Add(1)
+	c.advance()
 	return m
 }
 

@@ -3,7 +3,9 @@ package load
 import (
 	"context"
 	"net/netip"
+	"time"
 
+	"github.com/voiced/voiced/cmd/voicebench/internal/rtpstat"
 	"github.com/voiced/voiced/cmd/voicebench/internal/sdp"
 )
 
@@ -51,4 +53,20 @@ type Session interface {
 	// Ended is closed when the target ends the call by itself (a BYE from
 	// the far end); nil when that cannot happen.
 	Ended() <-chan struct{}
+}
+
+// MediaSession is a Session that carries its own media instead of RTP
+// on the generator's lanes (the realtime WebSocket). The generator still
+// paces it: SendFrame is called once per 20 ms on the pacer goroutine.
+type MediaSession interface {
+	Session
+	// SendFrame queues frame (an index into the source cycle) for
+	// sending. It runs on the pacer goroutine and must not block.
+	SendFrame(frame int)
+	// Stats returns the receive statistics so far; safe from any
+	// goroutine.
+	Stats() rtpstat.Summary
+	// Audio returns, once the session has ended, the onset lags measured
+	// and when the first audio came back (zero if none).
+	Audio() (lags []time.Duration, firstAudio time.Time)
 }
