@@ -7,7 +7,7 @@
 # exact apt-get line and fails, so `make` stops with something to copy.
 set -euo pipefail
 
-build=(gcc g++ pkg-config libopus-dev libopusfile-dev libsoxr-dev libwebrtc-audio-processing-dev libmp3lame-dev libspeexdsp-dev libespeak-ng-dev espeak-ng-data)
+build=(gcc g++ pkg-config libopus-dev libopusfile-dev libsoxr-dev libwebrtc-audio-processing-dev libmp3lame-dev libspeexdsp-dev libespeak-ng-dev espeak-ng-data libpocketsphinx-dev pocketsphinx-en-us)
 test=("${build[@]}" sox libsox-fmt-mp3 espeak-ng sip-tester baresip-core)
 bench=("${test[@]}" wrk)
 
