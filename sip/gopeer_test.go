@@ -383,3 +383,45 @@ func BenchmarkCall(b *testing.B) {
 	}
 	b.ReportMetric(float64(answer.Microseconds())/float64(n), "invite-200-us")
 }
+
+// TestCancelRace: a phone CANCELs right after its INVITE, racing our
+// answer. Whichever wins, each call ends exactly once, a call that was
+// answered is hung up cleanly, and nothing is left running.
+func TestCancelRace(t *testing.T) {
+	siptest.CheckLeaks(t)
+	// Ringing for a millisecond puts the answer within reach of the
+	// CANCELs, sent from 0 to 2 ms after the INVITE.
+	e := newEnv(t, sip.Config{AnswerDelay: time.Millisecond, Trusted: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}, nil)
+	p := newPeer(t, nil, nil)
+	uri := gosip.Uri{Scheme: "sip", User: agentNumber, Host: "127.0.0.1", Port: int(e.udp.Port())}
+	const calls = 30
+	answered := 0
+	for i := range calls {
+		ctx, cancel := context.WithCancel(context.Background())
+		sess, err := p.dua.Invite(ctx, uri, p.sdp(1), gosip.NewHeader("Content-Type", "application/sdp"))
+		require.NoError(t, err)
+		go func() {
+			time.Sleep(time.Duration(i%5) * 500 * time.Microsecond)
+			cancel()
+		}()
+		if err := sess.WaitAnswer(ctx, sipgo.AnswerOptions{}); err == nil || (sess.InviteResponse != nil && sess.InviteResponse.IsSuccess()) {
+			// The 200 OK crossed the CANCEL: the dialog exists, end it.
+			answered++
+			bctx, bcancel := context.WithTimeout(context.Background(), 5*time.Second)
+			require.NoError(t, sess.Ack(bctx))
+			require.NoError(t, sess.Bye(bctx))
+			bcancel()
+		}
+		cancel()
+	}
+	for id := int64(1); id <= calls; id++ {
+		end := e.log.Wait(t, id, 5*time.Second)
+		require.Len(t, e.log.Ends(id), 1)
+		require.Equal(t, sip.ReasonCallerHangup, end.Reason)
+	}
+	require.Eventually(t, func() bool { return e.srv.ActiveCalls() == 0 }, 5*time.Second, 10*time.Millisecond)
+	for _, s := range e.media.Sessions() {
+		require.True(t, s.Closed())
+	}
+	t.Logf("%d of %d calls answered before the CANCEL", answered, calls)
+}

@@ -28,7 +28,7 @@ func TestSippInboundCall(t *testing.T) {
 			if tr == "t1" {
 				target = e.tcp.String()
 			}
-			p := siptest.Sipp(t, "testdata/sipp/uac_call.xml", 15*time.Second, "-t", tr, "-s", agentNumber, "-m", "1", target)
+			p := siptest.Sipp(t, "testdata/sipp/uac_call.xml", 15*time.Second, "-d", "1000", "-t", tr, "-s", agentNumber, "-m", "1", target)
 			require.NoError(t, p.Wait())
 			end := e.log.Wait(t, 1, 5*time.Second)
 			require.Equal(t, sip.StatusCompleted, end.Status)
@@ -198,7 +198,7 @@ func TestSippLoad(t *testing.T) {
 	e := newEnv(t, sip.Config{}, nil)
 	const calls = 100
 	start := time.Now()
-	p := siptest.Sipp(t, "testdata/sipp/uac_call.xml", 30*time.Second, "-s", agentNumber, "-m", strconv.Itoa(calls), "-r", "50", "-l", "200",
+	p := siptest.Sipp(t, "testdata/sipp/uac_call.xml", 30*time.Second, "-d", "1000", "-s", agentNumber, "-m", strconv.Itoa(calls), "-r", "50", "-l", "200",
 		"-trace_rtt", "-rtt_freq", "1", e.udp.String())
 	require.NoError(t, p.Wait())
 	elapsed := time.Since(start)

@@ -44,7 +44,7 @@ func TestServeTelephony(t *testing.T) {
 	require.Equal(t, 200, st, "%v", num)
 
 	// Inbound: sipp calls the number, plays RTP for a second, hangs up.
-	uac := siptest.Sipp(t, "../../sip/testdata/sipp/uac_call.xml", 20*time.Second, "-s", "+14155550100", "-m", "1", "127.0.0.1:"+strconv.Itoa(sipPort))
+	uac := siptest.Sipp(t, "../../sip/testdata/sipp/uac_call.xml", 20*time.Second, "-d", "1000", "-s", "+14155550100", "-m", "1", "127.0.0.1:"+strconv.Itoa(sipPort))
 	require.NoError(t, uac.Wait())
 	var in map[string]any
 	require.Eventually(t, func() bool {
