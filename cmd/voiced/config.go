@@ -58,6 +58,10 @@ type config struct {
 	RealtimeOrgSessions             int64
 	RealtimeLoopback                bool
 
+	WebRTCUDPAddr, WebRTCPublicIP            string
+	WebRTCTURN, WebRTCTURNUser, WebRTCTURNPw string
+	WebRTCMaxSessions                        int64
+
 	rtpLow, rtpHigh int
 	tlsCert         *tls.Certificate
 	sipTrusted      []netip.Prefix
@@ -110,6 +114,12 @@ func bindFlags(fs *flag.FlagSet, c *config, names ...string) []flagSpec {
 		{"stt-model", "VOICED_STT_MODEL", "", "transcription model for --stt-base-url (empty = whisper-1)", &c.STTModel},
 		{"realtime-org-sessions", "VOICED_REALTIME_ORG_SESSIONS", "50", "concurrent realtime WebSocket sessions per organization (0 = no cap)", &c.RealtimeOrgSessions},
 		{"realtime-loopback", "VOICED_REALTIME_LOOPBACK", "false", "realtime sessions play each caller turn back with no STT, model or TTS (load tests of the media path)", &c.RealtimeLoopback},
+		{"webrtc-udp-addr", "VOICED_WEBRTC_UDP_ADDR", ":50000", "UDP address (host:port) every browser call's WebRTC media shares (one port to open)", &c.WebRTCUDPAddr},
+		{"webrtc-public-ip", "VOICED_WEBRTC_PUBLIC_IP", "", "public IPs, comma-separated, announced instead of the interface addresses when behind a 1:1 NAT", &c.WebRTCPublicIP},
+		{"webrtc-turn", "VOICED_WEBRTC_TURN", "", "TURN server URLs, comma-separated (turn:host:3478?transport=udp), giving browser calls relay candidates", &c.WebRTCTURN},
+		{"webrtc-turn-user", "VOICED_WEBRTC_TURN_USER", "", "username for --webrtc-turn", &c.WebRTCTURNUser},
+		{"webrtc-turn-password", "VOICED_WEBRTC_TURN_PASSWORD", "", "password for --webrtc-turn", &c.WebRTCTURNPw},
+		{"webrtc-max-sessions", "VOICED_WEBRTC_MAX_SESSIONS", "500", "most browser calls (widget and mic sessions) this node runs at once", &c.WebRTCMaxSessions},
 	}
 	var out []flagSpec
 	for _, s := range all {

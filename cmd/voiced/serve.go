@@ -65,6 +65,16 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if telOn {
 		opts = append(opts, control.WithDialer(tel), control.WithVoIPVerifier(tel))
 	}
+	browser, err := startBrowser(&c, flagGiven(fs, "webrtc-udp-addr"), tel.nodePacer(telOn), env.store, blobDir, log)
+	if err != nil {
+		ln.Close()
+		tel.close(context.Background())
+		return fmt.Errorf("browser calls: %w", err)
+	}
+	defer browser.close(context.Background()) // after the HTTP drain: calls end and are recorded
+	if browser != nil {
+		opts = append(opts, control.WithBrowserMedia(browser))
+	}
 	srv, err := control.New(control.Config{PublicURL: public, AccessLog: c.AccessLog, Version: version, Resources: control.ResourcesConfig{
 		Products: c.products, DIDPool: c.didPool, BlobDir: blobDir, SigningKey: signingKey(env.key), AudioURLTTL: c.audioURLTTL,
 	}, Payments: c.paymentConfig(), Webhooks: webhook.Config{AllowLoopback: c.WebhookAllowLoopback}}, log, env.store, env.coord, opts...)
@@ -74,6 +84,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	tel.setCallLog(srv.CallLog())
+	browser.setCallLog(srv.CallLog())
 	var nodePacer *pace.Pacer
 	if telOn {
 		nodePacer = tel.pacer
