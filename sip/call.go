@@ -59,6 +59,7 @@ type Call struct {
 	haveStream  bool
 	answered    time.Time
 	acked       bool
+	byed        bool
 	hungUp      string
 	forceReason string
 	peerAllow   string

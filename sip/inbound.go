@@ -212,6 +212,15 @@ func (c *Call) runInbound(ctx context.Context, req *sip.Request, tx sip.ServerTr
 	}
 	c.acceptRequestSE(se)
 	if err := dlg.WriteResponse(res); err != nil {
+		c.mu.Lock()
+		byed := c.byed
+		c.mu.Unlock()
+		if byed {
+			// The caller's BYE overtook its ACK (they are handled
+			// concurrently): the call was answered and is over.
+			now := s.now()
+			return End{Status: StatusCompleted, Reason: ReasonCallerHangup, At: now, Answered: now}
+		}
 		return failed(ReasonCallerHangup, "200 OK: "+err.Error(), 487)
 	}
 	c.mu.Lock()

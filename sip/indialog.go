@@ -74,6 +74,9 @@ func (s *Server) onBye(req *sip.Request, tx sip.ServerTransaction) {
 		s.respond(req, tx, 481, "Call/Transaction Does Not Exist", nil)
 		return
 	}
+	c.mu.Lock()
+	c.byed = true
+	c.mu.Unlock()
 	var err error
 	if c.sd != nil {
 		err = c.sd.ReadBye(req, tx)
