@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/voiced/voiced/cmd/voicebench/internal/chart"
@@ -149,7 +150,7 @@ func writeComparison(w io.Writer, title string, systems []*system, ratios []stri
 	for _, s := range systems {
 		r := s.runs[0]
 		maxN := "–"
-		if figuresOf(r).findMax {
+		if slices.ContainsFunc(s.runs, func(r *report.Report) bool { return len(r.Steps) > 0 }) {
 			maxN = cell(s, func(f figures) float64 { return float64(f.maxN) }, "%.0f")
 		}
 		fmt.Fprintf(w, "| %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", s.name, r.Settings.Target, r.Settings.Codec, len(s.runs),
@@ -200,10 +201,11 @@ func ratioText(a, b float64) string {
 func cpuChart(systems []*system) *chart.Chart {
 	c := &chart.Chart{Title: "Target CPU against concurrency", XLabel: "concurrent calls", YLabel: "CPU % of one core"}
 	for _, s := range systems {
-		r := s.runs[0]
-		if len(r.Steps) == 0 {
+		i := slices.IndexFunc(s.runs, func(r *report.Report) bool { return len(r.Steps) > 0 })
+		if i < 0 {
 			continue
 		}
+		r := s.runs[i]
 		var x, y []float64
 		for _, st := range r.Steps {
 			x = append(x, float64(st.Calls))

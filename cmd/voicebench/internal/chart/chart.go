@@ -30,6 +30,8 @@ const (
 	// Step draws a staircase (y holds until the next x): cumulative
 	// distributions.
 	Step
+	// Scatter marks the points without joining them (samples over time).
+	Scatter
 )
 
 // Series is one named curve; X and Y have the same length.
@@ -53,7 +55,7 @@ type Chart struct {
 var palette = []string{"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b"}
 
 const (
-	padLeft, padRight, padTop, padBottom = 70, 20, 40, 55
+	padLeft, padRight, padTop, padBottom = 70, 20, 58, 55
 )
 
 // WriteSVG writes c as an SVG document.
@@ -91,6 +93,7 @@ func (c *Chart) WriteSVG(w io.Writer) error {
 	text(b, (xs.from+xs.to)/2, float64(height)-12, "middle", 12, c.XLabel)
 	fmt.Fprintf(b, `<text x="16" y="%s" text-anchor="middle" transform="rotate(-90 16 %s)">%s</text>`+"\n", f((ys.from+ys.to)/2), f((ys.from+ys.to)/2), esc(c.YLabel))
 
+	legendX := xs.from
 	for i, s := range c.Series {
 		color := palette[i%len(palette)]
 		var pts []string
@@ -109,18 +112,21 @@ func (c *Chart) WriteSVG(w io.Writer) error {
 		if len(pts) == 0 {
 			continue
 		}
-		fmt.Fprintf(b, `<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>`+"\n", color, strings.Join(pts, " "))
-		if c.Kind == Line {
+		if c.Kind != Scatter {
+			fmt.Fprintf(b, `<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>`+"\n", color, strings.Join(pts, " "))
+		}
+		if c.Kind != Step {
 			for j := range min(len(s.X), len(s.Y)) {
 				if xs.valid(s.X[j]) && finite(s.Y[j]) {
 					fmt.Fprintf(b, `<circle cx="%s" cy="%s" r="3" fill="%s"/>`+"\n", f(xs.at(s.X[j])), f(ys.at(clamp(s.Y[j], y0, y1))), color)
 				}
 			}
 		}
-		// legend, top left inside the plot
-		ly := ys.to + 16 + float64(i)*16
-		fmt.Fprintf(b, `<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="3"/>`+"\n", f(xs.from+10), f(ly-4), f(xs.from+30), f(ly-4), color)
-		text(b, xs.from+36, ly, "start", 12, s.Name)
+		// legend, in a row between the title and the plot
+		ly := ys.to - 12
+		fmt.Fprintf(b, `<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="3"/>`+"\n", f(legendX), f(ly-4), f(legendX+20), f(ly-4), color)
+		text(b, legendX+26, ly, "start", 12, s.Name)
+		legendX += 26 + 7*float64(len([]rune(s.Name))) + 18
 	}
 	b.WriteString("</svg>\n")
 	return b.Flush()

@@ -22,14 +22,52 @@ var ErrFormat = errors.New("procstat: unexpected /proc format")
 // voiced runs on).
 const tick = 10 * time.Millisecond
 
-// Process returns the CPU time (user plus system) pid has used, from
-// /proc/<pid>/stat, at a resolution of one clock tick (10 ms).
+// Process returns the CPU time pid has used. It sums the nanosecond
+// run times of its live threads (/proc/<pid>/task/*/schedstat), which a
+// short window needs; when the process's tick-resolution total from
+// /proc/<pid>/stat (which also counts threads that have exited) is
+// larger, that is returned instead, so the figure never undercounts by
+// more than a tick.
 func Process(pid int) (time.Duration, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, err
 	}
-	return parseStat(b)
+	ticks, err := parseStat(b)
+	if err != nil {
+		return 0, err
+	}
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return ticks, nil
+	}
+	var sum time.Duration
+	for _, t := range tasks {
+		b, err := os.ReadFile(dir + "/" + t.Name() + "/schedstat")
+		if err != nil {
+			continue // the thread exited meanwhile
+		}
+		sum += parseSchedstat(b)
+	}
+	if sum+tick < ticks {
+		return ticks, nil
+	}
+	return sum, nil
+}
+
+// parseSchedstat reads the first field of a schedstat line: time spent on
+// the CPU, in ns.
+func parseSchedstat(b []byte) time.Duration {
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	v, err := strconv.ParseUint(f[0], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return time.Duration(v)
 }
 
 // parseStat reads utime and stime (fields 14 and 15) from a stat line;

@@ -19,6 +19,12 @@ func TestParseStat(t *testing.T) {
 	require.ErrorIs(t, err, ErrFormat)
 }
 
+func TestParseSchedstat(t *testing.T) {
+	require.Equal(t, 123456789*time.Nanosecond, parseSchedstat([]byte("123456789 5000 42\n")))
+	require.Zero(t, parseSchedstat([]byte("")))
+	require.Zero(t, parseSchedstat([]byte("x 1 2")))
+}
+
 func TestParseHost(t *testing.T) {
 	stat := "cpu  100 0 50 800 50 0 0 0 7 0\ncpu0 60 0 30 400 10 0 0 0 0 0\ncpu1 40 0 20 400 40 0 0 0 0 0\nintr 1 2 3\n"
 	h, err := parseHost([]byte(stat))
@@ -38,16 +44,31 @@ func TestParseHost(t *testing.T) {
 }
 
 func TestProcessSeesOwnWork(t *testing.T) {
+	// Spin until 50 ms of CPU show (a shared machine may give this
+	// goroutine a fraction of a core, so wall time is only a cap).
 	before, err := Process(os.Getpid())
 	require.NoError(t, err)
-	deadline := time.Now().Add(150 * time.Millisecond)
 	x := 0
-	for time.Now().Before(deadline) {
+	var after time.Duration
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+		for range 100000 {
+			x++
+		}
+		after, err = Process(os.Getpid())
+		require.NoError(t, err)
+		if after-before >= 50*time.Millisecond {
+			break
+		}
+	}
+	require.GreaterOrEqual(t, after-before, 50*time.Millisecond, "spun %d times", x)
+	// Nanosecond resolution: a millisecond of work shows.
+	before = after
+	for deadline := time.Now().Add(3 * time.Millisecond); time.Now().Before(deadline); {
 		x++
 	}
-	after, err := Process(os.Getpid())
+	after, err = Process(os.Getpid())
 	require.NoError(t, err)
-	require.GreaterOrEqual(t, after-before, 50*time.Millisecond, "spun %d times", x)
+	require.Greater(t, after, before)
 
 	h1, err := ReadHost()
 	require.NoError(t, err)

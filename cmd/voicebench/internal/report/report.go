@@ -308,6 +308,9 @@ func (r *Report) Charts() map[string]*chart.Chart {
 
 	cpu := &chart.Chart{Title: "CPU against concurrency", XLabel: "concurrent calls", YLabel: "CPU % (of one core)"}
 	var xs, tgt, host, gen []float64
+	if len(r.Steps) == 0 {
+		cpu.Kind = chart.Scatter // one-second samples, not a curve
+	}
 	if len(r.Steps) > 0 {
 		for _, s := range r.Steps {
 			xs = append(xs, float64(s.Calls))

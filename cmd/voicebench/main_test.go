@@ -1,0 +1,157 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/voiced/voiced/cmd/voicebench/internal/echo"
+	"github.com/voiced/voiced/cmd/voicebench/internal/load"
+	"github.com/voiced/voiced/cmd/voicebench/internal/report"
+)
+
+func TestParseLoadFlags(t *testing.T) {
+	var stderr bytes.Buffer
+	f, err := parseLoadFlags([]string{"--mode", "rtpengine"}, &stderr)
+	require.NoError(t, err)
+	require.Equal(t, "relay", f.topology)
+	require.Equal(t, 10, f.calls)
+	f, err = parseLoadFlags([]string{"--mode", "echo", "--pid", "3,4", "--pid", "5"}, &stderr)
+	require.NoError(t, err)
+	require.Equal(t, "echo", f.topology)
+	require.Equal(t, intList{3, 4, 5}, f.pids)
+	f, err = parseLoadFlags([]string{"--to", "+1555", "--topology", "echo"}, &stderr)
+	require.NoError(t, err)
+	require.Equal(t, "echo", f.topology)
+
+	for _, bad := range [][]string{
+		{"--mode", "sip"},
+		{"--mode", "echo", "--calls", "0"},
+		{"--mode", "echo", "--find-max", "--step", "0", "--factor", "1"},
+		{"--mode", "echo", "stray"},
+	} {
+		_, err := parseLoadFlags(bad, &stderr)
+		require.Error(t, err, "%v", bad)
+	}
+}
+
+func TestJudge(t *testing.T) {
+	f := &loadFlags{maxLoss: 0.1, maxJitter: 2 * time.Millisecond}
+	ok := load.Window{Received: 1000, LossPct: 0.05, JitterP99Ms: 1.5, GeneratorCPUPct: 40}
+	pass, why := judge(f, ok, 0)
+	require.True(t, pass, why)
+	for _, tc := range []struct {
+		w      load.Window
+		failed int
+		want   string
+	}{
+		{load.Window{Received: 1000, LossPct: 0.2}, 0, "loss 0.200% > 0.1%"},
+		{load.Window{Received: 1000, JitterP99Ms: 2.5}, 0, "p99 |D| 2.50 ms > 2 ms"},
+		{load.Window{Received: 1000}, 3, "3 setup failures"},
+		{load.Window{}, 0, "no media came back"},
+		{load.Window{Received: 1000, PacerSkipped: 2}, 0, "generator-bound"},
+	} {
+		pass, why := judge(f, tc.w, tc.failed)
+		require.False(t, pass)
+		require.Contains(t, why, tc.want)
+	}
+}
+
+// echoPorts starts an echo server on count consecutive free ports.
+func echoPorts(t *testing.T, count int) netip.AddrPort {
+	t.Helper()
+	lo := netip.MustParseAddr("127.0.0.1")
+	for range 20 {
+		c, err := net.ListenPacket("udp", "127.0.0.1:0")
+		require.NoError(t, err)
+		p := c.LocalAddr().(*net.UDPAddr).Port
+		c.Close()
+		if p+count > 65535 {
+			continue
+		}
+		s, err := echo.Listen(lo, p, count)
+		if err != nil {
+			continue
+		}
+		t.Cleanup(func() { s.Close() })
+		return netip.AddrPortFrom(lo, uint16(p))
+	}
+	t.Fatal("no free port range")
+	return netip.AddrPort{}
+}
+
+func readResults(t *testing.T, dir string) report.Report {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	require.NoError(t, err)
+	var r report.Report
+	require.NoError(t, json.Unmarshal(b, &r))
+	return r
+}
+
+func TestLoadFindMaxAndCompare(t *testing.T) {
+	first := echoPorts(t, 6)
+	dir := t.TempDir()
+	common := []string{"--mode", "echo", "--echo", first.String(), "--echo-count", "6", "--rate", "200", "--settle", "0s", "--quiet", "--gap", "300ms"}
+	var stdout, stderr bytes.Buffer
+
+	plain := filepath.Join(dir, "plain")
+	err := run(context.Background(), append([]string{"load", "--calls", "4", "--hold", "1s", "--out", plain}, common...), &stdout, &stderr)
+	require.NoError(t, err, stderr.String())
+	require.Contains(t, stdout.String(), "4 calls attempted, 4 ok, 0 failed")
+	r := readResults(t, plain)
+	require.NotNil(t, r.Window)
+	require.Equal(t, 4, r.Window.Calls)
+	require.Zero(t, r.Window.Lost)
+	require.Equal(t, 4, r.Summary.OneWay.N, "every G.711 call is probed")
+	for _, f := range []string{"summary.md", "latency.svg", "jitter.svg", "cpu.svg"} {
+		require.FileExists(t, filepath.Join(plain, f))
+	}
+
+	knee := filepath.Join(dir, "knee")
+	stdout.Reset()
+	err = run(context.Background(), append([]string{"load", "--find-max", "--start", "2", "--step", "2", "--max", "6", "--window", "700ms",
+		"--max-jitter", "100ms", "--out", knee}, common...), &stdout, &stderr)
+	require.NoError(t, err, stderr.String())
+	k := readResults(t, knee)
+	require.Len(t, k.Steps, 3)
+	for i, st := range k.Steps {
+		require.Equal(t, 2*(i+1), st.Calls)
+		require.True(t, st.Pass, st.Reason)
+	}
+	require.Equal(t, 6, k.MaxSustained)
+	require.Contains(t, stdout.String(), "largest sustained: 6 calls")
+
+	out := filepath.Join(dir, "cmp.md")
+	err = run(context.Background(), []string{"compare", "--out", out, "--title", "Echo twice", "--ratio", "a:b", "--ratio", "a:missing",
+		"a=" + plain, "b=" + plain, "a=" + knee}, &stdout, &stderr)
+	require.NoError(t, err)
+	md, err := os.ReadFile(out)
+	require.NoError(t, err)
+	text := string(md)
+	require.Contains(t, text, "## Echo twice")
+	require.Contains(t, text, "| a | voicebench echo "+first.String())
+	require.Contains(t, text, "| a / missing | not measured | not measured |")
+	require.Contains(t, text, "- b #1 (`"+plain+"`)")
+	require.FileExists(t, filepath.Join(dir, "cmp-cpu.svg"), "the find-max run is charted")
+	// a's two runs are averaged: 4 calls and 6 calls make 5.
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, "| a |") {
+			require.Contains(t, line, "| 2 | 5 (4–6) |")
+		}
+	}
+
+	err = run(context.Background(), []string{"compare", "nonsense"}, &stdout, &stderr)
+	require.Error(t, err)
+	err = run(context.Background(), []string{"bogus"}, &stdout, &stderr)
+	require.Error(t, err)
+	require.NoError(t, run(context.Background(), []string{"help"}, &stdout, &stderr))
+}
