@@ -425,3 +425,35 @@ func TestCancelRace(t *testing.T) {
 	}
 	t.Logf("%d of %d calls answered before the CANCEL", answered, calls)
 }
+
+// TestInboundEarlyMedia: with EarlyMedia, a call gets 183 with the SDP
+// answer and media starts before the 200 OK.
+func TestInboundEarlyMedia(t *testing.T) {
+	siptest.CheckLeaks(t)
+	e := newEnv(t, sip.Config{EarlyMedia: true, AnswerDelay: 300 * time.Millisecond}, nil)
+	p := newPeer(t, nil, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	sess, err := p.dua.Invite(ctx, gosip.Uri{Scheme: "sip", User: agentNumber, Host: "127.0.0.1", Port: int(e.udp.Port())}, p.sdp(1),
+		gosip.NewHeader("Content-Type", "application/sdp"))
+	require.NoError(t, err)
+	var early []byte
+	updatesAt183 := -1
+	require.NoError(t, sess.WaitAnswer(ctx, sipgo.AnswerOptions{OnResponse: func(r *gosip.Response) error {
+		if r.StatusCode == 183 {
+			early = r.Body()
+			if s := e.media.Session(1); s != nil {
+				time.Sleep(20 * time.Millisecond)
+				updatesAt183 = len(s.Updates())
+			}
+		}
+		return nil
+	}}))
+	require.Contains(t, string(early), "m=audio", "183 carries the answer")
+	require.Equal(t, string(early), string(sess.InviteResponse.Body()), "the 200 repeats the same answer")
+	require.Equal(t, 1, updatesAt183, "media started on the 183")
+	require.NoError(t, sess.Ack(ctx))
+	require.NoError(t, sess.Bye(ctx))
+	e.log.Wait(t, 1, 5*time.Second)
+	require.Len(t, e.media.Session(1).Updates(), 1, "no second start at the answer")
+}
