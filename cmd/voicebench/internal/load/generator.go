@@ -38,6 +38,7 @@ type Generator struct {
 
 	mu       sync.Mutex // guards the fields below and the sender's call list
 	live     []*call
+	mediaAll rtpstat.Histogram // |D| of media sessions, whole run
 	results  []CallResult
 	next     time.Time // earliest start of the next call attempt (rate limit)
 	maintain bool
@@ -388,6 +389,11 @@ func (g *Generator) finish(c *call, res CallResult, up bool) {
 	switch {
 	case up && c.media != nil:
 		g.fillResult(c, &res)
+		var h rtpstat.Histogram
+		c.media.DrainJitter(&h)
+		g.mu.Lock()
+		g.mediaAll.Merge(&h)
+		g.mu.Unlock()
 	case up:
 		l := g.lanes[c.recvLn]
 		l.mu.Lock()
@@ -430,6 +436,9 @@ func (g *Generator) JitterHistogram() *rtpstat.Histogram {
 		h.Merge(&l.all)
 		l.mu.Unlock()
 	}
+	g.mu.Lock()
+	h.Merge(&g.mediaAll)
+	g.mu.Unlock()
 	return &h
 }
 
@@ -481,6 +490,12 @@ func (g *Generator) snapshot() *snap {
 			sum := c.media.Stats()
 			s.perCall[c] = sum
 			s.jitterRF = append(s.jitterRF, sum.JitterMs)
+			var h rtpstat.Histogram
+			c.media.DrainJitter(&h)
+			s.hist.Merge(&h)
+			g.mu.Lock()
+			g.mediaAll.Merge(&h)
+			g.mu.Unlock()
 			continue
 		}
 		byLane[c.recvLn] = append(byLane[c.recvLn], c)

@@ -69,4 +69,7 @@ type MediaSession interface {
 	// Audio returns, once the session has ended, the onset lags measured
 	// and when the first audio came back (zero if none).
 	Audio() (lags []time.Duration, firstAudio time.Time)
+	// DrainJitter adds the per-packet transit differences |D| measured
+	// since the last call to h and forgets them; safe from any goroutine.
+	DrainJitter(h *rtpstat.Histogram)
 }

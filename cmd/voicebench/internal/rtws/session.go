@@ -58,6 +58,7 @@ type session struct {
 
 	mu     sync.Mutex // receive statistics
 	stream rtpstat.Stream
+	jitter rtpstat.Histogram // |D| since the last DrainJitter
 	seq    uint16
 	ts     uint32
 	last   time.Time
@@ -267,7 +268,9 @@ func (s *session) receive(b []byte, now time.Time) {
 	default:
 		s.ts += uint32(s.lastN)
 	}
-	s.stream.Add(s.seq, s.ts, now.UnixNano())
+	if d, fresh := s.stream.Add(s.seq, s.ts, now.UnixNano()); fresh && s.seq > 0 {
+		s.jitter.Add(d)
+	}
 	s.seq++
 	s.last, s.lastN = now, n
 	if k := s.onset.Feed(s.pcm[:n]); k >= 0 {
@@ -320,6 +323,14 @@ func (s *session) Stats() rtpstat.Summary {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.stream.Summary()
+}
+
+// DrainJitter implements load.MediaSession.
+func (s *session) DrainJitter(h *rtpstat.Histogram) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h.Merge(&s.jitter)
+	s.jitter.Reset()
 }
 
 // Audio implements load.MediaSession.
