@@ -33,7 +33,9 @@ func putEvent(b []byte, event byte, end bool, volume byte, duration uint16) {
 // start packet (the first packet seen starts the event). The digit is
 // reported at the first end packet and repeated ends are ignored; if every
 // end packet is lost it is reported when the next event starts or when no
-// update came for dtmfStale. It belongs to the receive goroutine.
+// update came for dtmfStale. Events only move forward in RTP time, so
+// stragglers of an earlier event (reordered or repeated late) are ignored.
+// It belongs to the receive goroutine.
 type dtmfRx struct {
 	active  bool   // an event is open
 	done    bool   // the open event was reported
@@ -45,20 +47,28 @@ type dtmfRx struct {
 	clock   int
 	prevTS  uint32 // timestamp of the last event reported, to ignore its stragglers
 	hasPrev bool
+	ssrc    uint32 // the stream the timestamps belong to
 }
 
 // packet takes one telephone-event payload and calls emit for each digit
 // that ends with it (at most two: a pending one whose end was lost, and
 // this one if it is already an end).
-func (d *dtmfRx) packet(ts uint32, payload []byte, now time.Time, emit func(Digit)) {
+func (d *dtmfRx) packet(ssrc, ts uint32, payload []byte, now time.Time, emit func(Digit)) {
 	if len(payload) < 4 {
 		return
+	}
+	if ssrc != d.ssrc {
+		// A new stream: its timestamps start anywhere.
+		if d.active && !d.done {
+			d.report(emit)
+		}
+		d.active, d.hasPrev, d.ssrc = false, false, ssrc
 	}
 	ev, end := payload[0], payload[1]&eventEnd != 0
 	vol, dur := payload[1]&eventVolume, binary.BigEndian.Uint16(payload[2:])
 	if !d.active || ts != d.ts {
-		if d.hasPrev && ts == d.prevTS {
-			return // a late repeat of an event already reported
+		if d.hasPrev && int32(ts-d.prevTS) <= 0 || d.active && int32(ts-d.ts) < 0 {
+			return // a straggler of an event already reported or replaced
 		}
 		if d.active && !d.done {
 			d.report(emit)

@@ -163,3 +163,17 @@ func newPacerRaw(t testing.TB) *pace.Pacer {
 	require.NoError(t, err)
 	return p
 }
+
+// toneFrames returns the share of 20 ms frames of a (16 kHz) that are a
+// clean tone at hz (a multiple of 50 Hz, so a frame holds whole cycles):
+// robust to the odd concealed frame on a loaded machine.
+func toneFrames(a []int16, hz float64) float64 {
+	n, ok := 0, 0
+	for i := 0; i+320 <= len(a); i += 320 {
+		n++
+		if goertzel(a[i:i+320], hz, 16000) > 0.9 {
+			ok++
+		}
+	}
+	return float64(ok) / float64(max(n, 1))
+}

@@ -116,7 +116,7 @@ func (s *Session) handle(data []byte, from netip.AddrPort, now time.Time, rtcpSo
 	case PayloadCN:
 		s.push(pkt, now, true)
 	default:
-		s.dtmf.packet(pkt.Timestamp, pkt.Payload, now, digits.add)
+		s.dtmf.packet(pkt.SSRC, pkt.Timestamp, pkt.Payload, now, digits.add)
 	}
 }
 

@@ -52,7 +52,6 @@ func (t *txState) init(s *Session) {
 	t.ts = rand.Uint32()
 	t.marker = true
 	t.hdr = prtp.Header{Version: 2, SSRC: s.ssrc}
-	t.nextRTCP = time.Now().Add(jittered(s.cfg.RTCPInterval) / 2)
 }
 
 // jittered returns d randomized to [0.5, 1.5) d (RFC 3550 section 6.3.1).
@@ -83,6 +82,11 @@ func (t *txState) update(s *Session, p Params, codecChanged bool) error {
 	}
 	if t.params.Remote != p.Remote || !t.started {
 		t.dst = p.Remote
+	}
+	if !t.started {
+		// The first report goes out after some media, half an interval
+		// in (RFC 3550 section 6.2 allows the initial halving).
+		t.nextRTCP = time.Now().Add(jittered(s.cfg.RTCPInterval) / 2)
 	}
 	switch {
 	case p.RemoteRTCP.IsValid():
@@ -145,7 +149,7 @@ func (s *Session) tick(now time.Time) {
 			var p [4]byte
 			putEvent(p[:], ev, end, dtmfVolume, dur)
 			s.send(t, t.params.DTMF.PT, ts, first, p[:], now)
-			if end && !t.dtmf.active {
+			if end && t.dtmf.ends == 1 {
 				s.m.DigitsSent.Add(1)
 			}
 			t.ts += t.frameTS
