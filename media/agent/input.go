@@ -48,7 +48,7 @@ func (in *input) init(s *Session) error {
 	in.dsp = p
 	in.frame = make([]int16, callerFrame)
 	if s.needFar {
-		if in.farRS, err = resample.New(s.cfg.OutputRate, media.Rate16k, resample.QualityHigh); err != nil {
+		if in.farRS, err = resample.New(s.cfg.OutputRate, media.Rate16k, resample.QualityLow); err != nil {
 			p.Close()
 			return fmt.Errorf("agent: echo reference resampler: %w", err)
 		}

@@ -253,7 +253,7 @@ func (s *Session) say(r *responseRun, text string, hidden bool, buf []int16) err
 
 // playBack writes loopback audio, resampled to the output rate.
 func (s *Session) playBack(r *responseRun) {
-	rs, err := resample.New(media.Rate16k, s.cfg.OutputRate, resample.QualityHigh)
+	rs, err := resample.New(media.Rate16k, s.cfg.OutputRate, resample.QualityLow)
 	if err != nil {
 		s.log.Warn("loopback resampler", "err", err)
 		return

@@ -75,7 +75,7 @@ func newConn(s *Server, nc net.Conn, br *bufio.Reader, org int64, set settings, 
 	c := &conn{srv: s, nc: nc, org: org, set: set, beta: beta, id: "sess_" + tag, done: make(chan struct{}),
 		logs: make(chan CallEvent, 256)}
 	c.log = s.log.With("session_id", c.id, "org_id", org)
-	c.rd = wsReader{nc: nc, br: br, max: s.cfg.MaxMessageBytes, timeout: 2*s.cfg.PingInterval + 5*time.Second}
+	c.rd = wsReader{nc: nc, br: br, max: s.cfg.MaxMessageBytes, timeout: 2*s.cfg.PingInterval + 5*time.Second, closing: &c.closing}
 	c.enc = &encoder{beta: beta, tag: tag, out: set.out, voice: set.voice}
 	c.q = newOutQueue(s.cfg.MaxQueuedBytes, media.SamplesPerFrame(set.out.rate))
 	c.lastRecv.Store(time.Now().UnixNano())
@@ -172,9 +172,15 @@ func (c *conn) readLoop() {
 			}
 			return
 		case ws.OpText:
+			if c.closing.Load() {
+				continue // closing: only the client's close matters now
+			}
 			c.lastRecv.Store(time.Now().UnixNano())
 			c.handleText(m.payload)
 		case ws.OpBinary:
+			if c.closing.Load() {
+				continue
+			}
 			c.lastRecv.Store(time.Now().UnixNano())
 			if !c.live {
 				c.buffer(append([]byte{0}, m.payload...))

@@ -174,6 +174,7 @@ func (c *conn) writer() {
 			c.q.push(outPing, nil)
 			continue
 		}
+		_ = c.nc.SetWriteDeadline(time.Now().Add(c.srv.cfg.WriteTimeout))
 		for {
 			it, ok, slow := c.q.pop()
 			if slow {
@@ -187,7 +188,6 @@ func (c *conn) writer() {
 			if !ok {
 				break
 			}
-			_ = c.nc.SetWriteDeadline(time.Now().Add(c.srv.cfg.WriteTimeout))
 			var err error
 			switch it.kind {
 			case outJSON:

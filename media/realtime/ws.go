@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"slices"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -24,6 +25,12 @@ type wsReader struct {
 	max     int
 	timeout time.Duration
 	buf     []byte
+	// extended is when the read deadline was last pushed back: it moves
+	// at most once a second, not per frame (each move is a timer update).
+	extended time.Time
+	// closing stops the extensions once the server closes: the deadline
+	// its close set then stands.
+	closing *atomic.Bool
 }
 
 // message is one read: a data message (text or binary) or a control
@@ -36,15 +43,18 @@ type message struct {
 // errTooLarge reports a message over the size limit.
 var errTooLarge = errors.New("message too large")
 
-// read returns the next message. Every frame header read extends the read
-// deadline by timeout: a client that sends nothing (not even the pong of
-// our pings) for that long is gone.
+// read returns the next message. Reading extends the read deadline to
+// timeout (within a second): a client that sends nothing (not even the
+// pong of our pings) for that long is gone.
 func (r *wsReader) read() (message, error) {
 	r.buf = r.buf[:0]
 	var op ws.OpCode
 	for {
-		if r.timeout > 0 {
-			_ = r.nc.SetReadDeadline(time.Now().Add(r.timeout))
+		if r.timeout > 0 && (r.closing == nil || !r.closing.Load()) {
+			if now := time.Now(); now.Sub(r.extended) > time.Second {
+				r.extended = now
+				_ = r.nc.SetReadDeadline(now.Add(r.timeout))
+			}
 		}
 		h, err := ws.ReadHeader(r.br)
 		if err != nil {
