@@ -21,6 +21,10 @@ const DefaultCheckin = "Are you still there?"
 // EndCallTool is the name of the built-in tool that ends the call.
 const EndCallTool = "end_call"
 
+// Tool is a function the model may call (llm.Tool, named here so that
+// transports configure tools without importing ai).
+type Tool = llm.Tool
+
 // TurnDetection configures automatic turn-taking; a nil *TurnDetection in
 // Config means manual turns (the client commits the input buffer).
 type TurnDetection struct {
@@ -48,7 +52,7 @@ type Config struct {
 	// Tools are the function tools the model may call. Without a
 	// ToolRunner they are delivered to the client (function_call items)
 	// and the session waits for its function_call_output.
-	Tools []llm.Tool
+	Tools []Tool
 	// EndCall offers the model the built-in end_call tool, which ends the
 	// call once the agent has finished speaking.
 	EndCall bool

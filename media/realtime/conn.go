@@ -17,7 +17,6 @@ import (
 
 	"github.com/gobwas/ws"
 
-	"github.com/voiced/voiced/ai/llm"
 	"github.com/voiced/voiced/media"
 	"github.com/voiced/voiced/media/agent"
 	"github.com/voiced/voiced/media/dsp"
@@ -289,7 +288,7 @@ func (c *conn) agentConfig(adm Admission) (agent.Config, error) {
 		cfg.Voice = a.Voice
 	}
 	for _, t := range c.set.tools {
-		cfg.Tools = append(cfg.Tools, llm.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
+		cfg.Tools = append(cfg.Tools, agent.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
 	}
 	td, err := c.set.turn.detection()
 	if err != nil {
