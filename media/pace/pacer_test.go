@@ -1,6 +1,7 @@
 package pace
 
 import (
+	"log/slog"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -188,7 +189,7 @@ func (s *panicker) Tick(time.Time) {
 
 func TestPanickingStreamIsRemoved(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p, err := New(Config{}, nil)
+		p, err := New(Config{}, slog.New(slog.DiscardHandler))
 		require.NoError(t, err)
 		defer p.Close()
 		var before, after counter

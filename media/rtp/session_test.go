@@ -306,3 +306,27 @@ func TestCodecChange(t *testing.T) {
 	require.Greater(t, goertzel(got[len(got)-4800:], 700, 16000), 0.9)
 	require.Equal(t, "opus", b.Snapshot().Codec)
 }
+
+// TestDualStackDefault binds the default address (all interfaces, IPv4
+// and IPv6) and talks to an IPv4 peer: IPv4-mapped sources are unmapped,
+// so latching and the SDP address agree.
+func TestDualStackDefault(t *testing.T) {
+	pacer, ports := newPacer(t), newPorts(t)
+	a, err := NewSession(Config{}, quiet, pacer, ports)
+	require.NoError(t, err)
+	defer a.Close()
+	b, err := NewSession(Config{}, quiet, pacer, ports)
+	require.NoError(t, err)
+	defer b.Close()
+	require.True(t, a.LocalAddr().Addr().IsUnspecified())
+	require.NoError(t, a.Update(params(b, codecPCMA, Codec{})))
+	require.NoError(t, b.Update(params(a, codecPCMA, Codec{})))
+	require.Eventually(t, func() bool {
+		return a.Metrics().PacketsReceived.Load() > 10 && b.Metrics().PacketsReceived.Load() > 10
+	}, 2*time.Second, 10*time.Millisecond)
+	require.Zero(t, a.Metrics().SourceDrops.Load())
+	b.mu.Lock()
+	peer := b.peer
+	b.mu.Unlock()
+	require.Equal(t, netip.AddrPortFrom(localhost, a.LocalAddr().Port()), peer)
+}
