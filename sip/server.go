@@ -384,9 +384,11 @@ func (s *Server) Close() error {
 	for _, r := range regs {
 		r.stop()
 	}
-	// Calls still being set up see the lifetime context end.
+	// Calls still being set up see the lifetime context end. A call
+	// waiting for the ACK of its 200 OK does not watch it: closing the
+	// user agent below ends that wait.
 	s.cancel()
-	s.waitCalls()
+	s.waitCalls(s.cfg.ByeTimeout + time.Second)
 	s.mu.Lock()
 	ls := s.listeners
 	s.listeners = nil
@@ -399,10 +401,10 @@ func (s *Server) Close() error {
 	return err
 }
 
-// waitCalls waits until no call is active (their goroutines finish
-// after hanging up).
-func (s *Server) waitCalls() {
-	for s.ActiveCalls() > 0 {
+// waitCalls waits up to d until no call is active (their goroutines
+// finish after hanging up).
+func (s *Server) waitCalls(d time.Duration) {
+	for deadline := time.Now().Add(d); s.ActiveCalls() > 0 && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
