@@ -80,8 +80,13 @@ func BenchmarkTick1000UDP(b *testing.B) {
 // BenchmarkPacer1000UDP runs the real 20 ms clock with 1000 UDP streams;
 // each iteration waits for one tick. It reports how late ticks started
 // (p50, p99, max) and how long one tick's loop took, in µs.
-func BenchmarkPacer1000UDP(b *testing.B) {
-	p, err := New(Config{}, nil)
+func BenchmarkPacer1000UDP(b *testing.B) { benchPacerUDP(b, 1) }
+
+// BenchmarkPacer1000UDP2Workers is the same spread over two workers.
+func BenchmarkPacer1000UDP2Workers(b *testing.B) { benchPacerUDP(b, 2) }
+
+func benchPacerUDP(b *testing.B, workers int) {
+	p, err := New(Config{Workers: workers}, nil)
 	require.NoError(b, err)
 	defer p.Close()
 	for _, s := range udpStreams(b, 1000) {

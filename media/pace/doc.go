@@ -18,7 +18,10 @@
 // # Cost per tick
 //
 // A tick is one tight loop over a dense slice of streams: no goroutine,
-// channel or allocation per stream. Each Tick runs on the pacer goroutine
+// channel or allocation per stream. By default one goroutine runs it all;
+// Config.Workers spreads the streams over several goroutines driven by the
+// same clock (one wake-up per worker per tick), for nodes whose per-stream
+// work outgrows one core. Each Tick runs on the pacer goroutine
 // and must be short and non-blocking (dequeue a ready packet, write it to a
 // UDP socket): encoding and resampling belong on the producer's goroutine.
 // A Tick that panics is recovered, counted and unregistered, so one broken
@@ -27,8 +30,8 @@
 // # Concurrency
 //
 // Register and Unregister may be called from any goroutine except from
-// inside a Tick (the tick loop holds the registry lock; Unregister from a
-// Tick would deadlock). When Unregister returns, the stream's Tick is not
+// inside a Tick (a worker holds its share's lock while ticking; Unregister
+// from a Tick would deadlock). When Unregister returns, the stream's Tick is not
 // running and will not run again, so the caller may release what Tick
 // uses. Stats is safe at any time.
 package pace

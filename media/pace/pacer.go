@@ -35,6 +35,12 @@ type Config struct {
 	// MaxLag is the largest backlog the pacer catches up on; ticks further
 	// behind than this are skipped and counted. 0 means 5 periods.
 	MaxLag time.Duration
+	// Workers splits the streams over this many goroutines, all driven by
+	// the one clock: each tick the clock goroutine runs the first share
+	// itself and wakes one goroutine per other share (a wake-up per worker
+	// per tick, none per stream), so per-stream work can use more than one
+	// core. 0 means 1: a single goroutine does everything.
+	Workers int
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -49,6 +55,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxLag == 0 {
 		c.MaxLag = 5 * c.Period
+	}
+	if c.Workers == 0 {
+		c.Workers = 1
+	}
+	if c.Workers < 0 || c.Workers > 256 {
+		return c, fmt.Errorf("%d workers (1..256): %w", c.Workers, ErrBadConfig)
 	}
 	if c.MinGap > c.Period {
 		return c, fmt.Errorf("min gap %v longer than period %v: %w", c.MinGap, c.Period, ErrBadConfig)
@@ -79,18 +91,22 @@ type Pacer struct {
 	cfg Config
 	log *slog.Logger
 
-	mu      sync.Mutex
-	streams []Stream // dense: the tick loop's only input
-	slotOf  []uint32 // dense index -> slot
-	pos     []int32  // slot -> dense index, -1 when free
+	// reg guards the handle tables and each shard's membership; a shard's
+	// own mutex guards its dense slice while it ticks. Lock order: reg,
+	// then a shard.
+	reg     sync.Mutex
+	pos     []int32  // slot -> dense index in its shard, -1 when free
 	gen     []uint32 // slot -> generation of its current or last stream
+	shardOf []uint16 // slot -> shard
 	free    []uint32 // free slots
-	broken  []int    // dense indexes whose Tick panicked this tick
 	closed  bool
+	shards  []*shard
 
-	stop chan struct{}
-	done chan struct{}
-	once sync.Once
+	stop     chan struct{}
+	done     chan struct{}
+	tickDone chan struct{} // workers report the end of their share of a tick
+	workers  sync.WaitGroup
+	once     sync.Once
 
 	count   atomic.Int64
 	ticks   atomic.Uint64
@@ -100,8 +116,18 @@ type Pacer struct {
 	cost    histogram
 }
 
-// New starts a Pacer whose first tick is one Period from now. log receives
-// only rare events (a panicking stream); nil means slog.Default().
+// shard is one worker's share of the streams.
+type shard struct {
+	mu      sync.Mutex
+	streams []Stream // dense: the tick loop's only input
+	handles []Handle // dense index -> its registration
+	broken  []Handle // streams whose Tick panicked this tick
+	wake    chan time.Time
+}
+
+// New starts a Pacer whose first tick is one Period from now, and its
+// worker goroutines when Config.Workers asks for more than one. log
+// receives only rare events (a panicking stream); nil means slog.Default().
 func New(cfg Config, log *slog.Logger) (*Pacer, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -111,21 +137,31 @@ func New(cfg Config, log *slog.Logger) (*Pacer, error) {
 		log = slog.Default()
 	}
 	p := &Pacer{
-		cfg:  cfg,
-		log:  log,
-		stop: make(chan struct{}),
-		done: make(chan struct{}),
+		cfg:      cfg,
+		log:      log,
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+		tickDone: make(chan struct{}, cfg.Workers),
+	}
+	for i := range cfg.Workers {
+		sh := &shard{}
+		if i > 0 {
+			sh.wake = make(chan time.Time, 1)
+			p.workers.Add(1)
+			go p.work(sh)
+		}
+		p.shards = append(p.shards, sh)
 	}
 	go p.run()
 	return p, nil
 }
 
-// Register adds s to the tick loop; its first Tick comes with the next tick.
-// It returns ErrClosed after Close. Registering the same stream twice ticks
-// it twice.
+// Register adds s to the tick loop, on the least loaded worker; its first
+// Tick comes with the next tick. It returns ErrClosed after Close.
+// Registering the same stream twice ticks it twice.
 func (p *Pacer) Register(s Stream) (Handle, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.reg.Lock()
+	defer p.reg.Unlock()
 	if p.closed {
 		return Handle{}, ErrClosed
 	}
@@ -137,13 +173,25 @@ func (p *Pacer) Register(s Stream) (Handle, error) {
 		slot = uint32(len(p.pos))
 		p.pos = append(p.pos, -1)
 		p.gen = append(p.gen, 0)
+		p.shardOf = append(p.shardOf, 0)
 	}
+	best := 0
+	for i, sh := range p.shards {
+		if len(sh.handles) < len(p.shards[best].handles) {
+			best = i
+		}
+	}
+	sh := p.shards[best]
 	p.gen[slot]++
-	p.pos[slot] = int32(len(p.streams))
-	p.streams = append(p.streams, s)
-	p.slotOf = append(p.slotOf, slot)
+	h := Handle{slot: slot, gen: p.gen[slot]}
+	sh.mu.Lock()
+	p.pos[slot] = int32(len(sh.streams))
+	p.shardOf[slot] = uint16(best)
+	sh.streams = append(sh.streams, s)
+	sh.handles = append(sh.handles, h)
+	sh.mu.Unlock()
 	p.count.Add(1)
-	return Handle{slot: slot, gen: p.gen[slot]}, nil
+	return h, nil
 }
 
 // Unregister removes the stream registered under h. When it returns, that
@@ -151,42 +199,42 @@ func (p *Pacer) Register(s Stream) (Handle, error) {
 // a handle twice, or the zero Handle, does nothing. It must not be called
 // from inside a Tick.
 func (p *Pacer) Unregister(h Handle) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.remove(h)
-}
-
-func (p *Pacer) remove(h Handle) {
+	p.reg.Lock()
+	defer p.reg.Unlock()
 	if h.gen == 0 || int(h.slot) >= len(p.pos) || p.gen[h.slot] != h.gen || p.pos[h.slot] < 0 {
 		return
 	}
+	sh := p.shards[p.shardOf[h.slot]]
+	sh.mu.Lock() // waits for the shard's tick in progress, if any
+	defer sh.mu.Unlock()
 	i := int(p.pos[h.slot])
-	last := len(p.streams) - 1
+	last := len(sh.streams) - 1
 	if i != last {
-		moved := p.slotOf[last]
-		p.streams[i] = p.streams[last]
-		p.slotOf[i] = moved
-		p.pos[moved] = int32(i)
+		moved := sh.handles[last]
+		sh.streams[i] = sh.streams[last]
+		sh.handles[i] = moved
+		p.pos[moved.slot] = int32(i)
 	}
-	p.streams[last] = nil
-	p.streams = p.streams[:last]
-	p.slotOf = p.slotOf[:last]
+	sh.streams[last] = nil
+	sh.streams = sh.streams[:last]
+	sh.handles = sh.handles[:last]
 	p.pos[h.slot] = -1
 	p.free = append(p.free, h.slot)
 	p.count.Add(-1)
 }
 
-// Close stops the tick loop and waits for it; no Tick runs after Close
-// returns. Registered streams are dropped, not notified. Close is
-// idempotent and always returns nil.
+// Close stops the tick loop and the workers and waits for them; no Tick
+// runs after Close returns. Registered streams are dropped, not notified.
+// Close is idempotent and always returns nil.
 func (p *Pacer) Close() error {
 	p.once.Do(func() {
-		p.mu.Lock()
+		p.reg.Lock()
 		p.closed = true
-		p.mu.Unlock()
+		p.reg.Unlock()
 		close(p.stop)
 	})
 	<-p.done
+	p.workers.Wait()
 	return nil
 }
 
@@ -212,7 +260,12 @@ func (p *Pacer) Period() time.Duration {
 }
 
 func (p *Pacer) run() {
-	defer close(p.done)
+	defer func() {
+		for _, sh := range p.shards[1:] {
+			close(sh.wake)
+		}
+		close(p.done)
+	}()
 	period := p.cfg.Period
 	timer := time.NewTimer(period)
 	defer timer.Stop()
@@ -255,28 +308,50 @@ func (p *Pacer) run() {
 	}
 }
 
-// tick is the per-period loop. It holds mu so that Unregister can promise
-// that a removed stream is not ticking.
+// tick runs one tick over every shard: the workers' shares on their
+// goroutines and the first share here, then waits for all of them.
 func (p *Pacer) tick(now time.Time) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	streams := p.streams
+	for _, sh := range p.shards[1:] {
+		sh.wake <- now
+	}
+	p.tickShard(p.shards[0], now)
+	for range len(p.shards) - 1 {
+		<-p.tickDone
+	}
+}
+
+// work is a worker goroutine: one shard's loop per tick, until the clock
+// goroutine closes its wake channel on its way out (so a tick in progress
+// always completes).
+func (p *Pacer) work(sh *shard) {
+	defer p.workers.Done()
+	for now := range sh.wake {
+		p.tickShard(sh, now)
+		p.tickDone <- struct{}{}
+	}
+}
+
+// tickShard is the per-period loop over one shard. It holds the shard's
+// lock so that Unregister can promise that a removed stream is not
+// ticking.
+func (p *Pacer) tickShard(sh *shard, now time.Time) {
+	sh.mu.Lock()
+	streams := sh.streams
 	for i := range streams {
 		if !p.call(streams[i], now) {
-			p.broken = append(p.broken, i)
+			sh.broken = append(sh.broken, sh.handles[i])
 		}
 	}
-	if len(p.broken) == 0 {
+	sh.mu.Unlock()
+	if len(sh.broken) == 0 {
 		return
 	}
-	// Remove from the highest index down so swaps never move a broken
-	// stream that is still to be removed.
-	for j := len(p.broken) - 1; j >= 0; j-- {
-		i := p.broken[j]
-		slot := p.slotOf[i]
-		p.remove(Handle{slot: slot, gen: p.gen[slot]})
+	// Removed after the loop, with the lock order of Unregister; the
+	// handles' generations make a concurrent Unregister harmless.
+	for _, h := range sh.broken {
+		p.Unregister(h)
 	}
-	p.broken = p.broken[:0]
+	sh.broken = sh.broken[:0]
 }
 
 func (p *Pacer) call(s Stream, now time.Time) (ok bool) {

@@ -46,6 +46,7 @@ func TestConfig(t *testing.T) {
 		"negative gap":    {MinGap: -1},
 		"negative lag":    {MaxLag: -1},
 		"gap over period": {Period: 10 * time.Millisecond, MinGap: 11 * time.Millisecond},
+		"workers":         {Workers: -2},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := New(cfg, nil)
@@ -54,7 +55,7 @@ func TestConfig(t *testing.T) {
 	}
 	c, err := Config{}.withDefaults()
 	require.NoError(t, err)
-	require.Equal(t, Config{Period: 20 * time.Millisecond, MinGap: 5 * time.Millisecond, MaxLag: 100 * time.Millisecond}, c)
+	require.Equal(t, Config{Period: 20 * time.Millisecond, MinGap: 5 * time.Millisecond, MaxLag: 100 * time.Millisecond, Workers: 1}, c)
 }
 
 // TestScheduleIsDriftFree checks that ticks land exactly on base+n*period
@@ -263,19 +264,24 @@ type nop struct{ x int }
 
 func (s *nop) Tick(time.Time) { s.x++ }
 
-// TestTickDoesNotAllocate runs the tick loop over 1000 streams.
+// TestTickDoesNotAllocate runs the tick loop over 1000 streams, on one
+// goroutine and on three workers.
 func TestTickDoesNotAllocate(t *testing.T) {
-	p, err := New(Config{Period: time.Hour}, nil)
-	require.NoError(t, err)
-	defer p.Close()
-	streams := make([]nop, 1000)
-	for i := range streams {
-		_, err := p.Register(&streams[i])
+	for _, workers := range []int{1, 3} {
+		p, err := New(Config{Period: time.Hour, Workers: workers}, nil)
 		require.NoError(t, err)
+		streams := make([]nop, 1000)
+		for i := range streams {
+			_, err := p.Register(&streams[i])
+			require.NoError(t, err)
+		}
+		now := time.Now()
+		require.Zero(t, testing.AllocsPerRun(100, func() { p.tick(now) }), "%d workers", workers)
+		for i := range streams {
+			require.Equal(t, 101, streams[i].x)
+		}
+		require.NoError(t, p.Close())
 	}
-	now := time.Now()
-	require.Zero(t, testing.AllocsPerRun(100, func() { p.tick(now) }))
-	require.Equal(t, 101, streams[999].x)
 }
 
 func TestHistogram(t *testing.T) {
@@ -295,4 +301,69 @@ func TestHistogram(t *testing.T) {
 	require.InDelta(t, 500, h.quantile(0.5).Microseconds(), 500/16+1)
 	require.InDelta(t, 990, h.quantile(0.99).Microseconds(), 990/16+1)
 	require.Equal(t, time.Millisecond, h.quantile(1))
+}
+
+// TestWorkers spreads streams over three workers: every stream is ticked
+// exactly once per tick, with the tick's time, the load is balanced, and
+// Unregister and panics behave as with one goroutine.
+func TestWorkers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, err := New(Config{Workers: 3}, slog.New(slog.DiscardHandler))
+		require.NoError(t, err)
+		defer p.Close()
+		rs := make([]*recorder, 10)
+		hs := make([]Handle, 10)
+		for i := range rs {
+			rs[i] = &recorder{}
+			hs[i], err = p.Register(rs[i])
+			require.NoError(t, err)
+		}
+		bad := &panicker{}
+		_, err = p.Register(bad)
+		require.NoError(t, err)
+		for _, sh := range p.shards {
+			sh.mu.Lock()
+			n := len(sh.streams)
+			sh.mu.Unlock()
+			require.InDelta(t, 11.0/3, n, 1)
+		}
+		time.Sleep(100*time.Millisecond + time.Microsecond)
+		p.Unregister(hs[4])
+		time.Sleep(100 * time.Millisecond)
+		for i, r := range rs {
+			got := r.snapshot()
+			want := 10
+			if i == 4 {
+				want = 5
+			}
+			require.Len(t, got, want, "stream %d", i)
+			for k, at := range got {
+				require.Equal(t, rs[0].snapshot()[k], at, "same tick time for all")
+			}
+		}
+		require.EqualValues(t, 3, bad.n.Load())
+		st := p.Stats()
+		require.EqualValues(t, 1, st.Panics)
+		require.Equal(t, 9, st.Streams)
+	})
+}
+
+// TestWorkersClose closes a pacer with workers while ticks run; every
+// goroutine ends.
+func TestWorkersClose(t *testing.T) {
+	before := runtime.NumGoroutine()
+	for range 20 {
+		p, err := New(Config{Period: time.Millisecond, MinGap: 100 * time.Microsecond, Workers: 4}, nil)
+		require.NoError(t, err)
+		var c counter
+		for range 8 {
+			_, err := p.Register(&c)
+			require.NoError(t, err)
+		}
+		time.Sleep(3 * time.Millisecond)
+		require.NoError(t, p.Close())
+		n := c.n.Load()
+		require.Zero(t, n%8, "a tick runs on all workers or not at all")
+	}
+	requireNoLeak(t, before)
 }

@@ -15,8 +15,14 @@ import (
 // iteration waits for one tick. It reports the per-tick loop cost (p50,
 // p99) and how late ticks started (p50, p99, max): the outbound pacing
 // jitter of a node carrying 1000 calls.
-func BenchmarkPacer1000Sessions(b *testing.B) {
-	pacer, err := pace.New(pace.Config{}, nil)
+func BenchmarkPacer1000Sessions(b *testing.B) { benchSessions(b, 1) }
+
+// BenchmarkPacer1000Sessions2Workers is the same with the pacer's streams
+// spread over two worker goroutines.
+func BenchmarkPacer1000Sessions2Workers(b *testing.B) { benchSessions(b, 2) }
+
+func benchSessions(b *testing.B, workers int) {
+	pacer, err := pace.New(pace.Config{Workers: workers}, nil)
 	require.NoError(b, err)
 	defer pacer.Close()
 	ports := newPorts(b)
