@@ -61,6 +61,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		ln.Close()
 		return fmt.Errorf("telephony: %w", err)
 	}
+	// The node's pacer outlives every front door that sends on it
+	// (deferred first, so it runs last).
+	defer tel.closePacer()
 	var opts []control.Option
 	if telOn {
 		opts = append(opts, control.WithDialer(tel), control.WithVoIPVerifier(tel))

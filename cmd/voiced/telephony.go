@@ -90,7 +90,7 @@ func (t *telephony) start(c *config, explicit bool) (bool, error) {
 	fail := func(err error) (bool, error) {
 		srv.Close()
 		pacer.Close()
-		t.srv = nil
+		t.srv, t.pacer = nil, nil
 		if !explicit && errors.Is(err, syscall.EADDRINUSE) {
 			t.log.Warn("telephony off: the default SIP address is taken; set --sip-addr", "sip_addr", c.SIPAddr, "err", err)
 			return false, nil
@@ -124,8 +124,9 @@ func (t *telephony) start(c *config, explicit bool) (bool, error) {
 // setCallLog hands over control's CallLog once control runs.
 func (t *telephony) setCallLog(l *control.CallLog) { t.calls.Store(l) }
 
-// close stops taking calls, gives the calls in progress until ctx ends,
-// hangs up the rest and stops the pacer.
+// close stops taking calls, gives the calls in progress until ctx ends
+// and hangs up the rest. The pacer stays: browser and realtime calls
+// share it (closePacer).
 func (t *telephony) close(ctx context.Context) {
 	if t.srv == nil {
 		return
@@ -133,7 +134,13 @@ func (t *telephony) close(ctx context.Context) {
 	if err := t.srv.Shutdown(ctx); err != nil {
 		t.log.Info("calls cut at shutdown", "err", err)
 	}
-	t.pacer.Close()
+}
+
+// closePacer stops the node's pacer, after every front door using it.
+func (t *telephony) closePacer() {
+	if t.pacer != nil {
+		t.pacer.Close()
+	}
 }
 
 // Admit implements sip.Admitter with control's CallLog.
