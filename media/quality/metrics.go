@@ -21,7 +21,7 @@ type Metrics struct {
 	LossBursts      atomic.Uint64 // runs of consecutive lost packets
 	Duplicates      atomic.Uint64 // packets received twice
 	SourceDrops     atomic.Uint64 // packets from another address after latching
-	Malformed       atomic.Uint64 // datagrams that were not valid RTP/RTCP
+	Malformed       atomic.Uint64 // datagrams that were not valid RTP/RTCP or had a payload type not negotiated
 	Jitter          atomic.Int64  // interarrival jitter now, ns
 	JitterMax       atomic.Int64  // largest interarrival jitter seen, ns
 

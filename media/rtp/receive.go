@@ -92,6 +92,14 @@ func (s *Session) handle(data []byte, from netip.AddrPort, now time.Time, rtcpSo
 		s.m.Malformed.Add(1)
 		return
 	}
+	if s.latched && from != s.peer {
+		s.m.SourceDrops.Add(1)
+		return
+	}
+	if err := pkt.Unmarshal(data); err != nil {
+		s.m.Malformed.Add(1)
+		return
+	}
 	if !s.latched {
 		// Symmetric RTP: the first valid packet fixes the peer, and our
 		// packets follow it there (through any NAT).
@@ -100,13 +108,6 @@ func (s *Session) handle(data []byte, from netip.AddrPort, now time.Time, rtcpSo
 		s.tx.dst = from
 		s.txMu.Unlock()
 		s.log.Info("rtp: latched peer", "remote", from.String())
-	} else if from != s.peer {
-		s.m.SourceDrops.Add(1)
-		return
-	}
-	if err := pkt.Unmarshal(data); err != nil {
-		s.m.Malformed.Add(1)
-		return
 	}
 	s.lastRecv.Store(now.UnixNano())
 	s.dtmf.expire(now, digits.add)

@@ -231,8 +231,10 @@ func (s *Session) Snapshot() quality.Snapshot {
 }
 
 // OnDTMF sets the function that receives digits from the peer. It runs on
-// the receive goroutine and must not block or call back into the session
-// except for the methods documented as safe from any goroutine.
+// the receive goroutine, outside the session's locks; it must not block,
+// and must not call Close (which waits for that goroutine). A digit whose
+// end packets were all lost is reported when the next packet of any kind
+// arrives more than 250 ms after its last update.
 func (s *Session) OnDTMF(f func(Digit)) {
 	s.mu.Lock()
 	s.onDTMF = f
