@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pion/ice/v4"
+	"github.com/pion/interceptor"
 	pion "github.com/pion/webrtc/v4"
 	pmedia "github.com/pion/webrtc/v4/pkg/media"
 	"github.com/stretchr/testify/require"
@@ -33,6 +34,9 @@ type testClient struct {
 	wg   sync.WaitGroup
 
 	packetsIn, voicedIn atomic.Int64
+	// toneEnd is when the first turn's last tone frame was sent and
+	// firstVoiced when the first voiced packet came back (Unix ns).
+	toneEnd, firstVoiced atomic.Int64
 	energyIn            atomic.Uint64 // sum of per-frame mean squares of decoded audio
 	connected           chan struct{}
 	messages            chan string
@@ -59,7 +63,10 @@ func newTestClient(t testing.TB, o clientOptions) (*testClient, string) {
 	require.NoError(t, err)
 	mux := ice.NewUDPMuxDefault(ice.UDPMuxParams{UDPConn: conn})
 	se.SetICEUDPMux(mux)
-	api := pion.NewAPI(pion.WithMediaEngine(m), pion.WithSettingEngine(se))
+	// Receiver reports, as browsers send them.
+	ir := &interceptor.Registry{}
+	require.NoError(t, pion.ConfigureRTCPReports(ir))
+	api := pion.NewAPI(pion.WithMediaEngine(m), pion.WithSettingEngine(se), pion.WithInterceptorRegistry(ir))
 	cfg := pion.Configuration{}
 	if o.turn != nil {
 		cfg.ICEServers = []pion.ICEServer{{URLs: o.turn.URLs, Username: o.turn.Username, Credential: o.turn.Credential}}
@@ -112,6 +119,7 @@ func newTestClient(t testing.TB, o clientOptions) (*testClient, string) {
 			c.energyIn.Add(ms)
 			if math.Sqrt(float64(ms)) > voicedRMS {
 				c.voicedIn.Add(1)
+				c.firstVoiced.CompareAndSwap(0, time.Now().UnixNano())
 			}
 		}
 	})
@@ -181,6 +189,9 @@ func (c *testClient) send(silent bool) {
 			return
 		}
 		_ = c.track.WriteSample(pmedia.Sample{Data: pkt[:n], Duration: 20 * time.Millisecond})
+		if inTurn && i%80 == 29 {
+			c.toneEnd.CompareAndSwap(0, time.Now().UnixNano())
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pion/rtcp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/voiced/voiced/media/quality"
@@ -43,4 +44,22 @@ func TestRTPStatsLossWrapAndJitter(t *testing.T) {
 	r.packet(seq+3, uint32(1000+3*960), base.Add(time.Second), 60)
 	require.Equal(t, uint64(20), m.PacketsExpected.Load())
 	require.Equal(t, uint64(2), m.PacketsLost.Load())
+}
+
+func TestReceptionReportRTT(t *testing.T) {
+	s := bareSession(t, Config{})
+	now := time.Now()
+	// An SR sent 250 ms ago, held 100 ms by the browser: RTT 150 ms.
+	lsr := compactNTP(now.Add(-250 * time.Millisecond))
+	s.receptionReport(rtcp.ReceptionReport{SSRC: 1, FractionLost: 64, TotalLost: 0xfffffe, Jitter: 480, LastSenderReport: lsr, Delay: 65536 / 10}, now)
+	m := s.m
+	require.InDelta(t, float64(150*time.Millisecond), float64(m.RTT.Load()), float64(time.Millisecond))
+	require.Equal(t, uint32(64), m.RemoteLossFraction.Load())
+	require.Equal(t, int64(-2), m.RemoteLost.Load(), "24-bit signed cumulative loss")
+	require.Equal(t, int64(10*time.Millisecond), m.RemoteJitter.Load())
+	require.Equal(t, uint64(1), s.c.reports.Load())
+	// No SR yet: no RTT.
+	s2 := bareSession(t, Config{})
+	s2.receptionReport(rtcp.ReceptionReport{SSRC: 1}, now)
+	require.Zero(t, s2.m.RTT.Load())
 }

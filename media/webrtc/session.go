@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pion/rtcp"
 	"github.com/pion/rtp"
 	pion "github.com/pion/webrtc/v4"
 
@@ -101,6 +102,7 @@ type Session struct {
 type counters struct {
 	framesIn, framesVoiced          atomic.Uint64
 	framesOut, dtxFrames, lateTicks atomic.Uint64
+	reports                         atomic.Uint64 // reception reports about our stream
 	energyIn                        atomic.Uint64 // sum of per-frame mean squares
 	peakRMS                         atomic.Uint64 // math.Float64bits
 }
@@ -169,7 +171,11 @@ func (s *Session) start(ctx context.Context, pcfg pion.Configuration, offer stri
 	}
 	// RTCP from the browser (receiver reports) reaches the interceptors
 	// only while someone reads it.
-	if !s.goLoop(func() { readRTCP(sender) }) {
+	var ssrc uint32
+	if enc := sender.GetParameters().Encodings; len(enc) > 0 {
+		ssrc = uint32(enc[0].SSRC)
+	}
+	if !s.goLoop(func() { s.readRTCP(sender, ssrc) }) {
 		return "", ErrClosed
 	}
 	answer, err := pc.CreateAnswer(nil)
@@ -219,13 +225,59 @@ func (s *Session) goLoop(fn func()) bool {
 	return true
 }
 
-func readRTCP(sender *pion.RTPSender) {
-	buf := make([]byte, 1500)
+// readRTCP reads the browser's RTCP (which also feeds pion's report
+// interceptor) and keeps what its reception reports say about the node's
+// stream, ssrc: loss, jitter and the round trip (RFC 3550 section 6.4.1).
+// RTCP comes every few seconds, so parsing allocations do not matter.
+func (s *Session) readRTCP(sender *pion.RTPSender, ssrc uint32) {
 	for {
-		if _, _, err := sender.Read(buf); err != nil {
+		pkts, _, err := sender.ReadRTCP()
+		if err != nil {
 			return
 		}
+		at := time.Now()
+		for _, p := range pkts {
+			var reports []rtcp.ReceptionReport
+			switch r := p.(type) {
+			case *rtcp.ReceiverReport:
+				reports = r.Reports
+			case *rtcp.SenderReport:
+				reports = r.Reports
+			}
+			for _, rr := range reports {
+				if rr.SSRC == ssrc {
+					s.receptionReport(rr, at)
+				}
+			}
+		}
 	}
+}
+
+// receptionReport records one report block about the node's stream.
+func (s *Session) receptionReport(rr rtcp.ReceptionReport, at time.Time) {
+	m := s.m
+	s.c.reports.Add(1)
+	m.RemoteLossFraction.Store(uint32(rr.FractionLost))
+	lost := int64(rr.TotalLost & 0xffffff)
+	if lost >= 1<<23 {
+		lost -= 1 << 24 // 24-bit signed
+	}
+	m.RemoteLost.Store(lost)
+	m.RemoteJitter.Store(int64(rr.Jitter) * int64(time.Second) / 48000)
+	if rr.LastSenderReport != 0 {
+		// RTT = A - LSR - DLSR in compact NTP (1/65536 s).
+		if d := int64(int32(compactNTP(at) - rr.LastSenderReport - rr.Delay)); d >= 0 {
+			m.RTT.Store(d * int64(time.Second) >> 16)
+		}
+	}
+}
+
+// compactNTP is the middle 32 bits of t's NTP timestamp (RFC 3550 4).
+func compactNTP(t time.Time) uint32 {
+	const ntpEpoch = 2208988800 // seconds from 1900 to 1970
+	secs := uint64(t.Unix()) + ntpEpoch
+	frac := uint64(t.Nanosecond()) << 32 / 1e9
+	return uint32((secs<<32 | frac) >> 16)
 }
 
 // onTrack runs the receive loop of the browser's audio on pion's

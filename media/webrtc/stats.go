@@ -4,8 +4,6 @@ import (
 	"math"
 	"time"
 
-	pion "github.com/pion/webrtc/v4"
-
 	"github.com/voiced/voiced/media/jitter"
 	"github.com/voiced/voiced/media/quality"
 )
@@ -30,6 +28,9 @@ type Stats struct {
 	// FramesOut were written by the engine; DTXFrames of them were silence
 	// not sent.
 	FramesOut, DTXFrames uint64
+	// RemoteReports counts the browser's RTCP reception reports about the
+	// node's stream (the source of Quality's remote loss, jitter and RTT).
+	RemoteReports uint64
 	// LateTicks are clock ticks ReadFrame had not taken in time (before
 	// the connection, while WriteFrame holds the engine, they pile up).
 	LateTicks uint64
@@ -38,11 +39,8 @@ type Stats struct {
 	Playout jitter.PlayoutStats
 }
 
-func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
-
 // Stats returns the session's statistics so far; after the session ended,
-// the final ones. It allocates (pion's stats report); call it per second
-// at most, not per frame.
+// the final ones.
 func (s *Session) Stats() Stats {
 	select {
 	case <-s.done:
@@ -60,32 +58,10 @@ func (s *Session) Stats() Stats {
 	}
 	st.PeakRMS = math.Float64frombits(c.peakRMS.Load())
 	st.FramesOut, st.DTXFrames, st.LateTicks = c.framesOut.Load(), c.dtxFrames.Load(), c.lateTicks.Load()
+	st.RemoteReports = c.reports.Load()
 	s.rxMu.Lock()
 	st.Jitter, st.Playout = s.jbuf.Stats(), s.playout.Stats()
 	s.rxMu.Unlock()
-	s.mu.Lock()
-	pc := s.pc
-	s.mu.Unlock()
-	if pc != nil {
-		s.remoteReports(pc)
-	}
 	st.Quality = s.m.Snapshot(quality.Opus)
 	return st
-}
-
-// remoteReports copies the browser's RTCP receiver reports (as pion's
-// stats interceptor keeps them) into the quality counters.
-func (s *Session) remoteReports(pc *pion.PeerConnection) {
-	for _, v := range pc.GetStats() {
-		r, ok := v.(pion.RemoteInboundRTPStreamStats)
-		if !ok || r.Kind != "audio" {
-			continue
-		}
-		s.m.RemoteLossFraction.Store(uint32(math.Round(r.FractionLost * 256)))
-		s.m.RemoteLost.Store(int64(r.PacketsLost))
-		s.m.RemoteJitter.Store(int64(seconds(r.Jitter)))
-		if r.RoundTripTimeMeasurements > 0 {
-			s.m.RTT.Store(int64(seconds(r.RoundTripTime)))
-		}
-	}
 }
