@@ -45,6 +45,7 @@ type loadFlags struct {
 	pids     intList
 	out      string
 	quiet    bool
+	perCall  bool
 
 	findMax   bool
 	start     int
@@ -118,6 +119,7 @@ func parseLoadFlags(args []string, stderr io.Writer) (*loadFlags, error) {
 	fs.Var(&f.pids, "pid", "process id of the system under test, for its CPU (repeatable, comma-separated)")
 	fs.StringVar(&f.out, "out", "voicebench-results", "directory for results.json, summary.md and charts")
 	fs.BoolVar(&f.quiet, "quiet", false, "no live progress line")
+	fs.BoolVar(&f.perCall, "per-call", true, "include every call's figures in results.json (large for thousands of calls)")
 
 	fs.BoolVar(&f.findMax, "find-max", false, "step concurrency up until a quality bound breaks; report the largest sustained N")
 	fs.IntVar(&f.start, "start", 50, "find-max: first concurrency")

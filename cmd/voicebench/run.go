@@ -77,6 +77,7 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	full.Started = started
 	full.Window, full.Steps, full.MaxSustained, full.Bound = rep.Window, rep.Steps, rep.MaxSustained, rep.Bound
 	full.Samples = samples
+	full.OmitCalls = !f.perCall
 	if err := full.WriteFiles(f.out); err != nil {
 		return fmt.Errorf("write results: %w", err)
 	}
@@ -284,6 +285,9 @@ func portRange(s string) (int, int, error) {
 // printSummary prints the figures a terminal user wants first.
 func printSummary(w io.Writer, r *report.Report, dir string) {
 	s := r.Summary
+	if s.OK > 0 && s.Received == 0 {
+		fmt.Fprintln(w, "\nwarning: no media came back from the target")
+	}
 	fmt.Fprintf(w, "\n%d calls attempted, %d ok, %d failed; loss %.4f%%; setup p50 %.1f ms p99 %.1f ms\n",
 		s.Attempted, s.OK, s.Failed, s.LossPct, s.Setup.P50, s.Setup.P99)
 	if s.JitterD.N > 0 {

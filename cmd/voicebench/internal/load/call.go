@@ -13,6 +13,10 @@ import (
 	"github.com/voiced/voiced/codecs/opus"
 )
 
+// sentRing is how many packets' send times a call remembers (5 s), for
+// targets that return our own sequence numbers.
+const sentRing = 256
+
 // onsetRing is how many sent onset times a call remembers; a lag longer
 // than this many cycles is not matched.
 const onsetRing = 8
@@ -38,8 +42,12 @@ type call struct {
 	started bool
 	sendLn  int // lane index
 
-	sent       atomic.Uint64
-	onsetSent  [onsetRing]atomic.Int64 // Unix ns when the onset sample left
+	sent      atomic.Uint64
+	onsetSent [onsetRing]atomic.Int64 // Unix ns when the onset sample left
+	// send time of recent packets by sequence number (seq+1 in sentSeq
+	// marks the slot valid), written by the pacer, read by the receiver
+	sentAt     [sentRing]atomic.Int64
+	sentSeq    [sentRing]atomic.Uint32
 	onsetCount atomic.Uint64
 
 	// set before registration, read-only afterwards
@@ -49,19 +57,25 @@ type call struct {
 
 	// receive side (lane reader, under the lane mutex)
 	rx rxState
+	// ownSeq is set when the target returns our own packets (an echo or a
+	// relay without transcoding): |D| is then taken from the packets'
+	// real send times, so the generator's own send jitter is not blamed
+	// on the target.
+	ownSeq bool
 }
 
 // rxState is what a call's receive lane knows about the returning stream.
 type rxState struct {
-	codec      sdp.Codec
-	stream     rtpstat.Stream
-	ssrc       uint32
-	locked     bool
-	foreign    uint64 // packets of another SSRC
-	otherPT    uint64 // packets of another payload type (DTMF, CN)
-	firstPkt   int64
-	firstAudio int64 // first onset, Unix ns
-	lags       []time.Duration
+	codec       sdp.Codec
+	stream      rtpstat.Stream
+	ssrc        uint32
+	locked      bool
+	foreign     uint64 // packets of another SSRC
+	otherPT     uint64 // packets of another payload type (DTMF, CN)
+	firstPkt    int64
+	lastTransit int64 // send-time based transit of the previous packet (ownSeq)
+	firstAudio  int64 // first onset, Unix ns
+	lags        []time.Duration
 	// decoding, probed calls only
 	onset *audio.Onset
 	opus  *opus.Decoder
@@ -91,6 +105,13 @@ func (c *call) advance() {
 		c.frame = 0
 	}
 	c.sent.Add(1)
+}
+
+// recordSend notes when the packet with sequence number seq left.
+func (c *call) recordSend(seq uint16, at int64) {
+	i := seq % sentRing
+	c.sentAt[i].Store(at)
+	c.sentSeq[i].Store(uint32(seq) + 1)
 }
 
 // recordOnset stores when the source's onset left for this call.
@@ -125,12 +146,37 @@ func (c *call) receive(pt uint8, seq uint16, ts, ssrc uint32, payload []byte, at
 		return -1
 	}
 	d, fresh := rx.stream.Add(seq, ts, at)
+	if c.ownSeq && fresh {
+		d = c.sendTimedD(seq, at)
+	}
 	if pt != rx.codec.PT {
 		rx.otherPT++
 		return d
 	}
 	if fresh && rx.onset != nil {
 		c.decode(payload, at)
+	}
+	return d
+}
+
+// sendTimedD returns |D| from the packet's recorded send time: the change
+// in transit against the previous packet, or -1 when the send time is
+// unknown (the first packet, or one older than the ring).
+func (c *call) sendTimedD(seq uint16, at int64) int64 {
+	i := seq % sentRing
+	if c.sentSeq[i].Load() != uint32(seq)+1 {
+		c.rx.lastTransit = 0
+		return -1
+	}
+	transit := at - c.sentAt[i].Load()
+	prev := c.rx.lastTransit
+	c.rx.lastTransit = transit
+	if prev == 0 {
+		return -1
+	}
+	d := transit - prev
+	if d < 0 {
+		d = -d
 	}
 	return d
 }

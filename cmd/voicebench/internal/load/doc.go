@@ -35,4 +35,11 @@
 // |D| (the "p99 jitter" bound of --find-max), the target's CPU time from
 // /proc, and the generator's own pacing lateness, so a generator that
 // falls behind is visible rather than blamed on the target.
+//
+// |D| is RFC 3550's transit difference between consecutive packets. When
+// the target returns our own packets (an echo, or a relay that does not
+// transcode) it is computed from each packet's real send time instead of
+// its RTP timestamp, so a late tick of the generator is not counted as
+// the target's jitter; when the target sends its own stream (an agent, a
+// transcoder) the RTP timestamps are the target's clock and are used.
 package load

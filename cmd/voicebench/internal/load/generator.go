@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -329,6 +330,7 @@ func (g *Generator) prepareRx(c *call, ans Answer) error {
 	rx := &c.rx
 	rx.codec = ans.Codec
 	rx.stream.Reset(ans.Codec.Clock)
+	c.ownSeq = g.cfg.Topology != Agent && strings.EqualFold(ans.Codec.Name, g.cfg.Codec.Name)
 	if g.probed.Load() >= int64(g.cfg.Probe) {
 		return nil
 	}

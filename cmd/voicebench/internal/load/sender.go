@@ -21,6 +21,8 @@ type sender struct {
 	calls    atomic.Pointer[[]*call]
 	tick     uint64
 	batches  [][]udp.Message // per lane, reused
+	owners   [][]*call       // the call of each batched message
+	seqs     [][]uint16      // and its sequence number
 	onsets   []*call         // calls sending their onset this tick, reused
 	sent     atomic.Uint64
 	dropped  atomic.Uint64 // packets the socket refused
@@ -29,7 +31,7 @@ type sender struct {
 
 func newSender(lanes []*lane, phases, onsetFrame int, onsetOff time.Duration) *sender {
 	s := &sender{lanes: lanes, phases: phases, onsetAt: onsetFrame, onsetOff: onsetOff,
-		batches: make([][]udp.Message, len(lanes))}
+		batches: make([][]udp.Message, len(lanes)), owners: make([][]*call, len(lanes)), seqs: make([][]uint16, len(lanes))}
 	empty := []*call{}
 	s.calls.Store(&empty)
 	return s
@@ -41,7 +43,7 @@ func (s *sender) Tick(time.Time) {
 	phase := int(s.tick % uint64(s.phases))
 	s.tick++
 	for i := range s.batches {
-		s.batches[i] = s.batches[i][:0]
+		s.batches[i], s.owners[i], s.seqs[i] = s.batches[i][:0], s.owners[i][:0], s.seqs[i][:0]
 	}
 	s.onsets = s.onsets[:0]
 	for _, c := range *s.calls.Load() {
@@ -58,17 +60,28 @@ func (s *sender) Tick(time.Time) {
 			s.onsets = append(s.onsets, c)
 			continue
 		}
-		s.batches[c.sendLn] = append(s.batches[c.sendLn], s.next(c))
+		l := c.sendLn
+		s.owners[l] = append(s.owners[l], c)
+		s.seqs[l] = append(s.seqs[l], c.seq)
+		s.batches[l] = append(s.batches[l], s.next(c))
 	}
 	for _, c := range s.onsets {
+		seq := c.seq
 		m := [1]udp.Message{s.next(c)}
-		c.recordOnset(time.Now().Add(s.onsetOff).UnixNano())
+		now := time.Now()
+		c.recordOnset(now.Add(s.onsetOff).UnixNano())
+		c.recordSend(seq, now.UnixNano())
 		s.write(c.sendLn, m[:])
 	}
 	for i, b := range s.batches {
-		if len(b) > 0 {
-			s.write(i, b)
+		if len(b) == 0 {
+			continue
 		}
+		now := time.Now().UnixNano()
+		for j, c := range s.owners[i] {
+			c.recordSend(s.seqs[i][j], now)
+		}
+		s.write(i, b)
 	}
 	s.cost.Store(int64(time.Since(start)))
 }

@@ -72,14 +72,17 @@ type Report struct {
 	// Window is the steady-state measurement (plain runs).
 	Window *load.Window `json:"window,omitempty"`
 	// Steps and MaxSustained are --find-max's.
-	Steps        []Step             `json:"steps,omitempty"`
-	MaxSustained int                `json:"max_sustained_calls,omitempty"`
-	Bound        string             `json:"bound,omitempty"`
-	Summary      Summary            `json:"summary"`
-	Samples      []Sample           `json:"samples"`
-	JitterBins   []rtpstat.Bin      `json:"jitter_d_bins_ns"`
-	Calls        []load.CallResult  `json:"calls"`
-	jitter       *rtpstat.Histogram `json:"-"`
+	Steps        []Step            `json:"steps,omitempty"`
+	MaxSustained int               `json:"max_sustained_calls,omitempty"`
+	Bound        string            `json:"bound,omitempty"`
+	Summary      Summary           `json:"summary"`
+	Samples      []Sample          `json:"samples"`
+	JitterBins   []rtpstat.Bin     `json:"jitter_d_bins_ns"`
+	Calls        []load.CallResult `json:"calls"`
+	// OmitCalls leaves Calls out of results.json (the summary and charts
+	// still use them).
+	OmitCalls bool               `json:"-"`
+	jitter    *rtpstat.Histogram `json:"-"`
 }
 
 // Summary aggregates the calls.
@@ -194,7 +197,11 @@ func (r *Report) WriteFiles(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	b, err := json.MarshalIndent(r, "", "  ")
+	out := *r
+	if r.OmitCalls {
+		out.Calls = []load.CallResult{}
+	}
+	b, err := json.MarshalIndent(&out, "", "  ")
 	if err != nil {
 		return err
 	}

@@ -102,6 +102,14 @@ func TestWriteFiles(t *testing.T) {
 		f.Close()
 	}
 	cpu, _ := os.ReadFile(filepath.Join(dir, "cpu.svg"))
+	r.OmitCalls = true
+	require.NoError(t, r.WriteFiles(dir))
+	b, err = os.ReadFile(filepath.Join(dir, "results.json"))
+	require.NoError(t, err)
+	var slim Report
+	require.NoError(t, json.Unmarshal(b, &slim))
+	require.Empty(t, slim.Calls)
+	require.Equal(t, 9, slim.Summary.OK, "the summary still counts every call")
 	require.True(t, strings.Contains(string(cpu), ">target<"), "the target's CPU is drawn when measured")
 }
 

@@ -15,6 +15,7 @@ import (
 	"net/netip"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/emiago/sipgo"
 	"github.com/emiago/sipgo/sip"
@@ -113,7 +114,16 @@ func New(cfg Config, log *slog.Logger) (*UA, error) {
 		_ = tx.Respond(sip.NewResponseFromRequest(req, sip.StatusOK, "OK", nil))
 	})
 	u.wg.Go(func() { _ = srv.ServeUDP(pc) })
-	return u, nil
+	// ServeUDP registers the socket asynchronously; a request sent before
+	// that would make the client bind a second socket on the same port.
+	for range 200 {
+		if c, err := ua.TransportLayer().GetConnection("udp", local.String()); err == nil && c != nil {
+			return u, nil
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	u.Close()
+	return nil, fmt.Errorf("sipua: UDP listener on %s did not register", local)
 }
 
 // Close stops the UA. Calls still up are not hung up.
@@ -136,8 +146,19 @@ func (u *UA) Dial(ctx context.Context, o load.Offer) (load.Session, load.Answer,
 	if err != nil {
 		return nil, load.Answer{}, fmt.Errorf("invite: %w", err)
 	}
-	if err := sess.WaitAnswer(ctx, sipgo.AnswerOptions{}); err != nil {
+	// sipgo answers a cancelled context by sending CANCEL and waiting for
+	// the INVITE transaction to end (up to Timer B, 32 s); a load test's
+	// setup timeout should give up at once, so the wait gets a context
+	// whose cause tells sipgo to return immediately.
+	wctx, wcancel := context.WithCancelCause(context.Background())
+	defer wcancel(nil)
+	stop := context.AfterFunc(ctx, func() { wcancel(sipgo.WaitAnswerForceCancelErr) })
+	defer stop()
+	if err := sess.WaitAnswer(wctx, sipgo.AnswerOptions{}); err != nil {
 		sess.Close()
+		if ctx.Err() != nil {
+			return nil, load.Answer{}, fmt.Errorf("invite: no answer: %w", ctx.Err())
+		}
 		var de *sipgo.ErrDialogResponse
 		if errors.As(err, &de) {
 			return nil, load.Answer{}, fmt.Errorf("invite: %d %s", de.Res.StatusCode, de.Res.Reason)

@@ -101,8 +101,10 @@ func TestRefusedCall(t *testing.T) {
 	defer ua.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
+	start := time.Now()
 	_, _, err = ua.Dial(ctx, load.Offer{Codec: sdp.PCMU, SendFrom: netip.MustParseAddrPort("127.0.0.1:40000")})
-	require.Error(t, err)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Less(t, time.Since(start), 2*time.Second, "the setup timeout is honoured, not SIP's Timer B")
 
 	_, err = sipua.New(sipua.Config{Server: "no-port", To: "x"}, nil)
 	require.ErrorIs(t, err, sipua.ErrConfig)

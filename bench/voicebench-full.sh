@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# `make bench-full`: our media node against rtpengine, side by side, with
+# a raw Go UDP echo as the floor, all driven by voicebench in one
+# interleaved session (round 1: ours, rtpengine, echo; round 2: the same
+# again; ...), and bench/RESULTS-voicebench.md written from the results.
+#
+# Systems under test (each pinned to core SUT_CPU, voicebench to GEN_CPU):
+#   ours       `voiced serve`, a number whose calls get the audio-loopback
+#              agent (bench/voiced-node.sh): SIP from voicebench's own UA,
+#              the full media path per call.
+#   rtpengine  rtpengine-daemon in userspace (--table=-1), one worker
+#              thread, driven through ng: voicebench's A leg sends to
+#              rtpengine, which relays (S1) or transcodes PCMU to Opus (S2)
+#              to voicebench's B leg. One packet in, one out per call per
+#              20 ms, like ours.
+#   echo       `voicebench echo`: one socket and goroutine per call,
+#              receive and send back: the least any Go media node can do.
+# Scenarios:
+#   S1  PCMU both ways (rtpengine: relay; ours: decode, resample, VAD,
+#       turn-taking, recording, playout, encode, pacer).
+#   S2  Opus (rtpengine: PCMU in, Opus out, i.e. decode + encode per packet;
+#       ours: the caller sends Opus, the node decodes and encodes Opus).
+# For each: CPU per packet at equal load (N_S1 / N_S2 calls, HOLD window)
+# and the largest sustained N (--find-max: loss <= 0.1%, p99 |D| <= 2 ms,
+# no setup failures, generator on time).
+#
+# Knobs (environment): ROUNDS=2 N_S1=200 N_S2=60 HOLD=20s WINDOW=10s
+# START_S1=100 START_S2=20 FACTOR=1.4 MAX=4000 SUT_CPU=0 GEN_CPU=1
+# NICE="nice -n -10" OUT=bench/results/voicebench PERF=1 (perf profile of
+# our node when perf is installed).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS=${ROUNDS:-2}
+N_S1=${N_S1:-200}
+N_S2=${N_S2:-60}
+HOLD=${HOLD:-20s}
+WINDOW=${WINDOW:-10s}
+START_S1=${START_S1:-100}
+START_S2=${START_S2:-20}
+FACTOR=${FACTOR:-1.4}
+MAX=${MAX:-4000} # also the echo floor's socket count (ports 28000 up)
+SUT_CPU=${SUT_CPU:-0}
+GEN_CPU=${GEN_CPU:-1}
+NICE=${NICE:-nice -n -10}
+OUT=${OUT:-bench/results/voicebench}
+PERF=${PERF:-1}
+NG=127.0.0.1:22230
+# Port ranges below the kernel's ephemeral range (32768-60999), so other
+# programs' client sockets cannot take them: the node's RTP 20000-27999
+# (bench/voiced-node.sh), the echo floor 28000-31999, rtpengine 2000-19999 (four ports a call;
+# it skips ports in use, such as a local PostgreSQL or Redis).
+ECHO_PORT=28000
+export VOICED_RTP_PORTS=20000-27999
+
+deploy/debian-deps.sh bench
+go build -tags nolibopusfile -o bin/voiced ./cmd/voiced
+go build -tags nolibopusfile -o bin/voicebench ./cmd/voicebench
+. bench/voiced-node.sh
+
+work=$(mktemp -d)
+ECHO_PID=
+cleanup() {
+  stop_voiced
+  [ -n "$ECHO_PID" ] && kill "$ECHO_PID" 2>/dev/null && wait "$ECHO_PID" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+rm -rf "$OUT"
+mkdir -p "$OUT"
+
+# shellcheck disable=SC2086
+start_voiced "$work/node" taskset -c "$SUT_CPU" $NICE
+# shellcheck disable=SC2086
+taskset -c "$SUT_CPU" $NICE ./bin/voicebench echo --port "$ECHO_PORT" --count "$MAX" >"$work/echo.log" 2>&1 &
+ECHO_PID=$!
+for _ in $(seq 50); do grep -q echoing "$work/echo.log" && break; sleep 0.1; done
+grep -q echoing "$work/echo.log" || { cat "$work/echo.log" >&2; exit 1; }
+
+gen=(taskset -c "$GEN_CPU" $NICE ./bin/voicebench load --quiet --per-call=false --rate 100)
+ours_s1=(--mode sip --sip "$VOICED_SIP" --to "$VOICED_NUMBER" --codec PCMU --pid "$VOICED_PID")
+ours_s2=(--mode sip --sip "$VOICED_SIP" --to "$VOICED_NUMBER" --codec opus --pid "$VOICED_PID")
+rte=(--mode rtpengine --rtpengine-start --rtpengine-cpu "$SUT_CPU" --ng "$NG" --rtpengine-ports 2000-19999 --codec PCMU)
+echo_s1=(--mode echo --echo "127.0.0.1:$ECHO_PORT" --echo-count "$MAX" --pid "$ECHO_PID" --codec PCMU)
+
+log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+# run NAME ARGS...: one voicebench run into $OUT/NAME, its command kept.
+run() {
+  local name=$1
+  shift
+  log "$name: $*"
+  "${gen[@]}" --out "$OUT/$name" "$@" >"$OUT/$name.log" 2>&1 || { log "$name failed:"; tail -5 "$OUT/$name.log" >&2; }
+  tail -n +2 "$OUT/$name.log" | sed 's/^/    /' >&2
+}
+
+# profile NAME SECONDS: in the background, wait SECONDS (the run's ramp)
+# and take an 8 s perf profile of our node; PROF_PID is the job.
+PROF_PID=
+profile() {
+  PROF_PID=
+  [ "$PERF" = 1 ] && command -v perf >/dev/null || return 0
+  (sleep "$2"; perf record -F 499 -g -p "$VOICED_PID" -o "$work/$1.data" -- sleep 8 >/dev/null 2>&1 &&
+    perf report -i "$work/$1.data" --stdio --no-children --sort symbol 2>/dev/null |
+      grep -E '^ +[0-9.]+%' | head -25 >"$OUT/$1.txt") &
+  PROF_PID=$!
+}
+waitprof() { [ -z "$PROF_PID" ] || wait "$PROF_PID" || true; }
+
+ramp() { # seconds until N calls are up at 100/s plus the settle time
+  echo $(( $1 / 100 + 4 ))
+}
+
+PROF_PID=
+for r in $(seq "$ROUNDS"); do
+  [ "$r" = 1 ] && profile perf-s1 "$(ramp "$N_S1")"
+  run "s1-ours-$r" "${ours_s1[@]}" --calls "$N_S1" --hold "$HOLD"
+  waitprof
+  run "s1-rtpengine-$r" "${rte[@]}" --calls "$N_S1" --hold "$HOLD"
+  run "s1-echo-$r" "${echo_s1[@]}" --calls "$N_S1" --hold "$HOLD"
+  [ "$r" = 1 ] && profile perf-s2 "$(ramp "$N_S2")"
+  run "s2-ours-$r" "${ours_s2[@]}" --calls "$N_S2" --hold "$HOLD"
+  waitprof
+  run "s2-rtpengine-$r" "${rte[@]}" --transcode opus --calls "$N_S2" --hold "$HOLD"
+done
+knee=(--find-max --factor "$FACTOR" --max "$MAX" --window "$WINDOW")
+for r in $(seq "$ROUNDS"); do
+  run "knee-s1-ours-$r" "${ours_s1[@]}" "${knee[@]}" --start "$START_S1"
+  run "knee-s1-rtpengine-$r" "${rte[@]}" "${knee[@]}" --start "$START_S1"
+  run "knee-s1-echo-$r" "${echo_s1[@]}" "${knee[@]}" --start "$START_S1"
+  run "knee-s2-ours-$r" "${ours_s2[@]}" "${knee[@]}" --start "$START_S2"
+  run "knee-s2-rtpengine-$r" "${rte[@]}" --transcode opus "${knee[@]}" --start "$START_S2"
+done
+
+cmp() { # FILE TITLE SCENARIO SYSTEMS...
+  local file=$1 title=$2 scen=$3
+  shift 3
+  local args=()
+  for s in "$@"; do
+    for r in $(seq "$ROUNDS"); do
+      [ -f "$OUT/$scen-$s-$r/results.json" ] && args+=("$s=$OUT/$scen-$s-$r")
+    done
+  done
+  ./bin/voicebench compare --out "$OUT/$file" --title "$title" --ratio ours:rtpengine --ratio ours:echo --ratio rtpengine:echo "${args[@]}"
+}
+cmp s1.md "S1, PCMU relay-equivalent, $N_S1 calls" s1 ours rtpengine echo
+cmp s2.md "S2, PCMU↔Opus transcoding, $N_S2 calls" s2 ours rtpengine
+cmp knee-s1.md "S1, largest sustained N" knee-s1 ours rtpengine echo
+cmp knee-s2.md "S2, largest sustained N" knee-s2 ours rtpengine
+
+bench/voicebench-results.sh "$OUT" >bench/RESULTS-voicebench.md
+log "wrote bench/RESULTS-voicebench.md"

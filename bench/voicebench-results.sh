@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Writes the Markdown of bench/RESULTS-voicebench.md from the result
+# directory of bench/voicebench-full.sh (argument 1) to stdout.
+set -euo pipefail
+OUT=${1:-bench/results/voicebench}
+rel=${OUT#bench/}
+first=$(ls -d "$OUT"/*/ | head -1)
+j() { jq -r "$1" "$first/results.json"; }
+# mean of a figure over a system's runs: mean FILE-GLOB JQ
+mean() {
+  local files=("$OUT"/$1/results.json)
+  [ -f "${files[0]}" ] || { echo 0; return; }
+  jq -s "[.[] | ($2 // 0)] | add / length" "${files[@]}"
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.2f", a / b; else printf "–" }'; }
+lastpass='([.steps[] | select(.pass)] | last | .window)'
+
+cat <<HEAD
+# voicebench: our media node against rtpengine
+
+Written by \`make bench-full\` (bench/voicebench-full.sh) on $(date -u +"%Y-%m-%d %H:%M UTC") at commit
+$(git rev-parse --short HEAD 2>/dev/null || echo unknown). Machine: $(j .machine.cpu), $(j .machine.cores) cores,
+$(j .machine.memory_gib) GiB, kernel $(j .machine.kernel), $(j .machine.go); rtpengine $(rtpengine --version 2>&1 | awk '{print $2}').
+Each system under test ran pinned to one core (\`taskset -c \$SUT_CPU\`), voicebench to the other, all at
+\`${NICE:-nice -n -10}\`, on a machine shared with other work (load average at the start of each run is in its
+summary). Figures are means over the interleaved rounds, with the range in parentheses.
+
+Exact command: \`ROUNDS=${ROUNDS:-2} N_S1=${N_S1:-200} N_S2=${N_S2:-60} HOLD=${HOLD:-20s} WINDOW=${WINDOW:-10s} FACTOR=${FACTOR:-1.4} bench/voicebench-full.sh\`;
+every voicebench command line is listed under its table. Per-run summaries and charts are in [$rel]($rel/).
+
+How the systems do comparable work: per call and per 20 ms each receives one RTP packet and sends one. Ours
+terminates the call (audio-loopback agent: jitter buffer, decode, resample to 16 kHz, VAD and turn detection,
+recording, playout, resample, encode, node pacer); rtpengine relays the A leg to a B leg (S1) or decodes
+PCMU and encodes Opus (S2); the echo floor sends each packet back from a goroutine per call. "µs per packet
+in" is the system's CPU time over the window divided by the packets voicebench sent to it.
+
+HEAD
+
+s1o=$(mean 's1-ours-*' .window.target_cpu_us_per_packet)
+s1r=$(mean 's1-rtpengine-*' .window.target_cpu_us_per_packet)
+s2o=$(mean 's2-ours-*' .window.target_cpu_us_per_packet)
+s2r=$(mean 's2-rtpengine-*' .window.target_cpu_us_per_packet)
+k1o=$(mean 'knee-s1-ours-*' .max_sustained_calls)
+k1r=$(mean 'knee-s1-rtpengine-*' .max_sustained_calls)
+k2o=$(mean 'knee-s2-ours-*' .max_sustained_calls)
+k2r=$(mean 'knee-s2-rtpengine-*' .max_sustained_calls)
+j1o=$(mean 'knee-s1-ours-*' "$lastpass.jitter_d_p99_ms // 0")
+
+cat <<SUM
+## Headline
+
+| | ours | rtpengine | ours / rtpengine | goal |
+|---|---|---|---|---|
+| S1 CPU µs per packet | $(printf %.2f "$s1o") | $(printf %.2f "$s1r") | $(ratio "$s1o" "$s1r") | ≤ 1 |
+| S2 CPU µs per packet | $(printf %.2f "$s2o") | $(printf %.2f "$s2r") | $(ratio "$s2o" "$s2r") | ≤ 0.7 |
+| S1 largest sustained N (one core) | $(printf %.0f "$k1o") | $(printf %.0f "$k1r") | $(ratio "$k1o" "$k1r") | ours ≥ 1000 |
+| S2 largest sustained N (one core) | $(printf %.0f "$k2o") | $(printf %.0f "$k2r") | $(ratio "$k2o" "$k2r") | |
+
+At its largest sustained S1 load our node's p99 |D| was $(printf %.2f "$j1o") ms (goal < 2 ms).
+
+SUM
+
+for f in s1 s2 knee-s1 knee-s2; do
+  [ -f "$OUT/$f.md" ] || continue
+  sed "s#](\\([a-z0-9-]*\\.svg\\))#]($rel/\\1)#" "$OUT/$f.md" | sed 's/^## /## /'
+  echo
+done
+
+for p in perf-s1 perf-s2; do
+  [ -s "$OUT/$p.txt" ] || continue
+  echo "## Profile of our node, ${p#perf-} (perf, top symbols)"
+  echo
+  echo "\`perf record -F 499 -g -p <voiced pid> -- sleep 8\` at the fixed load above, \`perf report --no-children --sort symbol\`:"
+  echo
+  echo '```'
+  cat "$OUT/$p.txt"
+  echo '```'
+  echo
+done
