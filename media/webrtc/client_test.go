@@ -37,9 +37,9 @@ type testClient struct {
 	// toneEnd is when the first turn's last tone frame was sent and
 	// firstVoiced when the first voiced packet came back (Unix ns).
 	toneEnd, firstVoiced atomic.Int64
-	energyIn            atomic.Uint64 // sum of per-frame mean squares of decoded audio
-	connected           chan struct{}
-	messages            chan string
+	energyIn             atomic.Uint64 // sum of per-frame mean squares of decoded audio
+	connected            chan struct{}
+	messages             chan string
 }
 
 type clientOptions struct {
