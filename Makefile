@@ -36,6 +36,13 @@ bench: deps-bench
 	$(GO) test -run '^$$' -bench 'G711|Opus|Resample|DSP|Chain|Mix|Ring|Gain|RMS|PCM|WAV|MP3' -benchmem ./codecs/... ./media/ ./media/dsp/
 	$(GO) test -run '^$$' -bench 'Deliveries|Debit' -benchmem ./control/webhook/ ./storage/
 	bench/http.sh
+	bench/voicebench-smoke.sh
+
+# Our media node side by side with rtpengine and a Go UDP echo floor,
+# driven by voicebench (about 40 minutes; bench/voicebench-full.sh lists
+# the knobs); writes bench/RESULTS-voicebench.md and bench/results/voicebench/.
+bench-full: deps-bench
+	bench/voicebench-full.sh
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
