@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/netip"
@@ -13,8 +14,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/voiced/voiced/ai/llm"
 	"github.com/voiced/voiced/control"
+	"github.com/voiced/voiced/control/webhook"
 	"github.com/voiced/voiced/media/agent"
+	"github.com/voiced/voiced/media/dsp"
 	"github.com/voiced/voiced/media/rtp"
 	"github.com/voiced/voiced/sip"
 	"github.com/voiced/voiced/sip/sdp"
@@ -25,11 +29,10 @@ import (
 // package drives it from the SDP) and sip.DTMFReceiver (SIP INFO
 // digits).
 //
-// The engine is the loopback agent: it plays each caller turn back, with
-// no STT, model or TTS. Agents with their providers take its place once
-// serve wires providers; until then a phone call exercises the whole
-// media path (RTP, jitter buffer, turn detection, playout, pacer) and is
-// recorded, but does not converse.
+// The engine is the call's agent with the node's providers when serve
+// has them (--stt-base-url), else the loopback agent, which plays each
+// caller turn back with no STT, model or TTS: the whole media path (RTP,
+// jitter buffer, turn detection, playout, pacer) without conversing.
 //
 // Goroutines: the input loop (RTP frames into the agent), the watcher
 // (media timeout, which hangs up) and the DTMF recorder (digits into the
@@ -41,6 +44,9 @@ type callMedia struct {
 	agent  *agent.Session
 	log    *slog.Logger
 	recKey string
+
+	mu    sync.Mutex
+	turns []control.CallEvent
 
 	digits    chan rune
 	stop      chan struct{}
@@ -55,12 +61,12 @@ func newCallMedia(t *telephony, c *sip.Call, s *rtp.Session, info callInfo, recD
 	m := &callMedia{t: t, call: c, rtp: s, log: t.log.With("call_id", c.ID()),
 		recKey: path.Join("recordings", strconv.FormatInt(info.orgID, 10), name),
 		digits: make(chan rune, 64), stop: make(chan struct{})}
-	a, err := agent.New(agent.Config{
-		Loopback:      true,
-		OutputRate:    rtp.EngineRate,
-		TurnDetection: &agent.TurnDetection{CreateResponse: true, InterruptResponse: true},
-		RecordPath:    filepath.Join(recDir, name),
-	}, m.log, agent.Deps{}, m)
+	var deps agent.Deps
+	if t.prov != nil {
+		deps = agent.Deps{LLM: t.prov.llm, STT: t.prov.stt, TTS: t.prov.tts,
+			Tools: phoneTools{x: t.x, orgID: info.orgID, agentID: info.agentID, callID: c.ID()}}
+	}
+	a, err := agent.New(phoneAgentConfig(info, c.Direction(), t.prov == nil, t.model, filepath.Join(recDir, name)), m.log, deps, m)
 	if err != nil {
 		return nil, err
 	}
@@ -113,11 +119,92 @@ func (m *callMedia) DTMF(d rune, _ time.Duration) {
 	}
 }
 
-// Event implements agent.Sink: the agent ending the call hangs up.
+// Event implements agent.Sink: turns are kept for the transcript, the
+// agent ending the call hangs up.
 func (m *callMedia) Event(e agent.Event) {
-	if ended, ok := e.(agent.Ended); ok {
-		m.call.Hangup(ended.Reason)
+	switch ev := e.(type) {
+	case agent.Turn:
+		if ev.Text != "" {
+			m.mu.Lock()
+			m.turns = append(m.turns, control.CallEvent{ID: "turn-" + ev.ItemID, Kind: control.EventTurn, Role: ev.Role, Text: ev.Text,
+				Start: ev.Start, End: ev.End, Interrupted: ev.Interrupted})
+			m.mu.Unlock()
+		}
+	case agent.Ended:
+		m.call.Hangup(ev.Reason)
 	}
+}
+
+// transcript returns the call's turns so far.
+func (m *callMedia) transcript() []control.CallEvent {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]control.CallEvent(nil), m.turns...)
+}
+
+// phoneAgentConfig is the engine configuration of a phone call: the
+// agent's (prompt, voice, language, who speaks first in this direction,
+// greeting, check-ins, tools, the telephony audio settings) unless
+// loopback, which only plays turns back.
+func phoneAgentConfig(info callInfo, direction string, loopback bool, model, recPath string) agent.Config {
+	a := info.agent
+	td := &agent.TurnDetection{CreateResponse: true, InterruptResponse: loopback || a.Telephony.Interruptible}
+	if a.Telephony.EndpointingMS > 0 {
+		td.Turn.SilenceDuration = time.Duration(a.Telephony.EndpointingMS) * time.Millisecond
+	}
+	cfg := agent.Config{Loopback: loopback, OutputRate: rtp.EngineRate, TurnDetection: td, RecordPath: recPath, MaxDuration: info.maxDur}
+	if loopback {
+		return cfg
+	}
+	cfg.Instructions, cfg.Voice, cfg.Language, cfg.Model = a.Prompt, a.Voice, a.PrimaryLanguage, model
+	cfg.Placeholders = a.Placeholders
+	order := a.InboundSpeakOrder
+	if direction == sip.Outbound {
+		order = a.OutboundSpeakOrder
+	}
+	cfg.SpeakFirst = order == "agent_first"
+	if a.FirstMessage != nil {
+		cfg.FirstMessage = *a.FirstMessage
+	}
+	cfg.CheckinInterval, cfg.MaxCheckins = time.Duration(a.SilenceIntervalSeconds)*time.Second, a.SilenceMaxCheckins
+	cfg.EndCall = true
+	for _, t := range a.Tools {
+		cfg.Tools = append(cfg.Tools, llm.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
+	}
+	switch a.Telephony.NoiseReduction {
+	case "near_field":
+		cfg.DSP.NoiseReduction = dsp.NearField
+	case "far_field":
+		cfg.DSP.NoiseReduction = dsp.FarField
+	}
+	// Phones and speakerphones echo the agent back down the line.
+	cfg.DSP.EchoCancellation = a.Telephony.EchoCancellation
+	return cfg
+}
+
+// phoneTools runs a phone call's tools through the blocking
+// telephony.tool exchange with the organization's legacy webhook (spec
+// 6.2).
+type phoneTools struct {
+	x                      *webhook.Exchanger
+	orgID, agentID, callID int64
+}
+
+func (w phoneTools) RunTool(ctx context.Context, call llm.ToolCall) (string, error) {
+	agentID := w.agentID
+	args := json.RawMessage(call.Arguments)
+	if !json.Valid(args) {
+		args = json.RawMessage("{}")
+	}
+	res, err := w.x.Tool(ctx, w.orgID, webhook.ToolRequest{Channel: webhook.Telephony, CallID: w.callID, AgentID: &agentID,
+		ToolCallID: call.ID, Name: call.Name, Arguments: args})
+	if err != nil {
+		return "", err
+	}
+	if res.Error != "" {
+		return "", errors.New(res.Error)
+	}
+	return string(res.Output), nil
 }
 
 // Close implements sip.Media.

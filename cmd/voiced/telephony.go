@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/voiced/voiced/control"
+	"github.com/voiced/voiced/control/webhook"
 	"github.com/voiced/voiced/media/pace"
 	"github.com/voiced/voiced/media/rtp"
 	"github.com/voiced/voiced/sip"
@@ -28,6 +29,8 @@ import (
 // calls get an rtp.Session each, driven by the conversation engine
 // (engine.go). It adapts control's CallLog, Dialer and VoIPVerifier and
 // the store's VoIP connections to the sip package's small interfaces.
+// With --stt-base-url the engine behind a call is the agent with its
+// providers (newProviders); without, the loopback agent.
 // It starts before control.New (which takes it as Dialer and
 // VoIPVerifier only when it runs) and gets the CallLog afterwards; an
 // INVITE in between is answered 503.
@@ -38,6 +41,11 @@ type telephony struct {
 	bindIP   netip.Addr
 	register bool
 	rtpCfg   rtp.Config
+	// prov runs real agents (nil: the loopback engine); x runs their
+	// webhook-routed tools; model overrides the LLM's.
+	prov  *providers
+	x     *webhook.Exchanger
+	model string
 
 	srv   *sip.Server
 	pacer *pace.Pacer
@@ -53,9 +61,17 @@ type telephony struct {
 
 // callInfo is what admission or the outbound request said about a call.
 type callInfo struct {
-	agent control.AgentConfig
-	orgID int64
+	agent   control.AgentConfig
+	orgID   int64
+	agentID int64
+	// maxDur is the funded duration (0: no limit); the agent ends the
+	// call at it, the SIP side a little later as a backstop.
+	maxDur time.Duration
 }
+
+// backstop is how long after the agent's own end at the funded duration
+// the SIP side hangs up regardless.
+const backstop = 5 * time.Second
 
 func newTelephony(c *config, store *storage.Store, blobDir string, log *slog.Logger) *telephony {
 	host, _, _ := net.SplitHostPort(c.SIPAddr)
@@ -63,7 +79,16 @@ func newTelephony(c *config, store *storage.Store, blobDir string, log *slog.Log
 	if host == "localhost" {
 		ip = netip.MustParseAddr("127.0.0.1")
 	}
-	return &telephony{log: log.With("component", "telephony"), store: store, blobDir: blobDir, bindIP: ip, register: c.SIPRegister}
+	return &telephony{log: log.With("component", "telephony"), store: store, blobDir: blobDir, bindIP: ip, register: c.SIPRegister,
+		model: c.LLMModel, x: webhook.NewExchanger(store, c.WebhookAllowLoopback, time.Now, log)}
+}
+
+// withBackstop is the SIP side's limit for an agent limit d.
+func withBackstop(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	return d + backstop
 }
 
 // start opens the RTP port range, the pacer and the SIP listeners (UDP
@@ -91,11 +116,20 @@ func (t *telephony) start(c *config, explicit bool) (bool, error) {
 		srv.Close()
 		pacer.Close()
 		t.srv, t.pacer = nil, nil
+		if t.prov != nil {
+			t.prov.close()
+			t.prov = nil
+		}
 		if !explicit && errors.Is(err, syscall.EADDRINUSE) {
 			t.log.Warn("telephony off: the default SIP address is taken; set --sip-addr", "sip_addr", c.SIPAddr, "err", err)
 			return false, nil
 		}
 		return false, err
+	}
+	if c.STTBaseURL != "" {
+		if t.prov, err = newProviders(c); err != nil {
+			return fail(err)
+		}
 	}
 	udp, err := srv.ListenUDP(c.SIPAddr)
 	if err != nil {
@@ -117,6 +151,11 @@ func (t *telephony) start(c *config, explicit bool) (bool, error) {
 		}
 		attrs = append(attrs, "sip_tls", tl.String())
 	}
+	engine := "loopback"
+	if t.prov != nil {
+		engine = "agent"
+	}
+	attrs = append(attrs, "engine", engine)
 	t.log.Info("telephony listening", attrs...)
 	return true, nil
 }
@@ -133,6 +172,10 @@ func (t *telephony) close(ctx context.Context) {
 	}
 	if err := t.srv.Shutdown(ctx); err != nil {
 		t.log.Info("calls cut at shutdown", "err", err)
+	}
+	if t.prov != nil {
+		t.prov.close()
+		t.prov = nil
 	}
 }
 
@@ -154,8 +197,9 @@ func (t *telephony) Admit(ctx context.Context, a sip.Arrival) (sip.Admission, er
 	if err != nil {
 		return sip.Admission{}, refusalOf(err)
 	}
-	t.pending.Store(adm.CallID, callInfo{agent: adm.Agent, orgID: adm.OrgID})
-	return sip.Admission{CallID: adm.CallID, MaxDuration: limit(adm.MaxDuration)}, nil
+	info := callInfo{agent: adm.Agent, orgID: adm.OrgID, agentID: adm.AgentID, maxDur: agentLimit(adm.Agent, adm.MaxDuration)}
+	t.pending.Store(adm.CallID, info)
+	return sip.Admission{CallID: adm.CallID, MaxDuration: withBackstop(info.maxDur)}, nil
 }
 
 // refusalOf maps control's admission refusals to the sip package's, which
@@ -175,8 +219,13 @@ func refusalOf(err error) error {
 	return err
 }
 
-// limit turns control's NoLimit into the sip package's "no limit".
-func limit(d time.Duration) time.Duration {
+// agentLimit is the call's limit: the funded duration, or the agent's
+// max_call_duration_seconds when shorter; 0 for none.
+func agentLimit(a control.AgentConfig, funded time.Duration) time.Duration {
+	d := funded
+	if s := a.MaxCallDurationSeconds; s > 0 && time.Duration(s)*time.Second < d {
+		d = time.Duration(s) * time.Second
+	}
 	if d >= control.NoLimit {
 		return 0
 	}
@@ -218,12 +267,18 @@ func (t *telephony) Finish(ctx context.Context, id int64, e sip.End) error {
 	if e.Code != 0 && !strings.Contains(end.Detail, strconv.Itoa(e.Code)) {
 		end.Detail = strings.TrimSpace(end.Detail + " (SIP " + strconv.Itoa(e.Code) + ")")
 	}
+	calls := t.calls.Load()
 	if v, ok := t.media.LoadAndDelete(id); ok {
 		m := v.(*callMedia)
 		end.RecordingKey, end.RecordingStartedAt = m.recording()
+		if turns := m.transcript(); len(turns) > 0 {
+			if err := calls.Append(ctx, id, turns); err != nil {
+				t.log.Warn("transcript not recorded", "call_id", id, "err", err)
+			}
+		}
 	}
 	t.pending.Delete(id)
-	return t.calls.Load().Finish(ctx, id, end)
+	return calls.Finish(ctx, id, end)
 }
 
 // Dial implements control.Dialer.
@@ -231,8 +286,9 @@ func (t *telephony) Dial(ctx context.Context, o control.OutboundCall) error {
 	if t.srv == nil {
 		return errors.New("telephony is not running")
 	}
-	t.pending.Store(o.CallID, callInfo{agent: o.Agent, orgID: o.OrgID})
-	err := t.srv.Dial(ctx, sip.OutboundCall{CallID: o.CallID, From: o.From, To: o.To, MaxDuration: limit(o.MaxDuration),
+	info := callInfo{agent: o.Agent, orgID: o.OrgID, agentID: o.AgentID, maxDur: agentLimit(o.Agent, o.MaxDuration)}
+	t.pending.Store(o.CallID, info)
+	err := t.srv.Dial(ctx, sip.OutboundCall{CallID: o.CallID, From: o.From, To: o.To, MaxDuration: withBackstop(info.maxDur),
 		Trunk: sip.Trunk{Host: o.Trunk.Host, Port: o.Trunk.Port, Transport: o.Trunk.Transport, Username: o.Trunk.Username,
 			Password: o.Trunk.Password, OutboundProxy: o.Trunk.OutboundProxy, Codecs: o.Trunk.Codecs, Register: t.register}})
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/voiced/voiced/codecs/wav"
 	"github.com/voiced/voiced/media"
 	"github.com/voiced/voiced/sip/siptest"
 )
@@ -100,7 +102,7 @@ type served struct {
 
 func objID(m map[string]any) int64 { return int64(m["id"].(float64)) }
 
-func startTelephonyServe(t *testing.T) *served {
+func startTelephonyServe(t *testing.T, extra ...string) *served {
 	t.Helper()
 	sv := &served{dir: t.TempDir(), sipPort: siptest.FreePort(t, "127.0.0.1"), done: make(chan error, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -108,8 +110,9 @@ func startTelephonyServe(t *testing.T) *served {
 	t.Cleanup(cancel)
 	var stdout, stderr syncBuf
 	go func() {
-		sv.done <- run(ctx, []string{"serve", "--data-dir", sv.dir, "--http-addr", "127.0.0.1:0", "--sip-addr", "127.0.0.1:" + strconv.Itoa(sv.sipPort),
-			"--rtp-ports", "41000-41999"}, &stdout, &stderr)
+		args := append([]string{"serve", "--data-dir", sv.dir, "--http-addr", "127.0.0.1:0", "--sip-addr", "127.0.0.1:" + strconv.Itoa(sv.sipPort),
+			"--rtp-ports", "41000-41999", "--webrtc-udp-addr", "127.0.0.1:0"}, extra...)
+		sv.done <- run(ctx, args, &stdout, &stderr)
 	}()
 	addrRe := regexp.MustCompile(`http_addr=(127\.0\.0\.1:\d+)`)
 	var addr string
@@ -147,50 +150,72 @@ func (sv *served) stop(t *testing.T) {
 	}
 }
 
-// TestServeBaresipLoopback: baresip calls a number with recorded speech
-// (espeak-ng); the node's RTP session, jitter buffer and loopback agent
-// detect the caller's turn and play it back, and baresip hears it at a
-// speech level once the turn has ended.
-func TestServeBaresipLoopback(t *testing.T) {
+// TestServeBaresipConversation: baresip calls a number whose agent
+// greets first, then says a sentence (espeak-ng speech). The node's RTP
+// session feeds the agent (speech-to-text is a fake OpenAI transcription
+// server at the provider boundary, the model the offline echo, the voice
+// espeak-ng); baresip hears the greeting and the answer at a speech
+// level, and the call's transcript has all three turns.
+func TestServeBaresipConversation(t *testing.T) {
 	siptest.Binary(t, "baresip", "baresip-core")
 	espeak := siptest.Binary(t, "espeak-ng", "espeak-ng")
 	soxBin := siptest.Binary(t, "sox", "sox")
-	sv := startTelephonyServe(t)
+	const said = "I would like a table for two."
+	stt := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/audio/transcriptions" || r.ParseMultipartForm(10<<20) != nil {
+			http.Error(w, "bad request", 400)
+			return
+		}
+		f, _, err := r.FormFile("file")
+		if err != nil {
+			http.Error(w, "no file", 400)
+			return
+		}
+		_, pcm, _ := wav.ReadAll(f)
+		text := said
+		if media.DBFS(pcm) < -45 {
+			text = "" // silence has no words
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"text": %q}`, text)
+	}))
+	defer stt.Close()
+	sv := startTelephonyServe(t, "--stt-base-url", stt.URL+"/v1")
 	st, conn := sv.call("POST", "/v1/voip-connections", `{"host":"127.0.0.1","allowed_inbound_addresses":["127.0.0.1"],"codecs":["PCMU"]}`)
 	require.Equal(t, 201, st, "%v", conn)
-	st, ag := sv.call("POST", "/v1/agents", `{"name":"Loopback"}`)
+	st, ag := sv.call("POST", "/v1/agents", `{"name":"Host","first_message":"Welcome to the shop.","voice":"espeak:en-us"}`)
 	require.Equal(t, 201, st, "%v", ag)
 	st, num := sv.call("POST", "/v1/phone-numbers", fmt.Sprintf(`{"source":"voip","number":"+14155550100","voip_connection_id":%d}`, objID(conn)))
 	require.Equal(t, 201, st, "%v", num)
 	st, _ = sv.call("PATCH", fmt.Sprintf("/v1/phone-numbers/%d", objID(num)), fmt.Sprintf(`{"inbound_agent_id":%d}`, objID(ag)))
 	require.Equal(t, 200, st)
 
-	// Two seconds of speech, then silence so the turn ends.
+	// The caller listens to the greeting, speaks at 3 s, then is silent.
 	tmp := t.TempDir()
 	raw, speech := filepath.Join(tmp, "raw.wav"), filepath.Join(tmp, "speech.wav")
-	out, err := exec.Command(espeak, "-w", raw, "Hello, I would like a table for two.").CombinedOutput()
+	out, err := exec.Command(espeak, "-w", raw, said).CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	out, err = exec.Command(soxBin, raw, "-r", "48000", "-c", "2", "-b", "16", speech, "pad", "0.3", "4").CombinedOutput()
+	out, err = exec.Command(soxBin, raw, "-r", "48000", "-c", "2", "-b", "16", speech, "pad", "3", "6").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 
-	b := siptest.StartBaresip(t, siptest.BaresipOptions{Codecs: "PCMU/8000/1", Source: speech, Quit: 7 * time.Second,
+	b := siptest.StartBaresip(t, siptest.BaresipOptions{Codecs: "PCMU/8000/1", Source: speech, Quit: 10 * time.Second,
 		Commands: []string{"/dial sip:+14155550100@127.0.0.1:" + strconv.Itoa(sv.sipPort)}})
 	bout, err := b.Wait()
 	require.NoError(t, err, bout)
 	require.Contains(t, bout, "Call established")
 	rate, heard, err := b.Received()
 	require.NoError(t, err)
-	// Levels per 100 ms: the echo of the turn comes after the speech.
-	win := rate / 10
-	loudest, at := -200.0, 0
-	for i := 0; i+win <= len(heard); i += win {
-		if l := media.DBFS(heard[i : i+win]); l > loudest {
-			loudest, at = l, i
+	loudest := func(from, to float64) float64 {
+		l := -200.0
+		for i := int(from * float64(rate)); i+rate/10 <= min(len(heard), int(to*float64(rate))); i += rate / 10 {
+			l = max(l, media.DBFS(heard[i:i+rate/10]))
 		}
+		return l
 	}
-	t.Logf("baresip heard %.1f s; loudest 100 ms at %.1f s: %.1f dBFS", float64(len(heard))/float64(rate), float64(at)/float64(rate), loudest)
-	require.Greater(t, loudest, -30.0, "the played-back turn is speech, not silence")
-	require.Greater(t, at, 2*rate, "played back after the caller's turn, not echoed")
+	greeting, answer := loudest(0, 2.5), loudest(5, 10)
+	t.Logf("baresip heard %.1f s: greeting %.1f dBFS, answer %.1f dBFS", float64(len(heard))/float64(rate), greeting, answer)
+	require.Greater(t, greeting, -30.0, "the greeting is speech, not silence")
+	require.Greater(t, answer, -30.0, "the answer is speech, not silence")
 
 	var in map[string]any
 	require.Eventually(t, func() bool {
@@ -203,5 +228,16 @@ func TestServeBaresipLoopback(t *testing.T) {
 		return in["status"] != "in_progress"
 	}, 10*time.Second, 50*time.Millisecond)
 	require.Equal(t, "completed", in["status"], "%v", in)
+	_, tr := sv.call("GET", fmt.Sprintf("/v1/calls/%d/transcript", int64(in["call_id"].(float64))), "")
+	turns, _ := tr["turns"].([]any)
+	var texts []string
+	for _, x := range turns {
+		m := x.(map[string]any)
+		texts = append(texts, m["role"].(string)+": "+m["text"].(string))
+	}
+	require.GreaterOrEqual(t, len(texts), 3, "%v", texts)
+	require.Equal(t, "assistant: Welcome to the shop.", texts[0])
+	require.Contains(t, texts, "user: "+said)
+	require.Contains(t, texts, "assistant: "+said, "the echo model answers with the caller's words")
 	sv.stop(t)
 }
