@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/voiced/voiced/ai/llm"
+	"github.com/voiced/voiced/ai/tts/espeak"
 	"github.com/voiced/voiced/ai/tts"
 	"github.com/voiced/voiced/media"
 	"github.com/voiced/voiced/media/pace"
@@ -69,8 +70,23 @@ func (p *pacedSession) Tick(now time.Time) {
 // average half a tick; "ready" is the latency to the first frame waiting
 // on the air for that tick.
 func BenchmarkTurnLatency(b *testing.B) {
+	benchTurnLatency(b, &fakeTTS{wordMS: 20})
+}
+
+// BenchmarkTurnLatencyEspeak is BenchmarkTurnLatency with espeak-ng
+// synthesizing the answer: the tts figures are then real.
+func BenchmarkTurnLatencyEspeak(b *testing.B) {
+	s, err := espeak.New(espeak.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	benchTurnLatency(b, s)
+}
+
+func benchTurnLatency(b *testing.B, synth TTS) {
 	caller := loadWAV(b, "caller16k.wav")
-	tts := &timedTTS{TTS: &fakeTTS{wordMS: 20}}
+	tts := &timedTTS{TTS: synth}
 	lm := &fakeLLM{scripts: [][]llm.Chunk{say("Hi.")}}
 	k := newSink()
 	s, err := New(Config{OutputRate: media.Rate24k, TurnDetection: serverVAD()}, nil,

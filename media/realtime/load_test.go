@@ -306,9 +306,11 @@ func BenchmarkRealtimeLoad(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	self0, _ := cpuTicks(os.Getpid())
 	t0 := time.Now()
 	time.Sleep(steady)
 	c1, _ := cpuTicks(cmd.Process.Pid)
+	self1, _ := cpuTicks(os.Getpid())
 	wall := time.Since(t0)
 	measuring.Store(false)
 	b.StopTimer()
@@ -327,6 +329,7 @@ func BenchmarkRealtimeLoad(b *testing.B) {
 	b.ReportMetric(float64(n), "sessions")
 	b.ReportMetric(100*cpuSec/wall.Seconds(), "server-cpu-%")
 	b.ReportMetric(100*cpuSec/wall.Seconds()/float64(n), "cpu-%-per-session")
+	b.ReportMetric(100*float64(self1-self0)/hz/wall.Seconds(), "client-cpu-%")
 	b.ReportMetric(float64(audioFrames.Load())/wall.Seconds()/float64(n), "frames/s/session")
 	b.ReportMetric(float64(hist.quantile(0.5))/1e6, "jitter-p50-ms")
 	b.ReportMetric(float64(hist.quantile(0.99))/1e6, "jitter-p99-ms")
