@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/voiced/voiced/ai/llm"
-	"github.com/voiced/voiced/ai/tts/espeak"
 	"github.com/voiced/voiced/ai/tts"
+	"github.com/voiced/voiced/ai/tts/espeak"
 	"github.com/voiced/voiced/media"
 	"github.com/voiced/voiced/media/pace"
 )
