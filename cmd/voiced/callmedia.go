@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/netip"
 	"os"
 	"path"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -64,7 +66,8 @@ func newCallMedia(t *telephony, c *sip.Call, s *rtp.Session, info callInfo, recD
 	var deps agent.Deps
 	if t.prov != nil {
 		deps = agent.Deps{LLM: t.prov.llm, STT: t.prov.stt, TTS: t.prov.tts,
-			Tools: phoneTools{x: t.x, orgID: info.orgID, agentID: info.agentID, callID: c.ID()}}
+			Tools: phoneTools{x: t.x, orgID: info.orgID, agentID: info.agentID, callID: c.ID(), call: c, dests: info.agent.TransferDestinations,
+				calls: t.calls.Load, log: m.log}}
 	}
 	a, err := agent.New(phoneAgentConfig(info, c.Direction(), t.prov == nil, t.model, filepath.Join(recDir, name)), m.log, deps, m)
 	if err != nil {
@@ -171,6 +174,9 @@ func phoneAgentConfig(info callInfo, direction string, loopback bool, model, rec
 	for _, t := range a.Tools {
 		cfg.Tools = append(cfg.Tools, llm.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
 	}
+	if tt, ok := transferTool(a.TransferDestinations); ok {
+		cfg.Tools = append(cfg.Tools, tt)
+	}
 	switch a.Telephony.NoiseReduction {
 	case "near_field":
 		cfg.DSP.NoiseReduction = dsp.NearField
@@ -182,15 +188,76 @@ func phoneAgentConfig(info callInfo, direction string, loopback bool, model, rec
 	return cfg
 }
 
-// phoneTools runs a phone call's tools through the blocking
-// telephony.tool exchange with the organization's legacy webhook (spec
-// 6.2).
+// transferToolName is the built-in tool that hands the caller over to
+// one of the agent's transfer destinations (a cold transfer by REFER).
+const transferToolName = "transfer_call"
+
+// transferTool describes transfer_call for the agent's destinations.
+func transferTool(dests []control.TransferDestination) (llm.Tool, bool) {
+	if len(dests) == 0 {
+		return llm.Tool{}, false
+	}
+	names := make([]string, 0, len(dests))
+	desc := "Transfer the caller to a person or team; tell the caller first. Destinations:"
+	for _, d := range dests {
+		names = append(names, d.Name)
+		desc += " " + d.Name
+		if d.Description != "" {
+			desc += " (" + d.Description + ")"
+		}
+		desc += ";"
+	}
+	params, _ := json.Marshal(map[string]any{"type": "object", "required": []string{"destination"},
+		"properties": map[string]any{"destination": map[string]any{"type": "string", "enum": names}}})
+	return llm.Tool{Name: transferToolName, Description: desc, Parameters: params}, true
+}
+
+// destination finds the transfer destination transfer_call's arguments
+// name.
+func destination(dests []control.TransferDestination, args string) (control.TransferDestination, error) {
+	var in struct {
+		Destination string `json:"destination"`
+	}
+	if err := json.Unmarshal([]byte(args), &in); err != nil || in.Destination == "" {
+		return control.TransferDestination{}, errors.New("transfer_call needs a destination")
+	}
+	for _, d := range dests {
+		if strings.EqualFold(d.Name, in.Destination) || d.Number == in.Destination {
+			return d, nil
+		}
+	}
+	return control.TransferDestination{}, fmt.Errorf("no transfer destination %q", in.Destination)
+}
+
+// phoneTools runs a phone call's tools: transfer_call itself (REFER),
+// the others through the blocking telephony.tool exchange with the
+// organization's legacy webhook (spec 6.2).
 type phoneTools struct {
 	x                      *webhook.Exchanger
 	orgID, agentID, callID int64
+	call                   *sip.Call
+	dests                  []control.TransferDestination
+	calls                  func() *control.CallLog
+	log                    *slog.Logger
 }
 
 func (w phoneTools) RunTool(ctx context.Context, call llm.ToolCall) (string, error) {
+	if call.Name == transferToolName && len(w.dests) > 0 {
+		d, err := destination(w.dests, call.Arguments)
+		if err != nil {
+			return "", err
+		}
+		if err := w.call.Transfer(ctx, d.Number); err != nil {
+			return "", fmt.Errorf("the transfer did not go through: %w", err)
+		}
+		if l := w.calls(); l != nil {
+			ev := control.CallEvent{ID: "transfer-" + call.ID, Kind: control.EventTransfer, At: time.Now(), Destination: d.Number}
+			if err := l.Append(context.WithoutCancel(ctx), w.callID, []control.CallEvent{ev}); err != nil {
+				w.log.Warn("transfer not recorded", "err", err)
+			}
+		}
+		return `{"status":"transferred"}`, nil
+	}
 	agentID := w.agentID
 	args := json.RawMessage(call.Arguments)
 	if !json.Valid(args) {
