@@ -139,7 +139,7 @@ func newSession(srv *Server, opts SessionOptions) (*Session, error) {
 		}
 		s.encIn = make([]int16, media.SamplesPerFrame(encRate))
 	}
-	if s.enc, err = opus.NewEncoder(opus.EncoderConfig{SampleRate: encRate, Bitrate: cfg.Bitrate, Complexity: cfg.Complexity, FEC: true, DTX: true}); err != nil {
+	if s.enc, err = opus.NewEncoder(opus.EncoderConfig{SampleRate: encRate, Bitrate: cfg.Bitrate, Complexity: cfg.Complexity, FEC: !cfg.DisableFEC, DTX: true}); err != nil {
 		return nil, err
 	}
 	s.pkt.Header = rtp.Header{Version: 2, PayloadType: opusPayloadType}
