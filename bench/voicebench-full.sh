@@ -38,7 +38,7 @@ WINDOW=${WINDOW:-10s}
 START_S1=${START_S1:-100}
 START_S2=${START_S2:-20}
 FACTOR=${FACTOR:-1.4}
-MAX=${MAX:-4000} # also the echo floor's socket count (ports 28000 up)
+MAX=${MAX:-4000} # also the echo floor's socket count
 SUT_CPU=${SUT_CPU:-0}
 GEN_CPU=${GEN_CPU:-1}
 NICE=${NICE:-nice -n -10}
@@ -46,11 +46,11 @@ OUT=${OUT:-bench/results/voicebench}
 PERF=${PERF:-1}
 NG=127.0.0.1:22230
 # Port ranges below the kernel's ephemeral range (32768-60999), so other
-# programs' client sockets cannot take them: the node's RTP 20000-27999
-# (bench/voiced-node.sh), the echo floor 28000-31999, rtpengine 2000-19999 (four ports a call;
-# it skips ports in use, such as a local PostgreSQL or Redis).
-ECHO_PORT=28000
-export VOICED_RTP_PORTS=20000-27999
+# programs' client sockets cannot take them: the node's RTP 20000-31999
+# (bench/voiced-node.sh), rtpengine 2000-19999 (four ports a call; it skips
+# ports in use, such as a local PostgreSQL or Redis). The echo floor takes
+# any free ports and lists them in a file.
+export VOICED_RTP_PORTS=20000-31999
 
 deploy/debian-deps.sh bench
 go build -tags nolibopusfile -o bin/voiced ./cmd/voiced
@@ -71,7 +71,7 @@ mkdir -p "$OUT"
 # shellcheck disable=SC2086
 start_voiced "$work/node" taskset -c "$SUT_CPU" $NICE
 # shellcheck disable=SC2086
-taskset -c "$SUT_CPU" $NICE ./bin/voicebench echo --port "$ECHO_PORT" --count "$MAX" >"$work/echo.log" 2>&1 &
+taskset -c "$SUT_CPU" $NICE ./bin/voicebench echo --count "$MAX" --list "$work/echo.addrs" >"$work/echo.log" 2>&1 &
 ECHO_PID=$!
 for _ in $(seq 50); do grep -q echoing "$work/echo.log" && break; sleep 0.1; done
 grep -q echoing "$work/echo.log" || { cat "$work/echo.log" >&2; exit 1; }
@@ -80,7 +80,7 @@ gen=(taskset -c "$GEN_CPU" $NICE ./bin/voicebench load --quiet --per-call=false 
 ours_s1=(--mode sip --sip "$VOICED_SIP" --to "$VOICED_NUMBER" --codec PCMU --pid "$VOICED_PID")
 ours_s2=(--mode sip --sip "$VOICED_SIP" --to "$VOICED_NUMBER" --codec opus --pid "$VOICED_PID")
 rte=(--mode rtpengine --rtpengine-start --rtpengine-cpu "$SUT_CPU" --ng "$NG" --rtpengine-ports 2000-19999 --codec PCMU)
-echo_s1=(--mode echo --echo "127.0.0.1:$ECHO_PORT" --echo-count "$MAX" --pid "$ECHO_PID" --codec PCMU)
+echo_s1=(--mode echo --echo-list "$work/echo.addrs" --pid "$ECHO_PID" --codec PCMU)
 
 log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
@@ -99,7 +99,7 @@ PROF_PID=
 profile() {
   PROF_PID=
   [ "$PERF" = 1 ] && command -v perf >/dev/null || return 0
-  (sleep "$2"; perf record -F 499 -g -p "$VOICED_PID" -o "$work/$1.data" -- sleep 8 >/dev/null 2>&1 &&
+  (sleep "$2"; perf record -F 999 -g -p "$VOICED_PID" -o "$work/$1.data" -- sleep 8 >/dev/null 2>&1 &&
     perf report -i "$work/$1.data" --stdio --no-children --sort symbol 2>/dev/null |
       grep -E '^ +[0-9.]+%' | head -25 >"$OUT/$1.txt") &
   PROF_PID=$!

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"os"
+	"strings"
 
 	"github.com/voiced/voiced/cmd/voicebench/internal/echo"
 )
@@ -15,8 +17,9 @@ func runEcho(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := flag.NewFlagSet("echo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1", "address to listen on")
-	port := fs.Int("port", 31000, "first port")
-	count := fs.Int("count", 1000, "sockets (one per call), on consecutive ports")
+	port := fs.Int("port", 0, "first port of consecutive ports; 0 = any free ports (see --list)")
+	count := fs.Int("count", 1000, "sockets (one per call)")
+	list := fs.String("list", "", "write the sockets' addresses to this file, one per line, for load --echo-list")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -28,7 +31,18 @@ func runEcho(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "echoing on %s ports %d-%d\n", ip, *port, *port+*count-1)
+	addrs := s.Addrs()
+	if *list != "" {
+		var b strings.Builder
+		for _, a := range addrs {
+			b.WriteString(a.String() + "\n")
+		}
+		if err := os.WriteFile(*list, []byte(b.String()), 0o644); err != nil {
+			s.Close()
+			return err
+		}
+	}
+	fmt.Fprintf(stdout, "echoing on %d sockets from %s\n", len(addrs), addrs[0])
 	<-ctx.Done()
 	return s.Close()
 }

@@ -25,6 +25,7 @@ type loadFlags struct {
 
 	echoAddr  string
 	echoCount int
+	echoList  string
 
 	url, apiKey string
 	wsFormat    string
@@ -98,6 +99,7 @@ func parseLoadFlags(args []string, stderr io.Writer) (*loadFlags, error) {
 
 	fs.StringVar(&f.echoAddr, "echo", "127.0.0.1:31000", "echo: first address of a running `voicebench echo`")
 	fs.IntVar(&f.echoCount, "echo-count", 1000, "echo: its number of sockets")
+	fs.StringVar(&f.echoList, "echo-list", "", "echo: file of the echo's socket addresses (voicebench echo --list), instead of --echo/--echo-count")
 
 	fs.StringVar(&f.url, "url", "ws://127.0.0.1:8080/v1/realtime", "ws: realtime WebSocket URL (add ?agent_id=N for a saved agent)")
 	fs.StringVar(&f.apiKey, "api-key", "", "ws: API key (Authorization: Bearer)")

@@ -149,6 +149,21 @@ func TestLoadFindMaxAndCompare(t *testing.T) {
 		}
 	}
 
+	// The echo floor on any free ports, found through its list file.
+	list := filepath.Join(dir, "echo.addrs")
+	ctx, cancel := context.WithCancel(context.Background())
+	echoDone := make(chan error, 1)
+	var echoOut bytes.Buffer
+	go func() { echoDone <- runEcho(ctx, []string{"--count", "3", "--list", list}, &echoOut, &stderr) }()
+	require.Eventually(t, func() bool { _, err := os.Stat(list); return err == nil }, 2*time.Second, 10*time.Millisecond)
+	listed := filepath.Join(dir, "listed")
+	err = run(context.Background(), []string{"load", "--mode", "echo", "--echo-list", list, "--calls", "3", "--hold", "500ms", "--settle", "0s",
+		"--quiet", "--out", listed}, &stdout, &stderr)
+	require.NoError(t, err)
+	require.Positive(t, readResults(t, listed).Window.Received)
+	cancel()
+	require.NoError(t, <-echoDone)
+
 	err = run(context.Background(), []string{"compare", "nonsense"}, &stdout, &stderr)
 	require.Error(t, err)
 	err = run(context.Background(), []string{"bogus"}, &stdout, &stderr)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -257,19 +258,49 @@ func buildTarget(ctx context.Context, f *loadFlags, src *audio.Source, log *slog
 		}
 		return &rtpe.Target{Client: c, Transcode: tc, RunID: runID}, name, nil, func() { c.Close() }, nil
 	case "echo":
-		first, err := netip.ParseAddrPort(f.echoAddr)
+		addrs, err := echoAddrs(f)
 		if err != nil {
-			return nil, "", nil, nop, fmt.Errorf("--echo: %w", err)
+			return nil, "", nil, nop, err
 		}
-		addrs := make([]netip.AddrPort, f.echoCount)
-		for i := range addrs {
-			addrs[i] = netip.AddrPortFrom(first.Addr(), first.Port()+uint16(i))
-		}
-		return echo.Target{Addrs: addrs}, fmt.Sprintf("voicebench echo %s (+%d ports)", first, f.echoCount), nil, nop, nil
+		return echo.Target{Addrs: addrs}, fmt.Sprintf("voicebench echo %s (%d sockets)", addrs[0], len(addrs)), nil, nop, nil
 	case "webrtc":
 		return nil, "", nil, nop, errors.New("--mode webrtc: not available yet (see the README's voicebench section)")
 	}
 	return nil, "", nil, nop, fmt.Errorf("--mode %q: sip, rtpengine, echo or ws", f.mode)
+}
+
+// echoAddrs reads --echo-list, or spells out --echo and --echo-count.
+func echoAddrs(f *loadFlags) ([]netip.AddrPort, error) {
+	if f.echoList != "" {
+		b, err := os.ReadFile(f.echoList)
+		if err != nil {
+			return nil, fmt.Errorf("--echo-list: %w", err)
+		}
+		var addrs []netip.AddrPort
+		for _, line := range strings.Fields(string(b)) {
+			a, err := netip.ParseAddrPort(line)
+			if err != nil {
+				return nil, fmt.Errorf("--echo-list %s: %w", f.echoList, err)
+			}
+			addrs = append(addrs, a)
+		}
+		if len(addrs) == 0 {
+			return nil, fmt.Errorf("--echo-list %s: no addresses", f.echoList)
+		}
+		return addrs, nil
+	}
+	first, err := netip.ParseAddrPort(f.echoAddr)
+	if err != nil {
+		return nil, fmt.Errorf("--echo: %w", err)
+	}
+	if f.echoCount <= 0 || int(first.Port())+f.echoCount > 65536 {
+		return nil, fmt.Errorf("--echo-count %d from port %d", f.echoCount, first.Port())
+	}
+	addrs := make([]netip.AddrPort, f.echoCount)
+	for i := range addrs {
+		addrs[i] = netip.AddrPortFrom(first.Addr(), first.Port()+uint16(i))
+	}
+	return addrs, nil
 }
 
 func portRange(s string) (int, int, error) {
