@@ -63,6 +63,11 @@ func (r *resources) product(name *string) Product {
 	return r.products[r.cfg.DefaultProduct]
 }
 
+// bill charges ended call id once. A call that ended failed costs nothing:
+// it was refused at admission, never answered (busy, no answer, rejected,
+// dial failure) or ended by an error on our side; it is still marked
+// billed, with 0 billable minutes, so the sweep does not revisit it.
+//
 // bill charges ended call id once (storage.BillCall makes it idempotent)
 // and emits its completion event with it.
 func (l *CallLog) bill(ctx context.Context, id int64) error {
@@ -73,8 +78,11 @@ func (l *CallLog) bill(ctx context.Context, id int64) error {
 	if c.BilledAt != nil || c.Status == storage.CallInProgress || c.DurationSeconds == nil {
 		return nil
 	}
-	voicemail := c.EndReason != nil && *c.EndReason == EndReasonVoicemail
-	cost := CallCost(time.Duration(*c.DurationSeconds)*time.Second, l.s.res.product(c.Product), voicemail)
+	var cost storage.CallCharge // a failed call costs nothing
+	if c.Status != storage.CallFailed {
+		voicemail := c.EndReason != nil && *c.EndReason == EndReasonVoicemail
+		cost = CallCost(time.Duration(*c.DurationSeconds)*time.Second, l.s.res.product(c.Product), voicemail)
+	}
 	_, err = l.s.store.BillCall(ctx, id, cost)
 	if errors.Is(err, storage.ErrCallInProgress) {
 		return nil

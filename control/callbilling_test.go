@@ -91,6 +91,27 @@ func TestCallBilling(t *testing.T) {
 			require.ErrorIs(t, err, control.ErrInsufficientBalance)
 		})
 
+		t.Run("failed calls cost nothing", func(t *testing.T) {
+			w, agent := org(100)
+			// Lasted 40 s and ended failed (never answered, or our error).
+			start := time.Now().Add(-40 * time.Second).Truncate(time.Millisecond)
+			adm, err := l.Admit(ctx, control.AdmitRequest{Direction: "web", OrgID: w.org.ID, AgentID: agent, At: start})
+			require.NoError(t, err)
+			require.NoError(t, l.Finish(ctx, adm.CallID, control.CallEnd{Status: "failed", Reason: "no_answer", At: start.Add(40 * time.Second)}))
+			c := a.do("GET", fmt.Sprintf("/v1/calls/%d", adm.CallID), w.ownerK, nil).obj(t)
+			require.Equal(t, float64(0), c["billing_total_cents"])
+			require.Equal(t, float64(0), c["billable_minutes"])
+			require.NotNil(t, c["billed_at"])
+			bal, err := a.store.Balance(ctx, w.org.ID)
+			require.NoError(t, err)
+			require.Equal(t, int64(100), bal, "nothing was debited")
+			// A completed call of the same length is charged.
+			call(w, agent, 40*time.Second, "caller_hangup")
+			bal, err = a.store.Balance(ctx, w.org.ID)
+			require.NoError(t, err)
+			require.Less(t, bal, int64(100))
+		})
+
 		t.Run("one usage entry per call however often the end arrives", func(t *testing.T) {
 			w, agent := org(100)
 			r := a.do("POST", "/v1/developer/webhook-endpoints", w.adminK, map[string]any{"label": "hooks", "url": "https://hooks.example/x", "events": []string{"web.incoming", "web.complete"}})
