@@ -100,7 +100,7 @@ func TestRTCPRoundTrip(t *testing.T) {
 			}, 3*time.Second, 20*time.Millisecond)
 			for _, s := range []*Session{a, b} {
 				rtt := time.Duration(s.Metrics().RTT.Load())
-				require.Less(t, rtt, 25*time.Millisecond, "loopback round trip")
+				require.Less(t, rtt, 100*time.Millisecond, "loopback round trip (plus scheduling on a busy machine)")
 				require.Zero(t, s.Metrics().RemoteLossFraction.Load())
 				require.Zero(t, s.Metrics().SourceDrops.Load())
 				require.Zero(t, s.Metrics().Malformed.Load())

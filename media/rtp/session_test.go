@@ -46,7 +46,7 @@ func TestLoopback(t *testing.T) {
 // queue up to QueueFrames, are paced out one per tick, and Flush drops
 // what is waiting.
 func TestWriteFrameQueue(t *testing.T) {
-	a, b := pair(t, Config{QueueFrames: 10}, codecPCMU, Codec{})
+	a, b := pair(t, Config{QueueFrames: 10, Jitter: slack.Jitter}, codecPCMU, Codec{})
 	g := &tone{hz: 600, amp: 6000, rate: 16000}
 	frame := make([]int16, 320)
 	for range 10 {
@@ -72,7 +72,7 @@ func TestWriteFrameQueue(t *testing.T) {
 	}()
 	got := collect(t, b, 1000*time.Millisecond)
 	<-done
-	require.Greater(t, goertzel(got[len(got)-6400:len(got)-1600], 600, 16000), 0.8)
+	require.Greater(t, toneFrames(got[len(got)-6400:len(got)-1600], 600), 0.8)
 
 	require.Eventually(t, func() bool { return a.Queued() == 0 }, time.Second, 5*time.Millisecond)
 	for range 10 {
@@ -181,7 +181,10 @@ func TestMediaTimeout(t *testing.T) {
 	case <-time.After(2 * time.Second):
 		t.Fatal("no media timeout")
 	}
-	require.InDelta(t, 300, float64(time.Since(start).Milliseconds()), 60)
+	// 300 ms, detected at the next tick; a loaded machine may add a little.
+	took := time.Since(start)
+	require.GreaterOrEqual(t, took, 300*time.Millisecond)
+	require.Less(t, took, 500*time.Millisecond)
 	require.ErrorIs(t, b.Err(), ErrMediaTimeout)
 }
 
@@ -299,11 +302,11 @@ func TestCodecChange(t *testing.T) {
 	a, b := pair(t, slack, codecPCMU, Codec{})
 	require.NoError(t, a.SetSource(&tone{hz: 700, amp: 7000, rate: 16000}, 16000))
 	got := collect(t, b, 600*time.Millisecond)
-	require.Greater(t, goertzel(got[len(got)-3200:], 700, 16000), 0.9)
+	require.Greater(t, toneFrames(got[len(got)-3200:], 700), 0.8)
 	require.NoError(t, a.Update(params(b, codecOpus, Codec{})))
 	require.NoError(t, b.Update(params(a, codecOpus, Codec{})))
 	got = collect(t, b, 800*time.Millisecond)
-	require.Greater(t, goertzel(got[len(got)-4800:], 700, 16000), 0.9)
+	require.Greater(t, toneFrames(got[len(got)-4800:], 700), 0.8)
 	require.Equal(t, "opus", b.Snapshot().Codec)
 }
 
