@@ -273,6 +273,7 @@ func BenchmarkRealtimeLoad(b *testing.B) {
 	// frame to its clients; clients start at different points of the
 	// talk/listen cycle.
 	stop := make(chan struct{})
+	var sendErrs atomic.Int64
 	var senders sync.WaitGroup
 	const shards = 4
 	for s := range shards {
@@ -292,7 +293,7 @@ func BenchmarkRealtimeLoad(b *testing.B) {
 					f := frames[(k+i*7)%len(frames)]
 					_ = clients[i].nc.SetWriteDeadline(time.Now().Add(time.Second))
 					if _, err := clients[i].nc.Write(f); err != nil {
-						return
+						sendErrs.Add(1)
 					}
 				}
 				k++
@@ -327,6 +328,7 @@ func BenchmarkRealtimeLoad(b *testing.B) {
 	const hz = 100 // USER_HZ
 	cpuSec := float64(c1-c0) / hz
 	b.ReportMetric(float64(n), "sessions")
+	b.ReportMetric(float64(sendErrs.Load()), "client-send-errors")
 	b.ReportMetric(100*cpuSec/wall.Seconds(), "server-cpu-%")
 	b.ReportMetric(100*cpuSec/wall.Seconds()/float64(n), "cpu-%-per-session")
 	b.ReportMetric(100*float64(self1-self0)/hz/wall.Seconds(), "client-cpu-%")
