@@ -1,6 +1,8 @@
 package realtime
 
 import (
+	"encoding/base64"
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -57,3 +59,39 @@ func TestOutQueuePushAudioAllocatesNothing(t *testing.T) {
 	})
 	require.Zero(t, allocs)
 }
+
+func TestAudioPathsAllocateNothing(t *testing.T) {
+	// The receive path (an append event through base64, PCM, resampling
+	// and the engine) and the send path (a frame to a delta event).
+	sess, err := agent.New(agent.Config{Loopback: true, OutputRate: 24000, TurnDetection: &agent.TurnDetection{}}, nil, agent.Deps{}, nopSink{})
+	require.NoError(t, err)
+	defer sess.Close()
+	c := &conn{sess: sess, enc: &encoder{tag: "x"}, set: defaultSettings(), live: true}
+	c.set.out = format{codecPCM, 24000}
+	require.NoError(t, c.in.init(format{codecPCM, 24000}))
+	defer c.in.close()
+	raw := make([]byte, 960*5) // 100 ms at 24 kHz
+	msg := []byte(`{"type":"input_audio_buffer.append","audio":"` + base64.StdEncoding.EncodeToString(raw) + `"}`)
+	c.handleText(msg) // grow the buffers
+	allocs := testing.AllocsPerRun(100, func() { c.handleText(msg) })
+	require.Zero(t, allocs, "receive path")
+
+	p := &agent.Playout{ResponseID: "resp_1", ItemID: "item_1"}
+	frame := make([]int16, 480)
+	var payload, scratch []byte
+	payload = c.encodeAudio(payload[:0], frame)
+	scratch = c.enc.appendAudioDelta(scratch[:0], p, payload)
+	allocs = testing.AllocsPerRun(100, func() {
+		payload = c.encodeAudio(payload[:0], frame)
+		scratch = c.enc.appendAudioDelta(scratch[:0], p, payload)
+	})
+	require.Zero(t, allocs, "send path")
+	var ev map[string]any
+	require.NoError(t, json.Unmarshal(scratch, &ev))
+	require.Equal(t, "response.output_audio.delta", ev["type"])
+	require.Equal(t, "item_1", ev["item_id"])
+}
+
+type nopSink struct{}
+
+func (nopSink) Event(agent.Event) {}
