@@ -28,6 +28,8 @@ type loadFlags struct {
 	echoList  string
 
 	url, apiKey string
+	apiBase     string
+	agentID     int64
 	wsFormat    string
 	wsRate      int
 
@@ -84,7 +86,7 @@ func parseLoadFlags(args []string, stderr io.Writer) (*loadFlags, error) {
 	f := &loadFlags{}
 	fs := flag.NewFlagSet("load", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&f.mode, "mode", "sip", "target kind: sip (SIP+RTP to a media node or any UAS), rtpengine (ng-driven relay), echo (voicebench echo floor), ws (realtime WebSocket); webrtc is not available yet")
+	fs.StringVar(&f.mode, "mode", "sip", "target kind: sip (SIP+RTP to a media node or any UAS), rtpengine (ng-driven relay), echo (voicebench echo floor), ws (realtime WebSocket), webrtc (browser calls through mic sessions)")
 
 	fs.StringVar(&f.sipServer, "sip", "127.0.0.1:5060", "sip: the SIP server host:port (UDP)")
 	fs.StringVar(&f.to, "to", "", "sip: the number (user part) to call, e.g. one assigned to an audio-loopback agent")
@@ -102,7 +104,9 @@ func parseLoadFlags(args []string, stderr io.Writer) (*loadFlags, error) {
 	fs.StringVar(&f.echoList, "echo-list", "", "echo: file of the echo's socket addresses (voicebench echo --list), instead of --echo/--echo-count")
 
 	fs.StringVar(&f.url, "url", "ws://127.0.0.1:8080/v1/realtime", "ws: realtime WebSocket URL (add ?agent_id=N for a saved agent)")
-	fs.StringVar(&f.apiKey, "api-key", "", "ws: API key (Authorization: Bearer)")
+	fs.StringVar(&f.apiKey, "api-key", "", "ws, webrtc: API key (Authorization: Bearer)")
+	fs.StringVar(&f.apiBase, "api", "http://127.0.0.1:8080", "webrtc: the API root that serves /v1/mic-session")
+	fs.Int64Var(&f.agentID, "agent-id", 0, "webrtc: the agent each mic session calls")
 	fs.StringVar(&f.wsFormat, "ws-format", "pcm16", "ws: audio format both ways: pcm16, g711_ulaw or g711_alaw")
 	fs.IntVar(&f.wsRate, "ws-rate", 16000, "ws: PCM rate, 16000 or 24000 (G.711 is always 8000)")
 
@@ -146,6 +150,8 @@ func parseLoadFlags(args []string, stderr io.Writer) (*loadFlags, error) {
 		return nil, errors.New("--find-max needs --start > 0 and --step > 0 or --factor > 1")
 	case f.mode == "sip" && f.to == "":
 		return nil, errors.New("--mode sip needs --to (the number to call)")
+	case f.mode == "webrtc" && (f.agentID <= 0 || f.apiKey == ""):
+		return nil, errors.New("--mode webrtc needs --agent-id and --api-key")
 	}
 	if f.topology == "" {
 		switch f.mode {

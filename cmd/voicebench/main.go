@@ -43,7 +43,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 const usage = `voicebench: load and quality benchmarks for voice media nodes.
 
-  voicebench [load] --mode sip|rtpengine|echo|ws [flags]   put N calls on a target and measure them
+  voicebench [load] --mode sip|rtpengine|echo|ws|webrtc [flags]   put N calls on a target and measure them
   voicebench echo --port P --count N                        run the UDP echo floor (one socket per call)
   voicebench compare --out FILE RESULT-DIR...               side-by-side tables from several runs
   voicebench load -h                                        every load flag

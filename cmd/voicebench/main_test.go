@@ -37,6 +37,7 @@ func TestParseLoadFlags(t *testing.T) {
 		{"--mode", "echo", "--calls", "0"},
 		{"--mode", "echo", "--find-max", "--step", "0", "--factor", "1"},
 		{"--mode", "echo", "stray"},
+		{"--mode", "webrtc", "--api-key", "k"},
 	} {
 		_, err := parseLoadFlags(bad, &stderr)
 		require.Error(t, err, "%v", bad)

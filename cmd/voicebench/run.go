@@ -19,6 +19,7 @@ import (
 	"github.com/voiced/voiced/cmd/voicebench/internal/load"
 	"github.com/voiced/voiced/cmd/voicebench/internal/ng"
 	"github.com/voiced/voiced/cmd/voicebench/internal/report"
+	"github.com/voiced/voiced/cmd/voicebench/internal/rtc"
 	"github.com/voiced/voiced/cmd/voicebench/internal/rtpe"
 	"github.com/voiced/voiced/cmd/voicebench/internal/rtws"
 	"github.com/voiced/voiced/cmd/voicebench/internal/sdp"
@@ -42,8 +43,11 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return fmt.Errorf("--codec %q: PCMU, PCMA or opus", f.codec)
 	}
 	codecName := codec.Name
-	if f.mode == "ws" {
+	switch f.mode {
+	case "ws":
 		codecName = f.wsFormat
+	case "webrtc":
+		codec, codecName = sdp.Opus, "opus (WebRTC)"
 	}
 	topo, err := parseTopology(f.topology)
 	if err != nil {
@@ -264,9 +268,14 @@ func buildTarget(ctx context.Context, f *loadFlags, src *audio.Source, log *slog
 		}
 		return echo.Target{Addrs: addrs}, fmt.Sprintf("voicebench echo %s (%d sockets)", addrs[0], len(addrs)), nil, nop, nil
 	case "webrtc":
-		return nil, "", nil, nop, errors.New("--mode webrtc: not available yet (see the README's voicebench section)")
+		t, err := rtc.NewTarget(rtc.Config{Source: src, Probe: f.probe,
+			Signal: &rtc.MicSession{Base: f.apiBase, APIKey: f.apiKey, AgentID: f.agentID}})
+		if err != nil {
+			return nil, "", nil, nop, err
+		}
+		return t, fmt.Sprintf("%s/v1/mic-session (agent %d)", f.apiBase, f.agentID), nil, nop, nil
 	}
-	return nil, "", nil, nop, fmt.Errorf("--mode %q: sip, rtpengine, echo or ws", f.mode)
+	return nil, "", nil, nop, fmt.Errorf("--mode %q: sip, rtpengine, echo, ws or webrtc", f.mode)
 }
 
 // echoAddrs reads --echo-list, or spells out --echo and --echo-count.

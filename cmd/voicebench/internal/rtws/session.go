@@ -18,6 +18,7 @@ import (
 	"github.com/gobwas/ws/wsutil"
 
 	"github.com/voiced/voiced/cmd/voicebench/internal/audio"
+	"github.com/voiced/voiced/cmd/voicebench/internal/load"
 	"github.com/voiced/voiced/cmd/voicebench/internal/rtpstat"
 	"github.com/voiced/voiced/codecs/g711"
 	"github.com/voiced/voiced/codecs/pcm"
@@ -25,10 +26,6 @@ import (
 
 // maxMessage bounds one server message.
 const maxMessage = 4 << 20
-
-// queueLen is the frames the pacer may get ahead of a session's writer
-// (one second); beyond it frames are dropped and counted.
-const queueLen = 64
 
 // talkspurt is the silence between deltas after which the next delta
 // starts a new talkspurt (its timestamp follows the wall clock).
@@ -41,12 +38,7 @@ type session struct {
 	wmu  sync.Mutex // one frame at a time on the socket
 	bw   *bufio.Writer
 
-	// pacer to writer: a single-producer single-consumer ring of frames
-	ring   [queueLen]int32
-	head   atomic.Uint64 // written by the pacer
-	tail   atomic.Uint64 // written by the writer
-	notify chan struct{}
-	drops  atomic.Uint64
+	queue *load.FrameQueue // pacer to writer
 
 	ctx    context.Context // the session's life; Hangup cancels it
 	cancel context.CancelFunc
@@ -79,7 +71,7 @@ func dial(ctx context.Context, t *Target, h http.Header) (*session, error) {
 	if br == nil {
 		br = bufio.NewReader(conn)
 	}
-	s := &session{t: t, conn: conn, br: br, bw: bufio.NewWriterSize(conn, 4096), notify: make(chan struct{}, 1),
+	s := &session{t: t, conn: conn, br: br, bw: bufio.NewWriterSize(conn, 4096), queue: load.NewFrameQueue(),
 		ended: make(chan struct{}), onset: audio.NewOnset(t.cfg.Format.Rate)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.stream.Reset(t.cfg.Format.Rate)
@@ -176,19 +168,7 @@ func (s *session) start() {
 }
 
 // SendFrame implements load.MediaSession.
-func (s *session) SendFrame(frame int) {
-	h := s.head.Load()
-	if h-s.tail.Load() >= queueLen {
-		s.drops.Add(1)
-		return
-	}
-	s.ring[h%queueLen] = int32(frame)
-	s.head.Store(h + 1)
-	select {
-	case s.notify <- struct{}{}:
-	default:
-	}
-}
+func (s *session) SendFrame(frame int) { s.queue.Push(frame) }
 
 func (s *session) writeLoop() {
 	defer s.wg.Done()
@@ -196,10 +176,13 @@ func (s *session) writeLoop() {
 		select {
 		case <-s.ctx.Done():
 			return
-		case <-s.notify:
+		case <-s.queue.Ready():
 		}
-		for t := s.tail.Load(); t < s.head.Load(); t++ {
-			f := int(s.ring[t%queueLen])
+		for {
+			f, ok := s.queue.Pop()
+			if !ok {
+				break
+			}
 			if f == s.t.onsetAt {
 				n := s.onsets.Load()
 				s.onsetSent[n%8].Store(time.Now().Add(s.t.onsetOff).UnixNano())
@@ -208,7 +191,6 @@ func (s *session) writeLoop() {
 			if err := s.write(ws.OpText, s.t.msgs[f]); err != nil {
 				return
 			}
-			s.tail.Store(t + 1)
 		}
 	}
 }
