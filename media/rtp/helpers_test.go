@@ -37,7 +37,7 @@ func newPacer(t testing.TB) *pace.Pacer {
 
 func newPorts(t testing.TB) *Ports {
 	t.Helper()
-	p, err := NewPorts(30000, 39999)
+	p, err := NewPorts(23000, 28799)
 	require.NoError(t, err)
 	return p
 }

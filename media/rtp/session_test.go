@@ -238,21 +238,23 @@ func TestConfigAndPorts(t *testing.T) {
 // and a full range reports ErrNoPorts.
 func TestPortsRotateAndRunOut(t *testing.T) {
 	pacer := newPacer(t)
-	ports, err := NewPorts(41000, 41005) // three pairs
+	// Below the kernel's ephemeral range (32768+ on Linux), so no socket
+	// of another program lands there by chance.
+	ports, err := NewPorts(28900, 28905) // three pairs
 	require.NoError(t, err)
 	var got []int
 	for range 3 {
 		s := newSession(t, Config{}, pacer, ports)
 		got = append(got, int(s.LocalAddr().Port()))
 	}
-	require.Equal(t, []int{41000, 41002, 41004}, got)
+	require.Equal(t, []int{28900, 28902, 28904}, got)
 	_, err = NewSession(Config{Local: localhost}, nil, pacer, ports)
 	require.ErrorIs(t, err, ErrNoPorts)
 	// With mux only the even port is taken.
-	mux, err := NewPorts(41010, 41011)
+	mux, err := NewPorts(28910, 28911)
 	require.NoError(t, err)
 	s := newSession(t, Config{RTCPMux: true}, pacer, mux)
-	require.EqualValues(t, 41010, s.LocalAddr().Port())
+	require.EqualValues(t, 28910, s.LocalAddr().Port())
 	require.Nil(t, s.rconn)
 }
 
