@@ -16,7 +16,8 @@ import (
 const maxBehind = 5
 
 // Source supplies the audio a Session sends, pulled on the pacer goroutine
-// once per 20 ms (the conversation engine's ReadFrame has this shape).
+// once per 20 ms. The conversation engine's ReadFrame(dst) *Playout fits
+// with a one-line adapter (audio when the result is not nil).
 type Source interface {
 	// ReadFrame fills dst with the next 20 ms and reports whether it holds
 	// audio; false means there is none (silence or comfort noise goes
