@@ -36,11 +36,14 @@ func capture(t *testing.T, ports []int) (file string, stop func()) {
 	t.Helper()
 	tshark := needTool(t, "tshark", "tshark")
 	file = filepath.Join(t.TempDir(), "rtp.pcap")
-	var filter []string
+	// Both ends must be ours: other tests on the machine may reuse one of
+	// these port numbers once a session closes, talking to someone else.
+	var src, dst []string
 	for _, p := range ports {
-		filter = append(filter, "port "+strconv.Itoa(p))
+		src = append(src, "src port "+strconv.Itoa(p))
+		dst = append(dst, "dst port "+strconv.Itoa(p))
 	}
-	cmd := exec.Command(tshark, "-i", "lo", "-f", "udp and ("+strings.Join(filter, " or ")+")", "-w", file, "-q")
+	cmd := exec.Command(tshark, "-i", "lo", "-f", "udp and ("+strings.Join(src, " or ")+") and ("+strings.Join(dst, " or ")+")", "-w", file, "-q")
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
