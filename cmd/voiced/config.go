@@ -109,7 +109,7 @@ func bindFlags(fs *flag.FlagSet, c *config, names ...string) []flagSpec {
 		{"tts-base-url", "VOICED_TTS_BASE_URL", "", "OpenAI-compatible speech API root up to /v1; empty = espeak-ng (offline)", &c.TTSBaseURL},
 		{"tts-api-key", "VOICED_TTS_API_KEY", "", "API key for --tts-base-url", &c.TTSAPIKey},
 		{"tts-model", "VOICED_TTS_MODEL", "", "speech model for --tts-base-url (empty = tts-1)", &c.TTSModel},
-		{"stt-base-url", "VOICED_STT_BASE_URL", "", "OpenAI-compatible transcription API root up to /v1 (OpenAI, faster-whisper, whisper.cpp, vLLM); empty = none: spoken realtime turns are not transcribed", &c.STTBaseURL},
+		{"stt-base-url", "VOICED_STT_BASE_URL", "", "OpenAI-compatible transcription API root up to /v1 (OpenAI, faster-whisper, whisper.cpp, vLLM); empty = offline PocketSphinx (en-US) for realtime sessions", &c.STTBaseURL},
 		{"stt-api-key", "VOICED_STT_API_KEY", "", "API key for --stt-base-url", &c.STTAPIKey},
 		{"stt-model", "VOICED_STT_MODEL", "", "transcription model for --stt-base-url (empty = whisper-1)", &c.STTModel},
 		{"realtime-org-sessions", "VOICED_REALTIME_ORG_SESSIONS", "50", "concurrent realtime WebSocket sessions per organization (0 = no cap)", &c.RealtimeOrgSessions},

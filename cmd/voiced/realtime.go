@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/voiced/voiced/ai/llm"
 	"github.com/voiced/voiced/ai/stt"
+	"github.com/voiced/voiced/ai/stt/pocketsphinx"
 	"github.com/voiced/voiced/ai/tts"
 	"github.com/voiced/voiced/ai/tts/espeak"
 	"github.com/voiced/voiced/control"
@@ -63,7 +65,9 @@ func newProviders(c *config) (*providers, error) {
 		p.tts = catalogVoices{Synthesizer: s, provider: "openai"}
 	}
 	if c.STTBaseURL == "" {
-		p.stt = noSTT{}
+		ps := &lazySphinx{}
+		p.stt = ps
+		p.closers = append(p.closers, ps.close)
 	} else {
 		s, err := stt.NewOpenAI(stt.OpenAIConfig{BaseURL: c.STTBaseURL, APIKey: c.STTAPIKey, Model: c.STTModel})
 		if err != nil {
@@ -100,16 +104,35 @@ func (v catalogVoices) Synthesize(ctx context.Context, r tts.Request) (tts.Audio
 	return v.Synthesizer.Synthesize(ctx, r)
 }
 
-// errNoSTT is what a caller turn gets without a speech-to-text provider.
-var errNoSTT = errors.New("no speech-to-text provider is configured (--stt-base-url)")
+// lazySphinx is the offline default transcriber: PocketSphinx with its
+// American English language model, loaded on the first spoken turn (about
+// 0.5 s and 95 MB) rather than at every start. If the model cannot load,
+// spoken turns fail their transcription
+// (conversation.item.input_audio_transcription.failed) and text turns still
+// work.
+type lazySphinx struct {
+	once sync.Once
+	rec  *pocketsphinx.Recognizer
+	err  error
+}
 
-// noSTT transcribes nothing: without a provider, spoken turns fail their
-// transcription (conversation.item.input_audio_transcription.failed) and
-// text turns still work.
-type noSTT struct{}
+func (l *lazySphinx) Transcribe(ctx context.Context, r stt.Request) (stt.Result, error) {
+	l.once.Do(func() {
+		if l.rec, l.err = pocketsphinx.New(pocketsphinx.Config{}); l.err != nil {
+			l.err = fmt.Errorf("offline speech-to-text (pocketsphinx): %w", l.err)
+		}
+	})
+	if l.err != nil {
+		return stt.Result{}, l.err
+	}
+	return l.rec.Transcribe(ctx, r)
+}
 
-func (noSTT) Transcribe(context.Context, stt.Request) (stt.Result, error) {
-	return stt.Result{}, errNoSTT
+func (l *lazySphinx) close() {
+	l.once.Do(func() { l.err = errors.New("closed") })
+	if l.rec != nil {
+		l.rec.Close()
+	}
 }
 
 // realtimeFront is the running realtime server.
