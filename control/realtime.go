@@ -87,7 +87,19 @@ func (s *Server) registerRealtimeRoutes() {
 		summary: "Start a realtime session: body agent_id (a saved agent) or config (an inline configuration: prompt required; voice, product, tools, " +
 			"primary_language, additional_languages, background_track, telephony, placeholders, outbound, call_events), not both (400). " +
 			"Returns call_id, room_name, media_url and a token for the socket, valid one minute, once",
+		reqSchema: "RealtimeSessionInput", resSchema: "RealtimeSession",
 		errors: []int{400, 402, 404, 503}, handler: s.createRealtimeSession})
+}
+
+// realtimeSchemas are the OpenAPI components of POST /v1/realtime/sessions.
+var realtimeSchemas = map[string]any{
+	"RealtimeSessionInput": map[string]any{"type": "object", "properties": map[string]any{
+		"agent_id": i64,
+		"config":   map[string]any{"type": "object", "description": "inline agent configuration; prompt required; unknown keys are 400 config.<key>"},
+	}},
+	"RealtimeSession": obj(map[string]any{"call_id": i64, "room_name": str, "media_url": str,
+		"token": map[string]any{"type": "string", "description": "bearer credential for GET /v1/realtime, valid one minute, once"}},
+		"call_id", "room_name", "media_url", "token"),
 }
 
 // MountRealtime attaches the realtime WebSocket handler (the media side's

@@ -13,6 +13,7 @@ func allSchemas() map[string]any {
 	maps.Copy(out, resourceSchemas)
 	maps.Copy(out, billingSchemas)
 	maps.Copy(out, browserSchemas)
+	maps.Copy(out, realtimeSchemas)
 	return out
 }
 
