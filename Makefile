@@ -30,11 +30,15 @@ test: deps-test
 	$(GO) test -count=1 -timeout 12m ./...
 
 # Micro-benchmarks of every hot path, webhook deliveries/s to a local
-# receiver and ledger debits/s on SQLite and PostgreSQL, plus the HTTP
-# benchmark (bench/http.sh).
+# receiver and ledger debits/s on SQLite and PostgreSQL, RTP/jitter/pacer
+# costs, the engine's end-of-turn latency, a 400-session realtime load, the
+# HTTP benchmark (bench/http.sh) and a 30-second voicebench smoke load.
 bench: deps-bench
 	$(GO) test -run '^$$' -bench 'G711|Opus|Resample|DSP|Chain|Mix|Ring|Gain|RMS|PCM|WAV|MP3' -benchmem ./codecs/... ./media/ ./media/dsp/
 	$(GO) test -run '^$$' -bench 'Deliveries|Debit' -benchmem ./control/webhook/ ./storage/
+	$(GO) test -run '^$$' -bench 'RTP|Jitter|Pacer' -benchmem ./media/rtp/ ./media/jitter/ ./media/pace/
+	$(GO) test -run '^$$' -bench 'TurnLatency' -benchtime 300x ./media/agent/
+	VOICED_LOAD_SESSIONS=400 $(GO) test -run '^$$' -bench 'RealtimeLoad' -benchtime 1x ./media/realtime/
 	bench/http.sh
 	bench/voicebench-smoke.sh
 
