@@ -50,6 +50,43 @@ func FreePort(t testing.TB, ip string) int {
 	return 0
 }
 
+// FreeMediaPorts returns an even port p such that UDP ports p to p+3 were
+// free on ip a moment ago: sipp binds audio RTP and RTCP at -mp and -mp+1
+// and video RTP and RTCP at -mp+2 and -mp+3, and any of those taken by
+// another test makes it exit.
+func FreeMediaPorts(t testing.TB, ip string) int {
+	t.Helper()
+	for range 100 {
+		l, err := net.ListenPacket("udp", net.JoinHostPort(ip, "0"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		base := l.LocalAddr().(*net.UDPAddr).Port &^ 1
+		l.Close()
+		if base+3 > 65535 {
+			continue
+		}
+		var held []net.PacketConn
+		ok := true
+		for i := range 4 {
+			c, err := net.ListenPacket("udp", net.JoinHostPort(ip, strconv.Itoa(base+i)))
+			if err != nil {
+				ok = false
+				break
+			}
+			held = append(held, c)
+		}
+		for _, c := range held {
+			c.Close()
+		}
+		if ok {
+			return base
+		}
+	}
+	t.Fatal("no four free consecutive UDP ports")
+	return 0
+}
+
 // Proc is a running sipp.
 type Proc struct {
 	cmd  *exec.Cmd
@@ -72,7 +109,7 @@ func Sipp(t testing.TB, scenario string, timeout time.Duration, args ...string) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Proc{dir: t.TempDir(), done: make(chan error, 1), Port: FreePort(t, "127.0.0.1"), MediaPort: FreePort(t, "127.0.0.1")}
+	p := &Proc{dir: t.TempDir(), done: make(chan error, 1), Port: FreePort(t, "127.0.0.1"), MediaPort: FreeMediaPorts(t, "127.0.0.1")}
 	all := []string{"-sf", abs, "-i", "127.0.0.1", "-p", strconv.Itoa(p.Port), "-mi", "127.0.0.1", "-mp", strconv.Itoa(p.MediaPort),
 		"-timeout", strconv.Itoa(int(timeout.Seconds()+0.5)) + "s", "-timeout_error", "-nostdin", "-trace_err",
 		"-error_file", filepath.Join(p.dir, "errors.log")}
