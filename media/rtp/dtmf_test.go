@@ -177,8 +177,10 @@ func TestDTMFLoopback(t *testing.T) {
 				require.Equal(t, dtmfVolume, d.Volume)
 			}
 			require.Equal(t, "19*#A0", digits)
-			require.EqualValues(t, 6, a.Metrics().DigitsSent.Load())
-			require.EqualValues(t, 6, b.Metrics().DigitsReceived.Load())
+			// The counters are bumped beside the callback, not before it.
+			require.Eventually(t, func() bool {
+				return a.Metrics().DigitsSent.Load() == 6 && b.Metrics().DigitsReceived.Load() == 6
+			}, 2*time.Second, 5*time.Millisecond, "sent %d, received %d", a.Metrics().DigitsSent.Load(), b.Metrics().DigitsReceived.Load())
 		})
 	}
 }
