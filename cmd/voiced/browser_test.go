@@ -407,5 +407,11 @@ func TestBrowserConversation(t *testing.T) {
 	}
 	require.Equal(t, 200, apiCall(t, base, key, "GET", fmt.Sprintf("/v1/calls/%d/transcript", callID), nil, &tr))
 	require.GreaterOrEqual(t, len(tr.Turns), 3, "the call's transcript is recorded: %+v", tr)
-	require.Equal(t, "Welcome to the shop.", tr.Turns[0].Text)
+	// Turns are ordered by when they started; the fake microphone may start
+	// talking before the greeting does, so look for the greeting anywhere.
+	greeted := false
+	for _, turn := range tr.Turns {
+		greeted = greeted || (turn.Role == "assistant" && turn.Text == "Welcome to the shop.")
+	}
+	require.True(t, greeted, "the greeting is in the recorded transcript: %+v", tr)
 }
