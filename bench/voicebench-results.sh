@@ -22,10 +22,10 @@ Written by \`make bench-full\` (bench/voicebench-full.sh) on $(date -u +"%Y-%m-%
 $(git rev-parse --short HEAD 2>/dev/null || echo unknown). Machine: $(j .machine.cpu), $(j .machine.cores) cores,
 $(j .machine.memory_gib) GiB, kernel $(j .machine.kernel), $(j .machine.go); rtpengine $(rtpengine --version 2>&1 | awk '{print $2}').
 Each system under test ran pinned to one core (\`taskset -c \$SUT_CPU\`), voicebench to the other, all at
-\`${NICE:-nice -n -10}\`, on a machine shared with other work (load average at the start of each run is in its
+\`${NICE:-normal priority}\`, on a machine shared with other work (load average at the start of each run is in its
 summary). Figures are means over the interleaved rounds, with the range in parentheses.
 
-Exact command: \`ROUNDS=${ROUNDS:-2} N_S1=${N_S1:-200} N_S2=${N_S2:-60} HOLD=${HOLD:-20s} WINDOW=${WINDOW:-10s} FACTOR=${FACTOR:-1.4} bench/voicebench-full.sh\`;
+Exact command: \`ROUNDS=${ROUNDS:-2} N_S1=${N_S1:-200} N_S2=${N_S2:-30} HOLD=${HOLD:-20s} WINDOW=${WINDOW:-10s} FACTOR=${FACTOR:-1.4} bench/voicebench-full.sh\`;
 every voicebench command line is listed under its table. Per-run summaries and charts are in [$rel]($rel/).
 
 How the systems do comparable work: per call and per 20 ms each receives one RTP packet and sends one. Ours
@@ -70,7 +70,7 @@ for p in perf-s1 perf-s2; do
   [ -s "$OUT/$p.txt" ] || continue
   echo "## Profile of our node, ${p#perf-} (perf, top symbols)"
   echo
-  echo "\`perf record -F 499 -g -p <voiced pid> -- sleep 8\` at the fixed load above, \`perf report --no-children --sort symbol\`:"
+  echo "\`perf record -F 999 -g -p <voiced pid> -- sleep 8\` at the fixed load above, \`perf report --no-children --sort symbol\`:"
   echo
   echo '```'
   cat "$OUT/$p.txt"

@@ -59,6 +59,7 @@ func TestJudge(t *testing.T) {
 		{load.Window{Received: 1000}, 3, "3 setup failures"},
 		{load.Window{}, 0, "no media came back"},
 		{load.Window{Received: 1000, PacerSkipped: 2}, 0, "generator-bound"},
+		{load.Window{Received: 1000, PacerLateP99Ms: 3}, 0, "ticks late p99 3.00 ms"},
 	} {
 		pass, why := judge(f, tc.w, tc.failed)
 		require.False(t, pass)

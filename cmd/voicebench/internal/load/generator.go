@@ -86,7 +86,7 @@ func New(cfg Config, target Target, log *slog.Logger) (*Generator, error) {
 	}
 	f, off := cfg.Source.Onset(8000)
 	g.sender = newSender(g.lanes, cfg.Phases, f, time.Duration(off)*time.Second/8000)
-	g.pacer, err = pace.New(pace.Config{Period: 20 * time.Millisecond / time.Duration(cfg.Phases)}, log)
+	g.pacer, err = pace.New(pace.Config{Period: 20 * time.Millisecond / time.Duration(cfg.Phases), MaxLag: maxLag}, log)
 	if err != nil {
 		g.closeLanes()
 		return nil, err
@@ -471,6 +471,7 @@ type snap struct {
 	sent     uint64 // packets the sender wrote, all calls
 	failed   int64
 	hist     rtpstat.Histogram
+	late     rtpstat.Histogram // the generator's tick lateness since the last snapshot
 	pacer    pace.Stats
 	targets  time.Duration
 	self     time.Duration
@@ -516,6 +517,7 @@ func (g *Generator) snapshot() *snap {
 	s.sent = g.sender.sent.Load()
 	s.failed = g.failed.Load()
 	s.pacer = g.pacer.Stats()
+	g.sender.takeLateness(&s.late)
 	for _, pid := range g.cfg.TargetPIDs {
 		if t, err := procstat.Process(pid); err == nil {
 			s.targets += t

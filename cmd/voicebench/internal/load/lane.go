@@ -49,7 +49,13 @@ func openLane(local netip.Addr, buf int) (*lane, error) {
 		return nil, err
 	}
 	l := &lane{conn: c, ports: map[uint16]*portEntry{}, done: make(chan struct{})}
-	go l.read()
+	// The buffers are made here, not in the goroutine, so a lane allocates
+	// nothing once openLane has returned.
+	msgs := make([]udp.Message, readBatch)
+	for i := range msgs {
+		msgs[i].Buf = make([]byte, bufSize)
+	}
+	go l.read(msgs)
 	return l, nil
 }
 
@@ -93,12 +99,8 @@ func (l *lane) unroute(port uint16, c *call) {
 	}
 }
 
-func (l *lane) read() {
+func (l *lane) read(msgs []udp.Message) {
 	defer close(l.done)
-	msgs := make([]udp.Message, readBatch)
-	for i := range msgs {
-		msgs[i].Buf = make([]byte, bufSize)
-	}
 	var h rtp.Header
 	for {
 		n, err := l.conn.ReadBatch(msgs)

@@ -77,7 +77,7 @@ func TestEchoLoad(t *testing.T) {
 			for _, r := range res {
 				require.True(t, r.OK(), r.Err)
 				require.Equal(t, "voicebench", r.EndedBy)
-				require.Greater(t, r.Sent, uint64(70))
+				require.Greater(t, r.Sent, uint64(50), "1.5 s at 50 packets/s, less what a loaded machine delays")
 				require.InDelta(t, float64(r.Sent), float64(r.Received), 2)
 				require.Zero(t, r.Lost)
 				require.Positive(t, r.MOS)

@@ -114,9 +114,10 @@ type Window struct {
 	GeneratorCPUPct   float64   `json:"generator_cpu_percent"`
 	HostCPUPct        float64   `json:"host_cpu_percent"`
 	CoreCPUPct        []float64 `json:"core_cpu_percent"`
-	// The generator's own pacing: lateness of its ticks (whole run) and
-	// ticks it skipped in the window.
+	// The generator's own pacing in the window: how late its ticks
+	// started (p99 and max) and ticks it skipped (a stall over 100 ms).
 	PacerLateP99Ms float64 `json:"generator_pacer_late_p99_ms"`
+	PacerLateMaxMs float64 `json:"generator_pacer_late_max_ms"`
 	PacerSkipped   uint64  `json:"generator_pacer_skipped"`
 
 	Jitter rtpstat.Histogram `json:"-"`
@@ -159,7 +160,8 @@ func (g *Generator) window(a, b *snap) Window {
 	if a.hostErr == nil && b.hostErr == nil {
 		w.HostCPUPct, w.CoreCPUPct = procstat.Percent(a.host, b.host)
 	}
-	w.PacerLateP99Ms = ms(b.pacer.LateP99)
+	w.PacerLateP99Ms = ms(time.Duration(b.late.Quantile(0.99)))
+	w.PacerLateMaxMs = ms(time.Duration(b.late.Max()))
 	w.PacerSkipped = b.pacer.Skipped - a.pacer.Skipped
 	return w
 }

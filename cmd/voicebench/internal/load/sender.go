@@ -1,9 +1,11 @@
 package load
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/voiced/voiced/cmd/voicebench/internal/rtpstat"
 	"github.com/voiced/voiced/cmd/voicebench/internal/udp"
 )
 
@@ -27,10 +29,22 @@ type sender struct {
 	sent     atomic.Uint64
 	dropped  atomic.Uint64 // packets the socket refused
 	cost     atomic.Int64  // ns the last tick took
+
+	// The generator's own timeliness: how late each tick started against
+	// the schedule base + n*period, for the windows.
+	period  time.Duration
+	base    time.Time
+	n       int64
+	lateMu  sync.Mutex
+	lateWin rtpstat.Histogram
 }
 
+// maxLag is how far behind the pacer may fall before it skips ticks; the
+// generator prefers catching up (its packets carry their send times).
+const maxLag = 100 * time.Millisecond
+
 func newSender(lanes []*lane, phases, onsetFrame int, onsetOff time.Duration) *sender {
-	s := &sender{lanes: lanes, phases: phases, onsetAt: onsetFrame, onsetOff: onsetOff,
+	s := &sender{lanes: lanes, phases: phases, onsetAt: onsetFrame, onsetOff: onsetOff, period: 20 * time.Millisecond / time.Duration(phases),
 		batches: make([][]udp.Message, len(lanes)), owners: make([][]*call, len(lanes)), seqs: make([][]uint16, len(lanes))}
 	empty := []*call{}
 	s.calls.Store(&empty)
@@ -38,8 +52,9 @@ func newSender(lanes []*lane, phases, onsetFrame int, onsetOff time.Duration) *s
 }
 
 // Tick implements pace.Stream.
-func (s *sender) Tick(time.Time) {
+func (s *sender) Tick(now time.Time) {
 	start := time.Now()
+	s.noteLateness(now)
 	phase := int(s.tick % uint64(s.phases))
 	s.tick++
 	for i := range s.batches {
@@ -91,6 +106,30 @@ func (s *sender) next(c *call) udp.Message {
 	m := udp.Message{Buf: c.packet(c.frames[c.frame]), Addr: c.dest}
 	c.advance()
 	return m
+}
+
+// noteLateness records how late this tick started. The schedule is
+// rebased when the pacer had to skip ticks (the count no longer matches).
+func (s *sender) noteLateness(now time.Time) {
+	if s.base.IsZero() {
+		s.base = now
+	}
+	late := now.Sub(s.base.Add(time.Duration(s.n) * s.period))
+	if late > maxLag || late < -s.period {
+		s.base, s.n, late = now, 0, 0
+	}
+	s.n++
+	s.lateMu.Lock()
+	s.lateWin.Add(int64(late))
+	s.lateMu.Unlock()
+}
+
+// takeLateness moves the window's tick lateness into h.
+func (s *sender) takeLateness(h *rtpstat.Histogram) {
+	s.lateMu.Lock()
+	h.Merge(&s.lateWin)
+	s.lateWin.Reset()
+	s.lateMu.Unlock()
 }
 
 func (s *sender) write(lane int, ms []udp.Message) {

@@ -228,13 +228,23 @@ func (r *Report) WriteFiles(dir string) error {
 
 // ReadMachine describes this machine from /proc.
 func ReadMachine() Machine {
+	// runtime.NumCPU counts only the cores voicebench may run on (one,
+	// when pinned); the machine's are counted from /proc/cpuinfo.
 	m := Machine{Cores: runtime.NumCPU(), Go: runtime.Version()}
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		cores := 0
 		for _, line := range strings.Split(string(b), "\n") {
-			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			k, v, ok := strings.Cut(line, ":")
+			switch {
+			case !ok:
+			case strings.TrimSpace(k) == "processor":
+				cores++
+			case strings.TrimSpace(k) == "model name" && m.CPU == "":
 				m.CPU = strings.TrimSpace(v)
-				break
 			}
+		}
+		if cores > 0 {
+			m.Cores = cores
 		}
 	}
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
