@@ -120,7 +120,7 @@ func parseLoadFlags(args []string, stderr io.Writer) (*loadFlags, error) {
 	fs.DurationVar(&f.gap, "gap", 4*time.Second, "silence after each prompt (long enough for an agent to answer before the next one)")
 	fs.StringVar(&f.topology, "topology", "", "how returning media relates to what was sent: echo, relay or agent (default: agent for sip and ws, relay for rtpengine, echo for echo)")
 	fs.IntVar(&f.lanes, "lanes", 4, "shared UDP sockets for all calls' media")
-	fs.IntVar(&f.phases, "phases", 20, "send phases per 20 ms (calls spread over 1 ms sub-ticks of one pacer)")
+	fs.IntVar(&f.phases, "phases", 10, "send phases per 20 ms (calls spread over 2 ms sub-ticks of one pacer)")
 	fs.IntVar(&f.probe, "probe", 0, "calls that decode audio to recover delay (0 = all for G.711, 16 for Opus; -1 = none)")
 	fs.Var(&f.pids, "pid", "process id of the system under test, for its CPU (repeatable, comma-separated)")
 	fs.StringVar(&f.out, "out", "voicebench-results", "directory for results.json, summary.md and charts")

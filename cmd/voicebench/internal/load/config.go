@@ -57,7 +57,7 @@ type Config struct {
 	Lanes int
 	// Phases spreads sends over the 20 ms period: call i sends at sub-tick
 	// i mod Phases of a pacer running at 20 ms / Phases, as calls with
-	// random phases would arrive at a real node. 0 means 20 (1 ms).
+	// random phases would arrive at a real node. 0 means 10 (2 ms).
 	Phases int
 	// Probe is how many calls decode their audio to measure delay; 0
 	// means every call for G.711 and 16 for Opus (decoding Opus for
@@ -91,7 +91,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.Lanes = 4
 	}
 	if c.Phases <= 0 {
-		c.Phases = 20
+		c.Phases = 10
 	}
 	if c.Probe == 0 {
 		if c.Codec.Name == sdp.Opus.Name {
