@@ -1,11 +1,12 @@
 package llm
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/voiced/voiced/ai/internal/apierr"
 )
 
 // ErrNoMessages is returned by Stream for a Request with no messages.
@@ -81,59 +82,11 @@ func (e *APIError) Unwrap() error {
 	return ErrServer
 }
 
-// parseAPIError reads the error shapes of the OpenAI-compatible servers:
-// {"error":{"message","type","code"}} (OpenAI, Ollama, llama.cpp, code a
-// string or a number), {"error":"text"} (older Ollama) and
-// {"object":"error","message","type","code"} (vLLM). Anything else keeps the
-// body's first line as the message.
+// parseAPIError turns a failed response into an APIError
+// (ai/internal/apierr knows the servers' body shapes).
 func parseAPIError(status int, body []byte) *APIError {
-	e := &APIError{StatusCode: status}
-	var top struct {
-		Error   json.RawMessage `json:"error"`
-		Message string          `json:"message"`
-		Type    string          `json:"type"`
-		Code    json.RawMessage `json:"code"`
-	}
-	if json.Unmarshal(body, &top) == nil {
-		var inner struct {
-			Message string          `json:"message"`
-			Type    string          `json:"type"`
-			Code    json.RawMessage `json:"code"`
-		}
-		var text string
-		switch {
-		case json.Unmarshal(top.Error, &text) == nil && text != "":
-			e.Message = text
-		case json.Unmarshal(top.Error, &inner) == nil && inner.Message != "":
-			e.Message, e.Type, e.Code = inner.Message, inner.Type, rawCode(inner.Code)
-		case top.Message != "":
-			e.Message, e.Type, e.Code = top.Message, top.Type, rawCode(top.Code)
-		}
-	}
-	if e.Message == "" {
-		line, _, _ := strings.Cut(strings.TrimSpace(string(body)), "\n")
-		if len(line) > 200 {
-			line = line[:200]
-		}
-		e.Message = line
-	}
-	if e.Message == "" {
-		e.Message = http.StatusText(status)
-	}
-	return e
-}
-
-// rawCode renders a JSON string or number code as text; null is "".
-func rawCode(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var n json.Number
-	if json.Unmarshal(raw, &n) == nil {
-		return n.String()
-	}
-	return ""
+	b := apierr.Parse(status, body)
+	return &APIError{StatusCode: status, Type: b.Type, Code: b.Code, Message: b.Message}
 }
 
 // ErrClosed is returned by Recv after Close.

@@ -1,11 +1,11 @@
 package stt
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
+
+	"github.com/voiced/voiced/ai/internal/apierr"
 )
 
 // ErrNoAudio is returned for a Request with no samples.
@@ -65,58 +65,9 @@ func (e *APIError) Unwrap() error {
 	return ErrServer
 }
 
-// parseAPIError reads {"error":{"message","type","code"}},
-// {"error":"text"}, {"detail":"text"} (FastAPI servers) or
-// {"message","type","code"}; anything else keeps the body's first line.
+// parseAPIError turns a failed response into an APIError
+// (ai/internal/apierr knows the servers' body shapes).
 func parseAPIError(status int, body []byte) *APIError {
-	e := &APIError{StatusCode: status}
-	var top struct {
-		Error   json.RawMessage `json:"error"`
-		Detail  json.RawMessage `json:"detail"`
-		Message string          `json:"message"`
-		Type    string          `json:"type"`
-		Code    json.RawMessage `json:"code"`
-	}
-	if json.Unmarshal(body, &top) == nil {
-		var inner struct {
-			Message string          `json:"message"`
-			Type    string          `json:"type"`
-			Code    json.RawMessage `json:"code"`
-		}
-		var text string
-		switch {
-		case json.Unmarshal(top.Error, &text) == nil && text != "":
-			e.Message = text
-		case json.Unmarshal(top.Error, &inner) == nil && inner.Message != "":
-			e.Message, e.Type, e.Code = inner.Message, inner.Type, rawCode(inner.Code)
-		case json.Unmarshal(top.Detail, &text) == nil && text != "":
-			e.Message = text
-		case top.Message != "":
-			e.Message, e.Type, e.Code = top.Message, top.Type, rawCode(top.Code)
-		}
-	}
-	if e.Message == "" {
-		line, _, _ := strings.Cut(strings.TrimSpace(string(body)), "\n")
-		if len(line) > 200 {
-			line = line[:200]
-		}
-		e.Message = line
-	}
-	if e.Message == "" {
-		e.Message = http.StatusText(status)
-	}
-	return e
-}
-
-// rawCode renders a JSON string or number code as text; null is "".
-func rawCode(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var n json.Number
-	if json.Unmarshal(raw, &n) == nil {
-		return n.String()
-	}
-	return ""
+	b := apierr.Parse(status, body)
+	return &APIError{StatusCode: status, Type: b.Type, Code: b.Code, Message: b.Message}
 }
