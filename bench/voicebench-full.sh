@@ -24,7 +24,7 @@
 # and the largest sustained N (--find-max: loss <= 0.1%, p99 |D| <= 2 ms,
 # no setup failures, generator on time).
 #
-# Knobs (environment): ROUNDS=2 N_S1=200 N_S2=30 HOLD=20s WINDOW=10s
+# Knobs (environment): ROUNDS=2 N_S1=200 N_S2=30 HOLD=20s WINDOW=15s
 # START_S1=100 START_S2=20 FACTOR=1.4 MAX=4000 SUT_CPU=0 GEN_CPU=1
 # NICE (default "chrt -f 10" as root: real-time priority, so other work on
 # a shared machine cannot preempt the systems under test or voicebench;
@@ -36,7 +36,7 @@ ROUNDS=${ROUNDS:-2}
 N_S1=${N_S1:-200}
 N_S2=${N_S2:-30}
 HOLD=${HOLD:-20s}
-WINDOW=${WINDOW:-10s}
+WINDOW=${WINDOW:-15s}
 START_S1=${START_S1:-100}
 START_S2=${START_S2:-20}
 FACTOR=${FACTOR:-1.4}

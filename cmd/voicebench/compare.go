@@ -207,7 +207,7 @@ func cpuChart(systems []*system) *chart.Chart {
 		}
 		r := s.runs[i]
 		var x, y []float64
-		for _, st := range r.Steps {
+		for _, st := range report.FinalSteps(r.Steps) {
 			x = append(x, float64(st.Calls))
 			y = append(y, st.Window.TargetCPUPct)
 		}

@@ -58,6 +58,7 @@ type loadFlags struct {
 	window    time.Duration
 	maxLoss   float64
 	maxJitter time.Duration
+	retries   int
 }
 
 // intList is a repeatable integer flag.
@@ -135,6 +136,7 @@ func parseLoadFlags(args []string, stderr io.Writer) (*loadFlags, error) {
 	fs.DurationVar(&f.window, "window", 15*time.Second, "find-max: measurement window per step")
 	fs.Float64Var(&f.maxLoss, "max-loss", 0.1, "find-max: loss bound in percent")
 	fs.DurationVar(&f.maxJitter, "max-jitter", 2*time.Millisecond, "find-max: bound on the p99 per-packet transit difference |D|")
+	fs.IntVar(&f.retries, "retries", 1, "find-max: windows measured again when a step fails on loss or jitter (a host stall should not end the search)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}

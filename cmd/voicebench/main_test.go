@@ -132,6 +132,19 @@ func TestLoadFindMaxAndCompare(t *testing.T) {
 	require.Equal(t, 6, k.MaxSustained)
 	require.Contains(t, stdout.String(), "largest sustained: 6 calls")
 
+	// A bound nothing meets: the step fails, is measured again, fails again.
+	strict := filepath.Join(dir, "strict")
+	err = run(context.Background(), append([]string{"load", "--find-max", "--start", "2", "--step", "2", "--max", "6", "--window", "300ms",
+		"--max-jitter", "1ns", "--out", strict}, common...), &stdout, &stderr)
+	require.NoError(t, err)
+	sr := readResults(t, strict)
+	require.Len(t, sr.Steps, 2)
+	require.False(t, sr.Steps[0].Retry)
+	require.True(t, sr.Steps[1].Retry)
+	require.False(t, sr.Steps[1].Pass)
+	require.Contains(t, sr.Steps[1].Reason, "p99 |D|")
+	require.Zero(t, sr.MaxSustained)
+
 	out := filepath.Join(dir, "cmp.md")
 	err = run(context.Background(), []string{"compare", "--out", out, "--title", "Echo twice", "--ratio", "a:b", "--ratio", "a:missing",
 		"a=" + plain, "b=" + plain, "a=" + knee}, &stdout, &stderr)

@@ -125,6 +125,19 @@ func drive(ctx context.Context, f *loadFlags, g *load.Generator, rep *report.Rep
 		}
 		st := report.Step{Calls: n, Window: w}
 		st.Pass, st.Reason = judge(f, w, failed)
+		// A shared or virtual machine stalls now and then for tens of ms,
+		// which alone can push one window's p99 over the bound. A load the
+		// target cannot carry fails again; a stall does not repeat on cue.
+		// So a step that failed on media (not on setups) is measured once
+		// more and passes if the second window does; both are reported.
+		for retry := 0; !st.Pass && failed == 0 && retry < f.retries; retry++ {
+			rep.Steps = append(rep.Steps, st)
+			if w, err = g.Measure(ctx, f.window); err != nil {
+				return err
+			}
+			st = report.Step{Calls: n, Window: w, Retry: true}
+			st.Pass, st.Reason = judge(f, w, 0)
+		}
 		rep.Steps = append(rep.Steps, st)
 		if !st.Pass {
 			break

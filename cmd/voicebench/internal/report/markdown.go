@@ -24,7 +24,11 @@ func (r *Report) Markdown(w io.Writer, charts []string) {
 		fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
 		for _, st := range r.Steps {
 			x := st.Window
-			fmt.Fprintf(w, "| %d | %s | %.4f | %.3f | %.3f | %.1f | %.2f | %.1f | %s |\n", st.Calls, yes(st.Pass), x.LossPct, x.JitterP99Ms, x.JitterMaxMs,
+			calls := fmt.Sprint(st.Calls)
+			if st.Retry {
+				calls += " (again)"
+			}
+			fmt.Fprintf(w, "| %s | %s | %.4f | %.3f | %.3f | %.1f | %.2f | %.1f | %s |\n", calls, yes(st.Pass), x.LossPct, x.JitterP99Ms, x.JitterMaxMs,
 				x.TargetCPUPct, x.TargetUsPerPacket, x.GeneratorCPUPct, st.Reason)
 		}
 		fmt.Fprintln(w)

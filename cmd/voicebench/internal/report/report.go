@@ -55,12 +55,27 @@ type Sample struct {
 	GenCPUPct    float64 `json:"generator_cpu_percent"`
 }
 
-// Step is one concurrency level of --find-max.
+// Step is one measurement window of --find-max. Retry marks a second
+// window at the same concurrency after the first failed.
 type Step struct {
 	Calls  int         `json:"calls"`
+	Retry  bool        `json:"retry,omitempty"`
 	Pass   bool        `json:"pass"`
 	Reason string      `json:"reason,omitempty"`
 	Window load.Window `json:"window"`
+}
+
+// FinalSteps returns the last window of each concurrency level: a window
+// that failed and was measured again is left out.
+func FinalSteps(steps []Step) []Step {
+	var out []Step
+	for i, st := range steps {
+		if i+1 < len(steps) && steps[i+1].Calls == st.Calls {
+			continue
+		}
+		out = append(out, st)
+	}
+	return out
 }
 
 // Report is a whole run.
@@ -329,7 +344,7 @@ func (r *Report) Charts() map[string]*chart.Chart {
 		cpu.Kind = chart.Scatter // one-second samples, not a curve
 	}
 	if len(r.Steps) > 0 {
-		for _, s := range r.Steps {
+		for _, s := range FinalSteps(r.Steps) {
 			xs = append(xs, float64(s.Calls))
 			tgt = append(tgt, s.Window.TargetCPUPct)
 			host = append(host, s.Window.HostCPUPct*float64(max(r.Machine.Cores, 1)))

@@ -124,3 +124,9 @@ func TestFindMaxMarkdown(t *testing.T) {
 	require.Contains(t, sb.String(), "| 200 | **no** |")
 	require.Contains(t, sb.String(), "loss 0.3% > 0.1%")
 }
+
+func TestFinalSteps(t *testing.T) {
+	steps := []Step{{Calls: 10, Pass: true}, {Calls: 20}, {Calls: 20, Retry: true, Pass: true}, {Calls: 30}, {Calls: 30, Retry: true}}
+	got := FinalSteps(steps)
+	require.Equal(t, []Step{{Calls: 10, Pass: true}, {Calls: 20, Retry: true, Pass: true}, {Calls: 30, Retry: true}}, got)
+}
