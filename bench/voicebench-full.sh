@@ -105,8 +105,10 @@ profile() {
   PROF_PID=
   [ "$PERF" = 1 ] && command -v perf >/dev/null || return 0
   (sleep "$2"; perf record -F 999 -g -p "$VOICED_PID" -o "$work/$1.data" -- sleep 8 >/dev/null 2>&1 &&
-    perf report -i "$work/$1.data" --stdio --no-children --sort symbol 2>/dev/null |
-      grep -E '^ +[0-9.]+%' | head -25 >"$OUT/$1.txt") &
+    { perf report -i "$work/$1.data" --stdio --no-children --sort dso 2>/dev/null | grep -E '^ +[0-9.]+%' | head -8
+      echo
+      perf report -i "$work/$1.data" --stdio --no-children --sort symbol 2>/dev/null | grep -E '^ +[0-9.]+%' | head -25
+    } >"$OUT/$1.txt") &
   PROF_PID=$!
 }
 waitprof() { [ -z "$PROF_PID" ] || wait "$PROF_PID" || true; }

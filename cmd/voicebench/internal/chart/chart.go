@@ -269,17 +269,27 @@ func esc(s string) string {
 	return sb.String()
 }
 
+// cdfPoints bounds the points of a CDF so charts of thousands of calls
+// stay small; the steps kept are at most 1/cdfPoints of the samples apart.
+const cdfPoints = 400
+
 // CDF turns sorted-or-not samples into the points of a cumulative
 // distribution in percent: x the value, y the share of samples <= x.
+// Beyond cdfPoints distinct values it keeps one step per 1/cdfPoints of
+// the samples, and always the last.
 func CDF(values []float64) (x, y []float64) {
 	v := append([]float64(nil), values...)
 	slices.Sort(v)
+	step := max(1, len(v)/cdfPoints)
+	next := 0
 	for i, s := range v {
-		if i+1 < len(v) && v[i+1] == s {
+		last := i+1 == len(v)
+		if !last && (v[i+1] == s || i+1 < next) {
 			continue
 		}
 		x = append(x, s)
 		y = append(y, 100*float64(i+1)/float64(len(v)))
+		next = i + 1 + step
 	}
 	return x, y
 }

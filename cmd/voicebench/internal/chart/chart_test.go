@@ -70,6 +70,22 @@ func TestStepCDFGolden(t *testing.T) {
 
 var pointsRE = regexp.MustCompile(`points="([^"]*)"`)
 
+func TestCDFThinsLargeSamples(t *testing.T) {
+	v := make([]float64, 10000)
+	for i := range v {
+		v[i] = float64(i)
+	}
+	x, y := CDF(v)
+	require.LessOrEqual(t, len(x), cdfPoints+1)
+	require.Greater(t, len(x), cdfPoints/2)
+	require.Equal(t, 9999.0, x[len(x)-1])
+	require.Equal(t, 100.0, y[len(y)-1])
+	for i := 1; i < len(x); i++ {
+		require.Less(t, x[i-1], x[i])
+		require.LessOrEqual(t, y[i]-y[i-1], 100.0/cdfPoints+1e-9, "no step hides more than 1/cdfPoints of the samples")
+	}
+}
+
 func TestPointsLandInThePlot(t *testing.T) {
 	c := Chart{Width: 500, Height: 300, Series: []Series{{Name: "a", X: []float64{0, 10}, Y: []float64{0, 100}}}}
 	var buf bytes.Buffer
