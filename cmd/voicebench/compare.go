@@ -81,7 +81,10 @@ func runCompare(args []string, stdout, stderr io.Writer) error {
 
 type stringList []string
 
-func (l *stringList) String() string     { return strings.Join(*l, ",") }
+// String implements flag.Value.
+func (l *stringList) String() string { return strings.Join(*l, ",") }
+
+// Set implements flag.Value.
 func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 
 func readReport(dir string) (*report.Report, error) {

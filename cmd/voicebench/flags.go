@@ -64,6 +64,7 @@ type loadFlags struct {
 // intList is a repeatable integer flag.
 type intList []int
 
+// String implements flag.Value.
 func (l *intList) String() string {
 	s := make([]string, len(*l))
 	for i, v := range *l {
@@ -72,6 +73,7 @@ func (l *intList) String() string {
 	return strings.Join(s, ",")
 }
 
+// Set implements flag.Value.
 func (l *intList) Set(v string) error {
 	for _, p := range strings.Split(v, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(p))

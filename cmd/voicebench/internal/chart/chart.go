@@ -8,7 +8,6 @@ package chart
 import (
 	"bufio"
 	"encoding/xml"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -16,10 +15,6 @@ import (
 	"strconv"
 	"strings"
 )
-
-// ErrNoData is returned for a chart with no finite point to draw (or no
-// positive x on a log axis).
-var ErrNoData = errors.New("chart: no data")
 
 // Kind is how a series is drawn.
 type Kind int

@@ -15,9 +15,6 @@ import (
 	"github.com/voiced/voiced/cmd/voicebench/internal/load"
 )
 
-// ErrNoPorts is returned by Listen when count is not positive.
-var ErrNoPorts = errors.New("echo: no ports to listen on")
-
 // Server echoes every datagram on its sockets back to its sender.
 type Server struct {
 	conns []*net.UDPConn
@@ -99,5 +96,8 @@ func (t Target) Dial(_ context.Context, o load.Offer) (load.Session, load.Answer
 
 type session struct{}
 
+// Hangup implements load.Session; there is nothing to end.
 func (session) Hangup(context.Context) error { return nil }
-func (session) Ended() <-chan struct{}       { return nil }
+
+// Ended implements load.Session; the echo never hangs up.
+func (session) Ended() <-chan struct{} { return nil }

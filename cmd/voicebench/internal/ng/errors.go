@@ -25,6 +25,7 @@ type Error struct {
 	Reason  string // the reply's "error-reason"
 }
 
+// Error implements error.
 func (e *Error) Error() string {
 	return fmt.Sprintf("ng: %s refused: %s", e.Command, e.Reason)
 }

@@ -7,16 +7,12 @@ package procstat
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 )
-
-// ErrFormat reports a /proc file that does not parse.
-var ErrFormat = errors.New("procstat: unexpected /proc format")
 
 // tick is one clock tick (USER_HZ, 100 on every Linux architecture that
 // voiced runs on).

@@ -15,7 +15,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -28,13 +27,6 @@ import (
 	"github.com/pion/webrtc/v4"
 
 	"github.com/voiced/voiced/cmd/voicebench/internal/audio"
-)
-
-var (
-	// ErrConfig reports an unusable Config.
-	ErrConfig = errors.New("rtc: bad config")
-	// ErrSignal reports a refused or malformed signalling exchange.
-	ErrSignal = errors.New("rtc: signalling failed")
 )
 
 // Signaller trades an SDP offer (ICE gathering complete) for the node's

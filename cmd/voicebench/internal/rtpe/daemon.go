@@ -19,7 +19,6 @@ package rtpe
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -32,10 +31,6 @@ import (
 
 	"github.com/voiced/voiced/cmd/voicebench/internal/ng"
 )
-
-// ErrNotInstalled is returned by Start when the rtpengine binary is not
-// found.
-var ErrNotInstalled = errors.New("rtpe: rtpengine not installed (apt-get install rtpengine-daemon)")
 
 // DaemonConfig says how to run rtpengine. Zero values mean the defaults.
 type DaemonConfig struct {
@@ -178,6 +173,7 @@ type lockedBuffer struct {
 	b  bytes.Buffer
 }
 
+// Write implements io.Writer.
 func (l *lockedBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -110,9 +110,12 @@ type session struct {
 	index int
 }
 
+// Hangup implements load.Session with an ng delete.
 func (s *session) Hangup(ctx context.Context) error {
 	_, err := s.t.Client.Do(ctx, map[string]any{"command": "delete", "call-id": s.id, "from-tag": "a" + strconv.Itoa(s.index)})
 	return err
 }
 
+// Ended implements load.Session; rtpengine never ends a call by itself
+// within voicebench's runs (its media timeout is 60 s).
 func (s *session) Ended() <-chan struct{} { return nil }

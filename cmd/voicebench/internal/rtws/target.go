@@ -21,7 +21,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -33,13 +32,6 @@ import (
 	"github.com/voiced/voiced/cmd/voicebench/internal/load"
 	"github.com/voiced/voiced/codecs/g711"
 	"github.com/voiced/voiced/codecs/pcm"
-)
-
-var (
-	// ErrConfig reports an unusable Config.
-	ErrConfig = errors.New("rtws: bad config")
-	// ErrRefused reports an error event or a closed socket during setup.
-	ErrRefused = errors.New("rtws: session refused")
 )
 
 // Format is an audio format of the realtime protocol.

@@ -5,19 +5,10 @@
 package sdp
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
 	"strconv"
 	"strings"
-)
-
-var (
-	// ErrNoAudio reports a description without a usable audio m-line
-	// (missing, port 0, or no connection address).
-	ErrNoAudio = errors.New("sdp: no audio stream")
-	// ErrNoCodec reports an answer with no codec we offered.
-	ErrNoCodec = errors.New("sdp: no common codec")
 )
 
 // Codec is an RTP audio payload format.

@@ -23,9 +23,6 @@ import (
 	"github.com/voiced/voiced/cmd/voicebench/internal/sdp"
 )
 
-// ErrConfig reports an unusable Config.
-var ErrConfig = errors.New("sipua: bad config")
-
 // Config says whom to call.
 type Config struct {
 	// Server is the SIP server, host:port (UDP).
@@ -194,6 +191,7 @@ type session struct {
 	d *sipgo.DialogClientSession
 }
 
+// Hangup implements load.Session with a BYE.
 func (s *session) Hangup(ctx context.Context) error {
 	defer s.d.Close()
 	if s.d.LoadState() == sip.DialogStateEnded {
@@ -205,4 +203,5 @@ func (s *session) Hangup(ctx context.Context) error {
 	return nil
 }
 
+// Ended implements load.Session: closed by the far end's BYE.
 func (s *session) Ended() <-chan struct{} { return s.d.Context().Done() }
