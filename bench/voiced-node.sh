@@ -6,6 +6,8 @@
 #                                  VOICED_SIP, VOICED_HTTP
 #   stop_voiced                    stop it
 #
+# VOICED_BIN names the binary (default ./bin/voiced).
+#
 # The number sits on a VoIP connection that admits calls from 127.0.0.1
 # (voicebench's address); every call gets serve's loopback agent, which
 # plays each caller turn back through the full media path (RTP, jitter
@@ -23,9 +25,9 @@ start_voiced() {
   local dir=$1
   shift
   mkdir -p "$dir"
-  "$@" ./bin/voiced serve --data-dir "$dir" --http-addr "$VOICED_HTTP" --sip-addr "$VOICED_SIP" \
+  "$@" "${VOICED_BIN:-./bin/voiced}" serve --data-dir "$dir" --http-addr "$VOICED_HTTP" --sip-addr "$VOICED_SIP" \
     --rtp-ports "$VOICED_RTP_PORTS" --sip-trusted 127.0.0.1 --dev-credit-cents 100000000 \
-    --realtime-loopback --realtime-org-sessions 0 --access-log=false --log-level warn \
+    --realtime-loopback --call-loopback --realtime-org-sessions 0 --access-log=false --log-level warn \
     >"$dir/stdout" 2>"$dir/stderr" &
   VOICED_PID=$!
   for _ in $(seq 100); do

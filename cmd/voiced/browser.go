@@ -32,12 +32,11 @@ import (
 // browserFront is the browser front door: media/webrtc behind the
 // control plane's widget and mic-session endpoints (control.BrowserMedia).
 // Each call's session is driven by the conversation engine (media/agent).
-// With a speech-to-text provider (--stt-base-url) the engine converses with
-// the agent's configuration and the serve's providers (the model and TTS
-// flags, offline echo and espeak-ng by default); without one nothing could
-// hear the caller's words, so it runs in loopback as phone calls do: each
-// caller turn is played back, the whole media path runs, and the call is
-// recorded and billed.
+// The engine converses with the agent's configuration and the serve's
+// providers (offline PocketSphinx, echo and espeak-ng unless the STT, model
+// and TTS flags name others). With --call-loopback it runs in loopback as
+// phone calls do: each caller turn is played back, the whole media path
+// runs, and the call is recorded and billed.
 //
 // Goroutines: one per call runs the session's frame loop and then reports
 // the call's end to the CallLog; close ends every call and waits for them.
@@ -91,7 +90,7 @@ func startBrowser(c *config, explicit bool, pacer *pace.Pacer, store *storage.St
 	}
 	b := &browserFront{srv: srv, blobDir: blobDir, log: log, model: c.LLMModel,
 		x: webhook.NewExchanger(store, c.WebhookAllowLoopback, time.Now, log)}
-	if c.STTBaseURL != "" {
+	if !c.CallLoopback {
 		if b.prov, err = newProviders(c); err != nil {
 			srv.Close()
 			return nil, err

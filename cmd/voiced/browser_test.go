@@ -58,7 +58,7 @@ func liveServe(t *testing.T, extra ...string) (string, string) {
 	done := make(chan error, 1)
 	go func() {
 		args := append([]string{"serve", "--data-dir", t.TempDir(), "--http-addr", "127.0.0.1:0", "--webrtc-udp-addr", "127.0.0.1:0",
-			"--sip-addr", "127.0.0.1:0", "--rtp-ports", "41000-41999", "--log-level", "info"}, extra...)
+			"--sip-addr", "127.0.0.1:0", "--rtp-ports", "41000-41999", "--log-level", "info", "--call-loopback"}, extra...)
 		done <- run(ctx, args, &stdout, &stderr)
 	}()
 	t.Cleanup(func() {
@@ -356,7 +356,7 @@ func TestBrowserConversation(t *testing.T) {
 		fmt.Fprintf(w, `{"text": %q}`, text)
 	}))
 	defer stt.Close()
-	base, key := liveServe(t, "--stt-base-url", stt.URL+"/v1")
+	base, key := liveServe(t, "--call-loopback=false", "--stt-base-url", stt.URL+"/v1")
 
 	var ag map[string]any
 	require.Equal(t, 201, apiCall(t, base, key, "POST", "/v1/agents", map[string]any{"name": "Host", "first_message": "Welcome to the shop.",

@@ -31,8 +31,9 @@ import (
 // package drives it from the SDP) and sip.DTMFReceiver (SIP INFO
 // digits).
 //
-// The engine is the call's agent with the node's providers when serve
-// has them (--stt-base-url), else the loopback agent, which plays each
+// The engine is the call's agent with the node's providers (offline
+// PocketSphinx, echo and espeak-ng unless flags name others), or with
+// --call-loopback the loopback agent, which plays each
 // caller turn back with no STT, model or TTS: the whole media path (RTP,
 // jitter buffer, turn detection, playout, pacer) without conversing.
 //

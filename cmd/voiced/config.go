@@ -57,6 +57,7 @@ type config struct {
 	STTBaseURL, STTAPIKey, STTModel string
 	RealtimeOrgSessions             int64
 	RealtimeLoopback                bool
+	CallLoopback                    bool
 
 	WebRTCUDPAddr, WebRTCPublicIP            string
 	WebRTCTURN, WebRTCTURNUser, WebRTCTURNPw string
@@ -113,6 +114,7 @@ func bindFlags(fs *flag.FlagSet, c *config, names ...string) []flagSpec {
 		{"stt-api-key", "VOICED_STT_API_KEY", "", "API key for --stt-base-url", &c.STTAPIKey},
 		{"stt-model", "VOICED_STT_MODEL", "", "transcription model for --stt-base-url (empty = whisper-1)", &c.STTModel},
 		{"realtime-org-sessions", "VOICED_REALTIME_ORG_SESSIONS", "50", "concurrent realtime WebSocket sessions per organization (0 = no cap)", &c.RealtimeOrgSessions},
+		{"call-loopback", "VOICED_CALL_LOOPBACK", "false", "phone and browser calls play each caller turn back with no STT, model or TTS (load tests of the media path); off = the number's agent with the node's providers", &c.CallLoopback},
 		{"realtime-loopback", "VOICED_REALTIME_LOOPBACK", "false", "realtime sessions play each caller turn back with no STT, model or TTS (load tests of the media path)", &c.RealtimeLoopback},
 		{"webrtc-udp-addr", "VOICED_WEBRTC_UDP_ADDR", ":50000", "UDP address (host:port) every browser call's WebRTC media shares (one port to open)", &c.WebRTCUDPAddr},
 		{"webrtc-public-ip", "VOICED_WEBRTC_PUBLIC_IP", "", "public IPs, comma-separated, announced instead of the interface addresses when behind a 1:1 NAT", &c.WebRTCPublicIP},

@@ -29,8 +29,8 @@ import (
 // calls get an rtp.Session each, driven by the conversation engine
 // (engine.go). It adapts control's CallLog, Dialer and VoIPVerifier and
 // the store's VoIP connections to the sip package's small interfaces.
-// With --stt-base-url the engine behind a call is the agent with its
-// providers (newProviders); without, the loopback agent.
+// The engine behind a call is the agent with its providers
+// (newProviders); with --call-loopback, the loopback agent.
 // It starts before control.New (which takes it as Dialer and
 // VoIPVerifier only when it runs) and gets the CallLog afterwards; an
 // INVITE in between is answered 503.
@@ -126,7 +126,7 @@ func (t *telephony) start(c *config, explicit bool) (bool, error) {
 		}
 		return false, err
 	}
-	if c.STTBaseURL != "" {
+	if !c.CallLoopback {
 		if t.prov, err = newProviders(c); err != nil {
 			return fail(err)
 		}
