@@ -305,6 +305,25 @@ func (s *Session) CreateResponse(eventID string, o ResponseOptions) error {
 	})
 }
 
+// Say speaks text as is, as an assistant answer: an opening held back
+// until the callee is known, a voicemail message. Like CreateResponse it
+// is refused with an Error event while another response is active, and
+// in loopback, which has no voice.
+func (s *Session) Say(eventID, text string) error {
+	return s.do(func() {
+		switch {
+		case s.ended:
+		case s.cfg.Loopback:
+			s.emit(Error{EventID: eventID, Code: "say_unavailable", Message: "The loopback engine has no voice."})
+		case s.run != nil:
+			s.emit(Error{EventID: eventID, Code: "conversation_already_has_active_response",
+				Message: "Conversation already has an active response in progress: " + s.run.resp.ID + "."})
+		default:
+			s.startRun(responseOpts{eventID: eventID, audio: true, fixed: text})
+		}
+	})
+}
+
 // CancelResponse cancels the active response (response.cancel); an empty
 // responseID means whichever is active.
 func (s *Session) CancelResponse(eventID, responseID string) error {
