@@ -180,6 +180,7 @@ const (
 	EventDTMF             = "dtmf"
 	EventTransfer         = "transfer"
 	EventRecordingStarted = "recording_started"
+	EventMachineDetection = "machine_detection"
 )
 
 // CallEvent is one thing that happened during a call. ID, when set, is
@@ -191,7 +192,10 @@ const (
 //   - tool_call: ToolCallID, ToolName, Arguments (JSON);
 //   - tool_result: ToolCallID, ToolName, Output, IsError;
 //   - dtmf: Digits; transfer: Destination;
-//   - recording_started: At is when the recording's first sample was taken.
+//   - recording_started: At is when the recording's first sample was taken;
+//   - machine_detection: Text is the verdict on who answered an outbound
+//     call (human, machine, beep, greeting_ended, unknown), Start the
+//     answer and End the verdict.
 type CallEvent struct {
 	ID          string
 	Kind        string
@@ -266,6 +270,11 @@ func (e CallEvent) data() (json.RawMessage, error) {
 	case EventTransfer:
 		d.Destination = e.Destination
 	case EventRecordingStarted:
+	case EventMachineDetection:
+		if e.Text == "" || e.End.Before(e.Start) {
+			return bad("a verdict and its times are required")
+		}
+		d.Text, d.Start, d.End = e.Text, e.Start.UnixMilli(), e.End.UnixMilli()
 	default:
 		return bad("unknown kind")
 	}

@@ -227,7 +227,9 @@ func (s *Server) callTranscript(c fiber.Ctx, p *storage.Principal) error {
 }
 
 // historyItem is one entry of a call's structured history. Type is
-// message, tool_call, tool_result, dtmf, transfer or recording_started.
+// message, tool_call, tool_result, dtmf, transfer, recording_started or
+// machine_detection (text: the verdict, start_ms the answer, end_ms the
+// verdict).
 type historyItem struct {
 	Type        string          `json:"type"`
 	At          string          `json:"at"`
@@ -277,6 +279,9 @@ func (s *Server) callHistory(c fiber.Ctx, p *storage.Principal) error {
 			it.Digits = d.Digits
 		case EventTransfer:
 			it.Destination = d.Destination
+		case EventMachineDetection:
+			start, end := relMS(d.Start, a), relMS(d.End, a)
+			it.Text, it.StartMS, it.EndMS = &d.Text, &start, &end
 		}
 		items = append(items, it)
 	}
