@@ -242,7 +242,7 @@ type phoneTools struct {
 	log                    *slog.Logger
 }
 
-func (w phoneTools) RunTool(ctx context.Context, call llm.ToolCall) (string, error) {
+func (w phoneTools) runTool(ctx context.Context, call llm.ToolCall) (string, error) {
 	if call.Name == transferToolName && len(w.dests) > 0 {
 		d, err := destination(w.dests, call.Arguments)
 		if err != nil {
