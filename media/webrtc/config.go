@@ -25,6 +25,16 @@ type Config struct {
 	// server gives the node relay candidates, for browsers that cannot
 	// reach UDPAddr directly.
 	ICEServers []ICEServer
+	// TURNSecret is the TURN server's shared secret for time-limited
+	// credentials (coturn's use-auth-secret with static-auth-secret): the
+	// node and each browser get a username and password made from it
+	// (TURNCredentials) instead of a fixed password. When set, the
+	// ICEServers' own Username and Credential are not used.
+	TURNSecret string
+	// TURNCredentialTTL is how long credentials made from TURNSecret stay
+	// valid. coturn checks them on every allocation refresh, so it should
+	// outlast the longest call. Default 24 h.
+	TURNCredentialTTL time.Duration
 	// RelayOnly announces relay candidates only (tests of TURN, or a node
 	// whose host address must not be exposed). It needs ICEServers.
 	RelayOnly bool
@@ -106,6 +116,9 @@ func (c Config) withDefaults() Config {
 	if c.SendQueue == 0 {
 		c.SendQueue = 3
 	}
+	if c.TURNCredentialTTL == 0 {
+		c.TURNCredentialTTL = 24 * time.Hour
+	}
 	return c
 }
 
@@ -130,6 +143,21 @@ func (c Config) validate() error {
 				return bad("ICEServers: %q is not a stun:, turn: or turns: URL", u)
 			}
 		}
+	}
+	if c.TURNSecret != "" {
+		turn := false
+		for _, s := range c.ICEServers {
+			turn = turn || hasTURN(s.URLs)
+			if hasTURN(s.URLs) && (s.Username != "" || s.Credential != "") {
+				return bad("TURNSecret and a static TURN username or credential exclude each other")
+			}
+		}
+		if !turn {
+			return bad("TURNSecret needs a turn: or turns: URL in ICEServers")
+		}
+	}
+	if c.TURNCredentialTTL < time.Minute {
+		return bad("TURNCredentialTTL %v: want at least a minute", c.TURNCredentialTTL)
 	}
 	if c.RelayOnly && len(c.ICEServers) == 0 {
 		return bad("RelayOnly needs a TURN server in ICEServers")

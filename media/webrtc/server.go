@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -227,7 +228,7 @@ func (s *Server) Answer(ctx context.Context, offer string, opts SessionOptions) 
 		return nil, "", err
 	}
 	pcfg := pion.Configuration{Certificates: []pion.Certificate{cert}, BundlePolicy: pion.BundlePolicyMaxBundle}
-	for _, is := range s.cfg.ICEServers {
+	for _, is := range s.cfg.iceServers("voiced-"+strconv.FormatInt(opts.CallID, 10), time.Now()) {
 		pcfg.ICEServers = append(pcfg.ICEServers, pion.ICEServer{URLs: is.URLs, Username: is.Username, Credential: is.Credential})
 	}
 	if s.cfg.RelayOnly {
