@@ -47,6 +47,8 @@ type callMedia struct {
 	agent  *agent.Session
 	log    *slog.Logger
 	recKey string
+	// vm is answering-machine detection (voicemail.go); nil when off.
+	vm *screening
 
 	mu    sync.Mutex
 	turns []control.CallEvent
@@ -70,7 +72,12 @@ func newCallMedia(t *telephony, c *sip.Call, s *rtp.Session, info callInfo, recD
 			Tools: phoneTools{x: t.x, orgID: info.orgID, agentID: info.agentID, callID: c.ID(), call: c, dests: info.agent.TransferDestinations,
 				calls: t.calls.Load, log: m.log}}
 	}
-	a, err := agent.New(phoneAgentConfig(info, c.Direction(), t.prov == nil, t.model, filepath.Join(recDir, name)), m.log, deps, m)
+	vm, err := newScreening(m, info, c.Direction(), t.prov == nil)
+	if err != nil {
+		return nil, err
+	}
+	m.vm = vm
+	a, err := agent.New(vm.holdConfig(phoneAgentConfig(info, c.Direction(), t.prov == nil, t.model, filepath.Join(recDir, name))), m.log, deps, m)
 	if err != nil {
 		return nil, err
 	}
@@ -136,6 +143,8 @@ func (m *callMedia) Event(e agent.Event) {
 		}
 	case agent.Ended:
 		m.call.Hangup(ev.Reason)
+	case agent.ResponseDone, agent.Error:
+		m.vm.agentEvent(e)
 	}
 }
 
@@ -323,6 +332,7 @@ func (m *callMedia) input() {
 		if err := m.agent.WriteFrame(buf[:n]); err != nil {
 			return
 		}
+		m.vm.frame(buf[:n])
 	}
 }
 

@@ -271,7 +271,11 @@ func (t *telephony) Finish(ctx context.Context, id int64, e sip.End) error {
 	if v, ok := t.media.LoadAndDelete(id); ok {
 		m := v.(*callMedia)
 		end.RecordingKey, end.RecordingStartedAt = m.recording()
-		if turns := m.transcript(); len(turns) > 0 {
+		turns := m.transcript()
+		if ev, ok := m.vm.event(); ok {
+			turns = append(turns, ev)
+		}
+		if len(turns) > 0 {
 			if err := calls.Append(ctx, id, turns); err != nil {
 				t.log.Warn("transcript not recorded", "call_id", id, "err", err)
 			}
