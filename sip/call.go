@@ -69,6 +69,20 @@ type Call struct {
 	lastSent    []byte
 	ackWait     chan *sip.Request
 	notify      chan int
+
+	// route is the trunk transfers dial through (nil: none); see
+	// leg.go. owner is set on a leg of another call: the call whose
+	// record it belongs to. next is the leg a REFER from the peer moved
+	// the conversation to (refer.go); moved lists every such leg, and
+	// bridged is the leg a transfer bridged the caller to (bridge.go).
+	route   *Trunk
+	owner   *Call
+	key     string
+	next    *Call
+	moved   []*Call
+	bridged *Call
+	moving  bool
+	ended   bool
 }
 
 func (s *Server) newCall(id int64, direction, from, to, sipCallID string, tp *tport, codecs []sdp.Codec) *Call {
@@ -242,7 +256,10 @@ func (c *Call) noteRefresh() {
 }
 
 // run keeps an answered call until it ends and returns the end reason.
+// After a REFER from the peer moved the conversation to a new leg, the
+// call goes on with that leg: its dialog, BYE and session timers.
 func (c *Call) run(maxDur time.Duration) (reason string) {
+	defer c.dropMoved()
 	var maxC <-chan time.Time
 	if maxDur > 0 {
 		t := time.NewTimer(maxDur)
@@ -252,10 +269,11 @@ func (c *Call) run(maxDur time.Duration) (reason string) {
 	st := time.NewTimer(time.Hour)
 	st.Stop()
 	defer st.Stop()
+	cur := c
 	arm := func() {
-		c.mu.Lock()
-		se, we := c.se, c.weRefresh
-		c.mu.Unlock()
+		cur.mu.Lock()
+		se, we := cur.se, cur.weRefresh
+		cur.mu.Unlock()
 		st.Stop()
 		if se <= 0 {
 			return
@@ -273,6 +291,11 @@ func (c *Call) run(maxDur time.Duration) (reason string) {
 	for {
 		select {
 		case <-dctx.Done():
+			if n := c.takeNext(); n != nil {
+				cur, dctx = n, n.dialogCtx()
+				arm()
+				continue
+			}
 			c.mu.Lock()
 			r := c.forceReason
 			c.mu.Unlock()
@@ -284,28 +307,28 @@ func (c *Call) run(maxDur time.Duration) (reason string) {
 			}
 			return ReasonCallerHangup
 		case r := <-c.hangupCh:
-			c.bye()
+			c.byeLegs(cur)
 			return r
 		case <-maxC:
-			c.bye()
+			c.byeLegs(cur)
 			return ReasonTimeout
 		case <-c.srv.ctx.Done():
-			c.bye()
+			c.byeLegs(cur)
 			return ReasonShutdown
-		case <-c.refresh:
+		case <-cur.refresh:
 			arm()
 		case <-st.C:
-			c.mu.Lock()
-			we := c.weRefresh
-			c.mu.Unlock()
+			cur.mu.Lock()
+			we := cur.weRefresh
+			cur.mu.Unlock()
 			if !we {
 				c.log.Info("session expired without refresh")
-				c.bye()
+				cur.bye()
 				return ReasonSessionExpired
 			}
-			if err := c.refreshSession(); err != nil {
+			if err := cur.refreshSession(); err != nil {
 				c.log.Info("session refresh failed", "err", err)
-				c.bye()
+				cur.bye()
 				return ReasonSessionExpired
 			}
 			arm()

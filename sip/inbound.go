@@ -79,6 +79,7 @@ func (s *Server) inbound(req *sip.Request, tx sip.ServerTransaction) {
 	defer cancel()
 
 	codecs := sdp.Supported()
+	var route *Trunk
 	if s.deps.Trunks != nil {
 		it, ok, err := s.deps.Trunks.InboundTrunk(ctx, to)
 		if err != nil {
@@ -92,7 +93,7 @@ func (s *Server) inbound(req *sip.Request, tx sip.ServerTransaction) {
 				s.respond(req, tx, 403, "Forbidden", nil, reasonHeader(403, "source not allowed"))
 				return
 			}
-			codecs = codecsFor(it.Codecs)
+			codecs, route = codecsFor(it.Codecs), it.Outbound
 		}
 	}
 	var st sdp.Stream
@@ -126,6 +127,7 @@ func (s *Server) inbound(req *sip.Request, tx sip.ServerTransaction) {
 	}
 	t := s.anyTransport(tname)
 	c := s.newCall(adm.CallID, Inbound, from, to, req.CallID().Value(), t, codecs)
+	c.route = route
 	end := c.runInbound(ctx, req, tx, offer, st, se, adm)
 	close(c.done)
 	c.finish(end)

@@ -62,6 +62,7 @@ func (s *Server) Dial(ctx context.Context, o OutboundCall) error {
 		}
 	}
 	c := s.newCall(o.CallID, Outbound, o.From, o.To, newCallID(), t, codecsFor(o.Trunk.Codecs))
+	c.route = &o.Trunk
 	m, err := s.deps.Media.Open(ctx, c)
 	if err != nil {
 		return fmt.Errorf("media: %w", err)

@@ -66,7 +66,7 @@ type tport struct {
 }
 
 // allowed is our Allow header: the methods we accept.
-const allowed = "INVITE, ACK, CANCEL, BYE, OPTIONS, UPDATE, INFO, NOTIFY"
+const allowed = "INVITE, ACK, CANCEL, BYE, OPTIONS, UPDATE, INFO, NOTIFY, REFER"
 
 // New creates a Server. It listens nowhere until ListenUDP, ListenTCP or
 // ListenTLS.
@@ -114,6 +114,7 @@ func New(cfg Config, log *slog.Logger, deps Deps) (*Server, error) {
 	sg.OnUpdate(s.guard(s.onUpdate))
 	sg.OnInfo(s.guard(s.onInfo))
 	sg.OnNotify(s.guard(s.onNotify))
+	sg.OnRefer(s.guard(s.onRefer))
 	sg.OnNoRoute(s.guard(s.onNoRoute))
 	return s, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/emiago/sipgo/sip"
 )
@@ -16,23 +17,60 @@ var errTransferBusy = errors.New("sip: a transfer is already in progress")
 // a REFER (RFC 3515) with Refer-To target, then the NOTIFY reports of
 // the new leg. target is an E.164 number (sent to the peer's host), a
 // tel: URI or a sip:/sips: URI. On success the call ends with reason
-// ai_transfer and Transfer returns nil; a refused REFER or a failed new
-// leg returns a *ResponseError and the call goes on. Bridging a new leg
-// ourselves when the peer refuses REFER is not implemented.
+// ai_transfer and Transfer returns nil.
+//
+// When the peer refuses the REFER (a final failure, a NOTIFY with a
+// failure, no final NOTIFY, no answer to the REFER) and the call has a
+// route (its VoIP connection) and media that can bridge, the transfer
+// falls back to bridging (bridge.go): a new leg to target through the
+// trunk, media relayed between it and the caller; Transfer then returns
+// nil once the leg answered, and the call ends ai_transfer when either
+// side hangs up. Otherwise the REFER's failure (a *ResponseError) is
+// returned and the call goes on.
 func (c *Call) Transfer(ctx context.Context, target string) error {
-	uri, err := c.referURI(target)
+	cur := c.current()
+	uri, err := cur.referURI(target)
 	if err != nil {
 		return err
 	}
+	rerr, fallback := cur.refer(ctx, uri, c)
+	if rerr == nil || !fallback {
+		return rerr
+	}
+	c.log.Info("REFER transfer failed; bridging", "err", rerr)
+	if err := c.bridgeTo(ctx, target); err != nil {
+		if errors.Is(err, errNoRoute) || errors.Is(err, errNoBridge) {
+			return rerr
+		}
+		return fmt.Errorf("%w; bridging: %w", rerr, err)
+	}
+	return nil
+}
+
+// current is the leg the conversation is on: the call's own dialog, or
+// the last leg a REFER from the peer moved it to.
+func (c *Call) current() *Call {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n := len(c.moved); n > 0 {
+		return c.moved[n-1]
+	}
+	return c
+}
+
+// refer runs a REFER on this dialog for owner's transfer. fallback
+// reports whether the peer declined or failed it (bridging may follow)
+// rather than the transfer being impossible or given up.
+func (c *Call) refer(ctx context.Context, uri string, owner *Call) (err error, fallback bool) {
 	ch := make(chan int, 8)
 	c.mu.Lock()
 	switch {
 	case c.answered.IsZero():
 		c.mu.Unlock()
-		return errors.New("sip: transfer before the call is answered")
+		return errors.New("sip: transfer before the call is answered"), false
 	case c.notify != nil:
 		c.mu.Unlock()
-		return errTransferBusy
+		return errTransferBusy, false
 	}
 	c.notify = ch
 	c.mu.Unlock()
@@ -46,35 +84,40 @@ func (c *Call) Transfer(ctx context.Context, target string) error {
 	req.AppendHeader(sip.NewHeader("Referred-By", "<"+c.ourURI()+">"))
 	res, err := c.do(ctx, req)
 	if err != nil {
-		return fmt.Errorf("refer: %w", err)
+		return fmt.Errorf("refer: %w", err), ctx.Err() == nil
 	}
 	if !res.IsSuccess() {
-		return &ResponseError{Op: "REFER", Code: res.StatusCode, Reason: res.Reason}
+		return &ResponseError{Op: "REFER", Code: res.StatusCode, Reason: res.Reason}, true
 	}
 	// From here a BYE from the peer most likely means the transfer went
 	// through (some phones hang up before the final NOTIFY).
-	c.setForceReason(ReasonTransfer)
+	owner.setForceReason(ReasonTransfer)
+	wait := time.NewTimer(c.srv.cfg.RingTimeout + 5*time.Second)
+	defer wait.Stop()
 	for {
 		select {
 		case code := <-ch:
 			switch {
 			case code < 0:
-				c.setForceReason("")
-				return &ResponseError{Op: "transfer", Code: 0, Reason: "subscription ended without a final status"}
+				owner.setForceReason("")
+				return &ResponseError{Op: "transfer", Code: 0, Reason: "subscription ended without a final status"}, true
 			case code < 200:
 				continue
 			case code < 300:
 				c.log.Info("call transferred", "target", uri)
-				c.hangup(ReasonTransfer)
-				return nil
+				owner.hangup(ReasonTransfer)
+				return nil, false
 			}
-			c.setForceReason("")
-			return &ResponseError{Op: "transfer", Code: code, Reason: "new leg failed"}
+			owner.setForceReason("")
+			return &ResponseError{Op: "transfer", Code: code, Reason: "new leg failed"}, true
+		case <-wait.C:
+			owner.setForceReason("")
+			return &ResponseError{Op: "transfer", Code: 0, Reason: "no final NOTIFY"}, true
 		case <-c.dialogCtx().Done():
-			return nil
+			return nil, false
 		case <-ctx.Done():
-			c.setForceReason("")
-			return ctx.Err()
+			owner.setForceReason("")
+			return ctx.Err(), false
 		}
 	}
 }

@@ -45,6 +45,9 @@ type InboundTrunk struct {
 	Host, OutboundProxy string
 	// Codecs limits the audio codecs as in Trunk.
 	Codecs []string
+	// Outbound is how calls leave through the connection; transfers of
+	// the call dial through it (nil: the call has no outbound route).
+	Outbound *Trunk
 }
 
 // TrunkLookup finds the VoIP connection of a dialed number. ok is false
