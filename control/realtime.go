@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -46,19 +45,11 @@ const realtimeTokenPrefix = "rt_"
 const realtimeStateKey = "voiced.realtime"
 
 // realtimeState is the server's realtime state, kept in the Fiber app's
-// state: the mounted WebSocket handler and the tokens waiting for their
-// sockets.
+// state: the mounted WebSocket handler. The tokens waiting for their
+// sockets are in the database (storage.RealtimeSessionToken), where every
+// control replica can redeem them.
 type realtimeState struct {
 	handler atomic.Pointer[fiber.Handler]
-	mu      sync.Mutex
-	pending map[int64]*pendingSession
-}
-
-// pendingSession is an admitted call waiting for its socket.
-type pendingSession struct {
-	grant RealtimeGrant
-	nonce string
-	timer *time.Timer
 }
 
 // RealtimeGrant is what a session token grants: an admitted web call and
@@ -76,7 +67,7 @@ func (s *Server) realtime() *realtimeState {
 
 // registerRealtimeRoutes adds the realtime routes.
 func (s *Server) registerRealtimeRoutes() {
-	s.app.State().Set(realtimeStateKey, &realtimeState{pending: map[int64]*pendingSession{}})
+	s.app.State().Set(realtimeStateKey, &realtimeState{})
 	s.add(route{method: "GET", path: "/v1/realtime", tag: "realtime", resStatus: http.StatusSwitchingProtocols,
 		summary: "Realtime WebSocket (OpenAI Realtime event model): one connection = one call. Credential: Authorization: Bearer <API key or session token>, " +
 			"or ?api_key=; ?agent_id= starts a saved agent at once, else the first session.update starts an inline call; optional input_audio_format, " +
@@ -278,7 +269,11 @@ func (s *Server) createRealtimeSession(c fiber.Ctx, p *storage.Principal) error 
 	case err != nil:
 		return err
 	}
-	token, exp := s.issueRealtimeToken(RealtimeGrant{Admission: adm, Inline: !hasAgent})
+	token, exp, err := s.issueRealtimeToken(c.Context(), RealtimeGrant{Admission: adm, Inline: !hasAgent})
+	if err != nil {
+		s.closeUnjoined(adm.CallID, "the realtime session token could not be stored")
+		return err
+	}
 	u := s.cfg.PublicURL
 	switch {
 	case strings.HasPrefix(u, "https://"):
@@ -303,42 +298,58 @@ func (s *Server) signRealtime(payload string) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-// issueRealtimeToken keeps g until its socket claims it and returns the
+// issueRealtimeToken stores g until its socket claims it and returns the
 // token: rt_<call id>.<expiry>.<nonce>.<HMAC-SHA256 of those>, signed with
-// the URL-signing key. An unclaimed call is closed as failed at expiry.
-func (s *Server) issueRealtimeToken(g RealtimeGrant) (string, time.Time) {
+// the URL-signing key. The grant is stored in the database (with the
+// nonce's hash), so the socket may reach any control replica; a sweep
+// after the expiry closes the calls whose tokens were never used.
+func (s *Server) issueRealtimeToken(ctx context.Context, g RealtimeGrant) (string, time.Time, error) {
 	exp := time.Now().Add(RealtimeTokenTTL)
 	nonce := randHex(12)
+	grant, err := json.Marshal(g)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	if err := s.store.CreateRealtimeSessionToken(ctx, storage.RealtimeSessionToken{CallID: g.CallID, OrgID: g.OrgID,
+		NonceHash: storage.HashToken(nonce), Grant: grant, ExpiresAt: exp}); err != nil {
+		return "", time.Time{}, err
+	}
+	time.AfterFunc(RealtimeTokenTTL+time.Second, s.expireRealtimeTokens)
 	payload := strconv.FormatInt(g.CallID, 10) + "." + strconv.FormatInt(exp.Unix(), 10) + "." + nonce
-	rt := s.realtime()
-	ps := &pendingSession{grant: g, nonce: nonce}
-	rt.mu.Lock()
-	rt.pending[g.CallID] = ps
-	rt.mu.Unlock()
-	id := g.CallID
-	ps.timer = time.AfterFunc(RealtimeTokenTTL+time.Second, func() {
-		rt.mu.Lock()
-		cur := rt.pending[id]
-		if cur == ps {
-			delete(rt.pending, id)
+	return realtimeTokenPrefix + payload + "." + s.signRealtime(payload), exp, nil
+}
+
+// expireRealtimeTokens closes, as failed (not_joined), the calls whose
+// tokens expired unused: this replica's and any other's (a replica that
+// stopped before its sweep). Each expired token is swept by one replica.
+func (s *Server) expireRealtimeTokens() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ids, err := s.store.ExpireRealtimeSessionTokens(ctx)
+	if err != nil {
+		if s.log != nil {
+			s.log.Warn("expired realtime session tokens not swept", "err", err)
 		}
-		rt.mu.Unlock()
-		if cur != ps {
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := s.CallLog().Finish(ctx, id, CallEnd{Status: storage.CallFailed, Reason: "not_joined",
-			Detail: "the realtime session token expired unused"}); err != nil && s.log != nil {
-			s.log.Warn("unjoined realtime call not closed", "call_id", id, "err", err)
-		}
-	})
-	return realtimeTokenPrefix + payload + "." + s.signRealtime(payload), exp
+		return
+	}
+	for _, id := range ids {
+		s.closeUnjoined(id, "the realtime session token expired unused")
+	}
+}
+
+// closeUnjoined ends an admitted realtime call that no socket joined.
+func (s *Server) closeUnjoined(id int64, detail string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.CallLog().Finish(ctx, id, CallEnd{Status: storage.CallFailed, Reason: "not_joined", Detail: detail}); err != nil && s.log != nil {
+		s.log.Warn("unjoined realtime call not closed", "call_id", id, "err", err)
+	}
 }
 
 // ClaimRealtimeToken redeems a session token once, before it expires, and
 // returns the call it admitted; anything else is ErrInvalidCredential.
-func (s *Server) ClaimRealtimeToken(_ context.Context, token string) (RealtimeGrant, error) {
+// Any replica sharing the database may redeem a token another issued.
+func (s *Server) ClaimRealtimeToken(ctx context.Context, token string) (RealtimeGrant, error) {
 	rest, ok := strings.CutPrefix(token, realtimeTokenPrefix)
 	if !ok {
 		return RealtimeGrant{}, ErrInvalidCredential
@@ -360,15 +371,16 @@ func (s *Server) ClaimRealtimeToken(_ context.Context, token string) (RealtimeGr
 	if err1 != nil || err2 != nil || time.Now().Unix() > exp {
 		return RealtimeGrant{}, ErrInvalidCredential
 	}
-	rt := s.realtime()
-	rt.mu.Lock()
-	ps := rt.pending[id]
-	if ps == nil || ps.nonce != parts[2] {
-		rt.mu.Unlock()
+	t, err := s.store.ClaimRealtimeSessionToken(ctx, id, storage.HashToken(parts[2]))
+	if errors.Is(err, storage.ErrNotFound) {
 		return RealtimeGrant{}, ErrInvalidCredential
 	}
-	delete(rt.pending, id)
-	rt.mu.Unlock()
-	ps.timer.Stop()
-	return ps.grant, nil
+	if err != nil {
+		return RealtimeGrant{}, err
+	}
+	var g RealtimeGrant
+	if err := json.Unmarshal(t.Grant, &g); err != nil {
+		return RealtimeGrant{}, err
+	}
+	return g, nil
 }

@@ -154,3 +154,51 @@ func jsonNum(n int64) string {
 	b, _ := json.Marshal(n)
 	return string(b)
 }
+
+// Two control replicas over one database (each with its own in-process
+// coordination, as if on two machines): a session created through one is
+// redeemed by a socket that reached the other, once.
+func TestRealtimeSessionsAcrossReplicas(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, db *storage.DB) {
+		a, b := newResAPI(t, db, testPool), newResAPI(t, db, testPool)
+		mount := func(x *resAPI) {
+			x.srv.MountRealtime(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusUpgradeRequired) }))
+		}
+		mount(a)
+		mount(b)
+		w := a.world()
+		a.credit(w.org.ID, 500)
+		ctx := context.Background()
+
+		r := a.do("POST", "/v1/realtime/sessions", w.ownerK, map[string]any{"config": map[string]any{
+			"prompt": "Inline on replica A", "voice": "espeak:en-us", "placeholders": []string{"One moment."},
+			"tools": []any{map[string]any{"type": "function", "name": "lookup", "parameters": map[string]any{"type": "object"}}}}})
+		require.Equal(t, 201, r.status, string(r.body))
+		m := r.obj(t)
+		tok := m["token"].(string)
+		g, err := b.srv.ClaimRealtimeToken(ctx, tok)
+		require.NoError(t, err)
+		require.True(t, g.Inline)
+		require.Equal(t, id(m), g.CallID)
+		require.Equal(t, w.org.ID, g.OrgID)
+		require.Equal(t, "Inline on replica A", g.Agent.Prompt)
+		require.Equal(t, []string{"One moment."}, g.Agent.Placeholders)
+		require.Equal(t, "lookup", g.Agent.Tools[0].Name)
+		require.JSONEq(t, `{"type":"object"}`, string(g.Agent.Tools[0].Parameters))
+		require.Positive(t, g.MaxDuration)
+		for _, x := range []*resAPI{a, b} {
+			_, err = x.srv.ClaimRealtimeToken(ctx, tok)
+			require.ErrorIs(t, err, control.ErrInvalidCredential, "used once, on any replica")
+		}
+
+		// A saved agent's session, created on B, redeemed on A.
+		ag := b.agent(w.ownerK, "Front desk", map[string]any{"prompt": "Answer for Acme.", "first_message": "Hi, Acme here."})
+		r = b.do("POST", "/v1/realtime/sessions", w.ownerK, map[string]any{"agent_id": id(ag)})
+		require.Equal(t, 201, r.status, string(r.body))
+		g, err = a.srv.ClaimRealtimeToken(ctx, r.obj(t)["token"].(string))
+		require.NoError(t, err)
+		require.False(t, g.Inline)
+		require.Equal(t, id(ag), g.AgentID)
+		require.Equal(t, "Hi, Acme here.", *g.Agent.FirstMessage)
+	})
+}
