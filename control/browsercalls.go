@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gofiber/fiber/v3"
+
 	"github.com/voiced/voiced/storage"
 )
 
@@ -36,6 +38,40 @@ type BrowserCall struct {
 	Origin string
 	// Metadata is what the widget webhook asked to keep with the call.
 	Metadata map[string]any
+}
+
+// BrowserICE is implemented by a BrowserMedia whose node has STUN or TURN
+// servers for browsers: the iceServers a browser's RTCPeerConnection
+// should use, with credentials tied to id (time-limited TURN REST
+// credentials, or static ones), and when they expire (zero if never).
+type BrowserICE interface {
+	ICEServers(id string) ([]ICEServer, time.Time)
+}
+
+// ICEServer is an RTCIceServer as browsers take it.
+type ICEServer struct {
+	URLs       []string `json:"urls"`
+	Username   string   `json:"username,omitempty"`
+	Credential string   `json:"credential,omitempty"`
+}
+
+// iceServers returns the browser ICE servers for id and the API's view of
+// their expiry: always a list (empty without servers), expires_at null
+// when the credentials do not expire.
+func (s *Server) iceServers(id string) fiber.Map {
+	out := fiber.Map{"ice_servers": []ICEServer{}, "ice_servers_expire_at": nil}
+	bi, ok := s.res.browser.(BrowserICE)
+	if !ok {
+		return out
+	}
+	servers, exp := bi.ICEServers(id)
+	if servers != nil {
+		out["ice_servers"] = servers
+	}
+	if !exp.IsZero() {
+		out["ice_servers_expire_at"] = ts(exp)
+	}
+	return out
 }
 
 // WithBrowserMedia hands browser calls to m. Without it the widget and

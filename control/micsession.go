@@ -67,8 +67,10 @@ func (s *Server) createMicSession(c fiber.Ctx, p *storage.Principal) error {
 			s.log.Warn("fail unconnected mic session", "call_id", adm.CallID, "err", err)
 		}
 	})
-	return c.JSON(fiber.Map{"call_id": adm.CallID, "token": s.micToken(adm.CallID, exp), "room_name": room,
-		"server_url": s.cfg.PublicURL + "/v1/mic-session/connect", "expires_at": ts(exp)})
+	out := s.iceServers("call-" + strconv.FormatInt(adm.CallID, 10))
+	out["call_id"], out["token"], out["room_name"] = adm.CallID, s.micToken(adm.CallID, exp), room
+	out["server_url"], out["expires_at"] = s.cfg.PublicURL+"/v1/mic-session/connect", ts(exp)
+	return c.JSON(out)
 }
 
 // micToken signs (call id, expiry) with the URL-signing key, so any

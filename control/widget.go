@@ -40,6 +40,7 @@ func (s *Server) registerWidgetRoutes() {
 	w := &widgetAPI{s: s, ex: webhook.NewExchanger(widgetHookStore{s.store}, s.cfg.Webhooks.AllowLoopback, nil, s.log)}
 	s.add(route{method: "OPTIONS", path: "/v1/widget/calls", summary: "CORS preflight of widget calls", tag: "widget", resStatus: 204, raw: w.preflight})
 	s.add(route{method: "POST", path: "/v1/widget/calls", summary: "Start a widget call: publishable key and SDP offer in, SDP answer out (Origin must be an allowed domain; 20 per minute per key and address)", tag: "widget", reqSchema: "WidgetCallInput", resSchema: "WidgetCall", resStatus: 201, errors: []int{400, 401, 402, 403, 404, 429, 502, 503}, handler: w.call})
+	s.add(route{method: "GET", path: "/v1/widget/ice-servers", summary: "The STUN/TURN servers (with credentials) the widget's peer connection uses; query publishable_key (the call's checks, 60 per minute per key and address)", tag: "widget", resSchema: "WidgetICEServers", errors: []int{401, 403, 429}, handler: w.iceServers})
 	s.add(route{method: "GET", path: "/widget.js", summary: "The embeddable widget script (<script src=\".../widget.js\" data-key=\"pk_live_...\">)", tag: "widget", raw: w.script})
 	s.add(route{method: "GET", path: "/mic", summary: "Mic-session test page: talk to any agent of the organization from this browser", tag: "widget", raw: w.micPage})
 }
@@ -109,29 +110,9 @@ func (w *widgetAPI) call(c fiber.Ctx, _ *storage.Principal) error {
 	if err := f.err(); err != nil {
 		return err
 	}
-	raw := strings.TrimSpace(*in.PublishableKey)
-	if !strings.HasPrefix(raw, storage.PublishableKeyPrefix) {
-		return errWidgetKey
-	}
-	k, err := w.s.store.PublishableKeyByValue(ctx, raw)
-	if errors.Is(err, storage.ErrNotFound) || (err == nil && !k.IsActive) {
-		return errWidgetKey
-	}
+	k, err := w.key(c, *in.PublishableKey, "widget-call", widgetCallRate)
 	if err != nil {
 		return err
-	}
-	if !originAllowed(origin, k.AllowedDomains) {
-		return errWidgetOrigin
-	}
-	d, err := w.s.limiter.Allow(ctx, "widget-call:"+strconv.FormatInt(k.ID, 10)+":"+c.IP(), widgetCallRate)
-	if err != nil {
-		return err
-	}
-	if !d.Allowed {
-		return apiErr(http.StatusTooManyRequests, "Too many calls started from this address; try again in a minute.")
-	}
-	if !k.IsEnabled {
-		return apiErr(http.StatusForbidden, "This widget is turned off.")
 	}
 	host := originHost(origin)
 	agentID, x, err := w.resolveAgent(ctx, k, host)
@@ -157,6 +138,56 @@ func (w *widgetAPI) call(c fiber.Ctx, _ *storage.Principal) error {
 		out["max_duration_seconds"] = int64(adm.MaxDuration / time.Second)
 	}
 	return c.Status(http.StatusCreated).JSON(out)
+}
+
+// key checks a widget request's publishable key, in order: it exists and
+// is active (401), the page's Origin is allowed (403), the client address
+// is within rate for this kind of request (429), the key is enabled (403).
+func (w *widgetAPI) key(c fiber.Ctx, raw, kind string, rate coord.Rate) (storage.PublishableKey, error) {
+	ctx := c.Context()
+	raw = strings.TrimSpace(raw)
+	if !strings.HasPrefix(raw, storage.PublishableKeyPrefix) {
+		return storage.PublishableKey{}, errWidgetKey
+	}
+	k, err := w.s.store.PublishableKeyByValue(ctx, raw)
+	if errors.Is(err, storage.ErrNotFound) || (err == nil && !k.IsActive) {
+		return storage.PublishableKey{}, errWidgetKey
+	}
+	if err != nil {
+		return storage.PublishableKey{}, err
+	}
+	if !originAllowed(c.Get("Origin"), k.AllowedDomains) {
+		return storage.PublishableKey{}, errWidgetOrigin
+	}
+	d, err := w.s.limiter.Allow(ctx, kind+":"+strconv.FormatInt(k.ID, 10)+":"+c.IP(), rate)
+	if err != nil {
+		return storage.PublishableKey{}, err
+	}
+	if !d.Allowed {
+		return storage.PublishableKey{}, apiErr(http.StatusTooManyRequests, "Too many calls started from this address; try again in a minute.")
+	}
+	if !k.IsEnabled {
+		return storage.PublishableKey{}, apiErr(http.StatusForbidden, "This widget is turned off.")
+	}
+	return k, nil
+}
+
+// widgetICERate bounds ICE server requests per key and client address
+// (each hands out TURN credentials; a call makes one).
+var widgetICERate = coord.Rate{N: 60, Per: time.Minute}
+
+// iceServers answers GET /v1/widget/ice-servers: the STUN and TURN servers
+// the widget's RTCPeerConnection uses, with credentials for this key (the
+// TURN username names the key's prefix), fetched before the offer is
+// made. The checks are the call's, with their own rate.
+func (w *widgetAPI) iceServers(c fiber.Ctx, _ *storage.Principal) error {
+	cors(c, c.Get("Origin"))
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	k, err := w.key(c, c.Query("publishable_key"), "widget-ice", widgetICERate)
+	if err != nil {
+		return err
+	}
+	return c.JSON(w.s.iceServers(k.KeyPrefix))
 }
 
 // resolveAgent names the agent of a widget call: the key's own in agent

@@ -6,12 +6,16 @@
  * Attributes: data-key (the publishable key, required), data-server (the
  * voiced base URL; default: where this script came from), data-label (the
  * button text), data-position ("bottom-right" or "bottom-left"),
- * data-ice-servers (JSON list of RTCIceServer for browsers behind strict
- * firewalls). The page's host must be in the key's allowed domains
- * (localhost and 127.0.0.1 always are).
+ * data-ice-servers (a JSON list of RTCIceServer used instead of the
+ * server's), data-ice-transport-policy ("relay" sends media only through
+ * TURN). The page's host must be in the key's allowed domains (localhost
+ * and 127.0.0.1 always are).
  *
- * Signalling is one HTTP round trip: the offer, with every ICE candidate,
- * goes to POST {server}/v1/widget/calls and the answer comes back. Live
+ * While the microphone is being allowed, GET
+ * {server}/v1/widget/ice-servers fetches the node's STUN/TURN servers with
+ * fresh credentials (an empty list when it has none). Signalling is then
+ * one HTTP round trip: the offer, with every ICE candidate, goes to POST
+ * {server}/v1/widget/calls and the answer comes back. Live
  * events (transcript, state) arrive on the "events" data channel; hanging
  * up sends {"type":"hangup"} on it and closes the connection.
  *
@@ -29,12 +33,15 @@
   var server = (script.getAttribute("data-server") || new URL(script.src, location.href).origin).replace(/\/+$/, "");
   var label = script.getAttribute("data-label") || "Talk to us";
   var left = script.getAttribute("data-position") === "bottom-left";
-  var iceServers = [];
-  try {
-    iceServers = JSON.parse(script.getAttribute("data-ice-servers") || "[]");
-  } catch (e) {
-    iceServers = [];
+  var pageIceServers = null;
+  if (script.hasAttribute("data-ice-servers")) {
+    try {
+      pageIceServers = JSON.parse(script.getAttribute("data-ice-servers"));
+    } catch (e) {
+      pageIceServers = [];
+    }
   }
+  var icePolicy = script.getAttribute("data-ice-transport-policy") === "relay" ? "relay" : "all";
 
   var GATHER_TIMEOUT_MS = 3000;
   var LABELS = {
@@ -188,6 +195,29 @@
     });
   }
 
+  // iceServers resolves to the RTCIceServer list for this call: the
+  // page's own when it gave one, else the server's (with TURN credentials
+  // made for this key). A refusal carries the server's reason.
+  function iceServers() {
+    if (pageIceServers) {
+      return Promise.resolve({ servers: pageIceServers });
+    }
+    return fetch(server + "/v1/widget/ice-servers?publishable_key=" + encodeURIComponent(key), { credentials: "omit" })
+      .then(function (res) {
+        return res.json().catch(function () {
+          return {};
+        }).then(function (body) {
+          if (!res.ok) {
+            return { error: body.detail || "HTTP " + res.status };
+          }
+          return { servers: body.ice_servers || [] };
+        });
+      })
+      .catch(function () {
+        return { servers: [] }; // unreachable: the call request will say why
+      });
+  }
+
   Widget.prototype.start = async function () {
     if (this.busy()) {
       return;
@@ -204,6 +234,7 @@
       return;
     }
     this.setState("microphone");
+    var ice = iceServers();
     try {
       this.stream = await navigator.mediaDevices.getUserMedia({
         audio: { echoCancellation: true, noiseSuppression: true, autoGainControl: true },
@@ -218,8 +249,17 @@
       return; // hung up meanwhile
     }
     this.setState("connecting");
+    var got = await ice;
+    if (this.state !== "connecting") {
+      this.stopStream();
+      return; // hung up meanwhile
+    }
+    if (got.error) {
+      this.finish("error", got.error);
+      return;
+    }
     var self = this;
-    var pc = new RTCPeerConnection({ iceServers: iceServers, bundlePolicy: "max-bundle" });
+    var pc = new RTCPeerConnection({ iceServers: got.servers, iceTransportPolicy: icePolicy, bundlePolicy: "max-bundle" });
     this.pc = pc;
     this.stream.getAudioTracks().forEach(function (t) {
       pc.addTrack(t, self.stream);

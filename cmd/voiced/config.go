@@ -62,6 +62,7 @@ type config struct {
 	WebRTCUDPAddr, WebRTCPublicIP            string
 	WebRTCTURN, WebRTCTURNUser, WebRTCTURNPw string
 	WebRTCMaxSessions                        int64
+	WebRTCTURNSecret, WebRTCTURNTTL          string
 
 	rtpLow, rtpHigh int
 	tlsCert         *tls.Certificate
@@ -121,6 +122,8 @@ func bindFlags(fs *flag.FlagSet, c *config, names ...string) []flagSpec {
 		{"webrtc-turn", "VOICED_WEBRTC_TURN", "", "TURN server URLs, comma-separated (turn:host:3478?transport=udp), giving browser calls relay candidates", &c.WebRTCTURN},
 		{"webrtc-turn-user", "VOICED_WEBRTC_TURN_USER", "", "username for --webrtc-turn", &c.WebRTCTURNUser},
 		{"webrtc-turn-password", "VOICED_WEBRTC_TURN_PASSWORD", "", "password for --webrtc-turn", &c.WebRTCTURNPw},
+		{"webrtc-turn-secret", "VOICED_WEBRTC_TURN_SECRET", "", "shared secret of the TURN server (coturn use-auth-secret / static-auth-secret): the node and each browser get time-limited credentials made from it instead of --webrtc-turn-user/-password", &c.WebRTCTURNSecret},
+		{"webrtc-turn-ttl", "VOICED_WEBRTC_TURN_TTL", "24h", "validity of credentials made from --webrtc-turn-secret (at least 1m; longer than the longest call, since TURN refreshes need them)", &c.WebRTCTURNTTL},
 		{"webrtc-max-sessions", "VOICED_WEBRTC_MAX_SESSIONS", "500", "most browser calls (widget and mic sessions) this node runs at once", &c.WebRTCMaxSessions},
 	}
 	var out []flagSpec
