@@ -73,6 +73,14 @@ func startBrowser(c *config, explicit bool, pacer *pace.Pacer, store *storage.St
 	if u := strings.TrimSpace(c.WebRTCTURN); u != "" {
 		cfg.ICEServers = []webrtc.ICEServer{{URLs: strings.Split(u, ","), Username: c.WebRTCTURNUser, Credential: c.WebRTCTURNPw}}
 	}
+	cfg.TURNSecret = c.WebRTCTURNSecret
+	if c.WebRTCTURNTTL != "" {
+		ttl, err := time.ParseDuration(c.WebRTCTURNTTL)
+		if err != nil || ttl < time.Minute {
+			return nil, fmt.Errorf("invalid --webrtc-turn-ttl %q: want a duration of at least 1m, like 24h", c.WebRTCTURNTTL)
+		}
+		cfg.TURNCredentialTTL = ttl
+	}
 	if host, _, err := net.SplitHostPort(c.WebRTCUDPAddr); err == nil {
 		ip := net.ParseIP(host)
 		cfg.IncludeLoopback = host == "" || host == "localhost" || (ip != nil && (ip.IsLoopback() || ip.IsUnspecified()))
@@ -106,6 +114,15 @@ func (b *browserFront) setCallLog(l *control.CallLog) {
 	}
 }
 
+// toolEvents is where browser calls' tool runs are recorded: the CallLog
+// once wired, else nothing.
+func (b *browserFront) toolEvents() toolEventer {
+	if l := b.calls.Load(); l != nil {
+		return l
+	}
+	return nil
+}
+
 // flagGiven reports whether flag name was set on the command line or
 // through its environment twin.
 func flagGiven(fs *flag.FlagSet, name string) bool {
@@ -121,6 +138,17 @@ func (t *telephony) nodePacer(on bool) *pace.Pacer {
 		return nil
 	}
 	return t.pacer
+}
+
+// ICEServers implements control.BrowserICE: the node's TURN servers with
+// credentials for id (time-limited with --webrtc-turn-secret).
+func (b *browserFront) ICEServers(id string) ([]control.ICEServer, time.Time) {
+	servers, exp := b.srv.BrowserICEServers(id)
+	out := make([]control.ICEServer, 0, len(servers))
+	for _, s := range servers {
+		out = append(out, control.ICEServer{URLs: s.URLs, Username: s.Username, Credential: s.Credential})
+	}
+	return out, exp
 }
 
 // Check implements control.BrowserMedia.
@@ -169,7 +197,8 @@ func (b *browserFront) Answer(ctx context.Context, c control.BrowserCall, offer 
 	}
 	var deps agent.Deps
 	if b.prov != nil {
-		deps = agent.Deps{LLM: b.prov.llm, STT: b.prov.stt, TTS: b.prov.tts, Tools: browserTools{x: b.x, call: c}}
+		tools := browserTools{x: b.x, call: c, calls: b.toolEvents, log: bc.log}
+		deps = agent.Deps{LLM: b.prov.llm, STT: b.prov.stt, TTS: b.prov.tts, Tools: tools}
 	}
 	var err error
 	bc.agent, err = agent.New(browserAgentConfig(c, b.prov == nil, b.model, filepath.Join(recDir, name)), bc.log, deps, bc)
@@ -248,13 +277,48 @@ func browserAgentConfig(c control.BrowserCall, loopback bool, model, recPath str
 }
 
 // browserTools runs a browser call's tools through the blocking web.tool
-// exchange with the organization's legacy webhook (spec 6.2).
+// exchange with the organization's legacy webhook (spec 6.2), and reports
+// each run as a web.tool event to the subscribed webhook endpoints.
 type browserTools struct {
-	x    *webhook.Exchanger
-	call control.BrowserCall
+	x     *webhook.Exchanger
+	call  control.BrowserCall
+	calls func() toolEventer
+	log   *slog.Logger
+}
+
+// toolEventer records a call's tool runs as webhook events
+// (control.CallLog).
+type toolEventer interface {
+	ToolEvent(ctx context.Context, callID int64, r control.ToolRun) error
 }
 
 func (w browserTools) RunTool(ctx context.Context, call llm.ToolCall) (string, error) {
+	start := time.Now()
+	out, err := w.exchange(ctx, call)
+	// Mic sessions (direction test) are not web calls: no event.
+	if l := w.eventer(); l != nil && w.call.Direction == "web" {
+		run := control.ToolRun{ToolCallID: call.ID, Name: call.Name, Arguments: json.RawMessage(call.Arguments), Output: out, Start: start, End: time.Now()}
+		if err != nil {
+			run.Output, run.Error = "", err.Error()
+		}
+		ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		if eerr := l.ToolEvent(ectx, w.call.CallID, run); eerr != nil {
+			w.log.Warn("web.tool event not recorded", "tool", call.Name, "err", eerr)
+		}
+		cancel()
+	}
+	return out, err
+}
+
+func (w browserTools) eventer() toolEventer {
+	if w.calls == nil {
+		return nil
+	}
+	return w.calls()
+}
+
+// exchange is the blocking web.tool exchange of one tool call.
+func (w browserTools) exchange(ctx context.Context, call llm.ToolCall) (string, error) {
 	agentID := w.call.AgentID
 	args := json.RawMessage(call.Arguments)
 	if !json.Valid(args) {
