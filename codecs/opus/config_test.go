@@ -136,3 +136,23 @@ func TestEncoderReset(t *testing.T) {
 	require.NoError(t, e.Reset())
 	require.Equal(t, want, encodeAll(t, e, pcm))
 }
+
+// TestLowDelayIsCELT checks LowDelay gives CELT-only packets (TOC configs
+// 16-31) where VOIP mode codes speech with SILK (configs 0-11).
+func TestLowDelayIsCELT(t *testing.T) {
+	for _, low := range []bool{false, true} {
+		e, err := NewEncoder(EncoderConfig{SampleRate: 16000, Complexity: 1, LowDelay: low})
+		require.NoError(t, err)
+		pcm := voice(16000, 16000)
+		buf := make([]byte, MaxPacketSize)
+		n, err := e.EncodeTo(buf, pcm[3200:3520])
+		require.NoError(t, err)
+		require.Greater(t, n, 2)
+		config := buf[0] >> 3
+		if low {
+			require.GreaterOrEqual(t, config, byte(16), "CELT-only")
+		} else {
+			require.Less(t, config, byte(12), "SILK")
+		}
+	}
+}

@@ -38,6 +38,11 @@ type EncoderConfig struct {
 	// DTX turns on discontinuous transmission: during silence the encoder
 	// sends packets of at most two bytes (IsDTX) instead of full frames.
 	DTX bool
+	// LowDelay selects libopus's restricted low-delay application: CELT
+	// only (no SILK, so no in-band FEC), 2.5 ms of codec delay instead of
+	// 6.5, and at 16 kHz input about half the encoding CPU of VOIP mode at
+	// complexity 1.
+	LowDelay bool
 }
 
 // withDefaults fills zero fields and validates the result.
@@ -73,7 +78,7 @@ func (c EncoderConfig) withDefaults() (EncoderConfig, error) {
 }
 
 // Encoder encodes mono PCM16 frames into Opus packets with libopus in its
-// VOIP application mode. It is not safe for concurrent use; it belongs to one
+// VOIP application mode (or restricted low delay, EncoderConfig.LowDelay). It is not safe for concurrent use; it belongs to one
 // stream. Its memory is Go memory, so it needs no Close.
 type Encoder struct {
 	enc *hopus.Encoder
@@ -86,7 +91,11 @@ func NewEncoder(cfg EncoderConfig) (*Encoder, error) {
 	if err != nil {
 		return nil, err
 	}
-	enc, err := hopus.NewEncoder(cfg.SampleRate, cfg.Channels, hopus.AppVoIP)
+	app := hopus.AppVoIP
+	if cfg.LowDelay {
+		app = hopus.AppRestrictedLowdelay
+	}
+	enc, err := hopus.NewEncoder(cfg.SampleRate, cfg.Channels, app)
 	if err != nil {
 		return nil, libError("new encoder", err)
 	}
