@@ -18,14 +18,18 @@
 // # Cost per tick
 //
 // A tick is one tight loop over a dense slice of streams: no goroutine,
-// channel or allocation per stream. By default one goroutine runs it all;
-// Config.Workers spreads the streams over several goroutines driven by the
-// same clock (one wake-up per worker per tick), for nodes whose per-stream
-// work outgrows one core. Each Tick runs on the pacer goroutine
-// and must be short and non-blocking (dequeue a ready packet, write it to a
-// UDP socket): encoding and resampling belong on the producer's goroutine.
-// A Tick that panics is recovered, counted and unregistered, so one broken
-// stream cannot stop the clock of every call on the node.
+// channel or allocation per stream. The streams are spread over
+// Config.Workers goroutines driven by the same clock (one wake-up per
+// worker per tick; by default one worker per core the process may use).
+// Each Tick runs on its worker goroutine and must be short and
+// non-blocking: pull or dequeue a frame, encode it, write it to a UDP
+// socket. A stream that is also a PostTicker gets a second call in the
+// same tick, after every Tick of its share: that is where a call's media
+// node drains its socket and processes the frame it received (media/rtp),
+// so a call costs no goroutine wake-up of its own, while the sends keep
+// their place at the front of the tick. A Tick or PostTick that panics is
+// recovered, counted and unregistered, so one broken stream cannot stop
+// the clock of every call on the node.
 //
 // # Concurrency
 //

@@ -3,6 +3,7 @@ package pace
 import (
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,6 +17,19 @@ import (
 // whole node shares the period.
 type Stream interface {
 	Tick(now time.Time)
+}
+
+// PostTicker is a Stream with work that should follow the sends of a
+// tick: receiving what arrived since the last one and processing it. Each
+// tick first calls Tick on every stream of a worker's share, then PostTick
+// on those of them that are PostTickers, on the same goroutine with the
+// same now, so the sends leave at the front of the tick, at the same
+// offset every period whatever the receive work costs. PostTick has the
+// rules of Tick (no blocking, no Register or Unregister) but may do the
+// stream's per-frame processing: it is what the worker goroutine is for.
+type PostTicker interface {
+	Stream
+	PostTick(now time.Time)
 }
 
 // Handle names one registration, for Unregister. The zero Handle names
@@ -39,7 +53,9 @@ type Config struct {
 	// the one clock: each tick the clock goroutine runs the first share
 	// itself and wakes one goroutine per other share (a wake-up per worker
 	// per tick, none per stream), so per-stream work can use more than one
-	// core. 0 means 1: a single goroutine does everything.
+	// core. 0 means runtime.GOMAXPROCS(0), one worker per core the
+	// process may use (1 when it is pinned to one core); 1 makes a single
+	// goroutine do everything.
 	Workers int
 }
 
@@ -57,7 +73,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.MaxLag = 5 * c.Period
 	}
 	if c.Workers == 0 {
-		c.Workers = 1
+		c.Workers = min(runtime.GOMAXPROCS(0), 256)
 	}
 	if c.Workers < 0 || c.Workers > 256 {
 		return c, fmt.Errorf("%d workers (1..256): %w", c.Workers, ErrBadConfig)
@@ -119,8 +135,9 @@ type Pacer struct {
 // shard is one worker's share of the streams.
 type shard struct {
 	mu      sync.Mutex
-	streams []Stream // dense: the tick loop's only input
-	handles []Handle // dense index -> its registration
+	streams []Stream     // dense: the tick loop's only input
+	posts   []PostTicker // dense, beside streams: nil for a plain Stream
+	handles []Handle     // dense index -> its registration
 	broken  []Handle // streams whose Tick panicked this tick
 	wake    chan time.Time
 }
@@ -188,6 +205,8 @@ func (p *Pacer) Register(s Stream) (Handle, error) {
 	p.pos[slot] = int32(len(sh.streams))
 	p.shardOf[slot] = uint16(best)
 	sh.streams = append(sh.streams, s)
+	pt, _ := s.(PostTicker)
+	sh.posts = append(sh.posts, pt)
 	sh.handles = append(sh.handles, h)
 	sh.mu.Unlock()
 	p.count.Add(1)
@@ -212,11 +231,14 @@ func (p *Pacer) Unregister(h Handle) {
 	if i != last {
 		moved := sh.handles[last]
 		sh.streams[i] = sh.streams[last]
+		sh.posts[i] = sh.posts[last]
 		sh.handles[i] = moved
 		p.pos[moved.slot] = int32(i)
 	}
 	sh.streams[last] = nil
+	sh.posts[last] = nil
 	sh.streams = sh.streams[:last]
+	sh.posts = sh.posts[:last]
 	sh.handles = sh.handles[:last]
 	p.pos[h.slot] = -1
 	p.free = append(p.free, h.slot)
@@ -331,14 +353,19 @@ func (p *Pacer) work(sh *shard) {
 	}
 }
 
-// tickShard is the per-period loop over one shard. It holds the shard's
-// lock so that Unregister can promise that a removed stream is not
-// ticking.
+// tickShard is the per-period loop over one shard: Tick on every stream,
+// then PostTick on the PostTickers. It holds the shard's lock so that
+// Unregister can promise that a removed stream is not ticking.
 func (p *Pacer) tickShard(sh *shard, now time.Time) {
 	sh.mu.Lock()
 	streams := sh.streams
 	for i := range streams {
-		if !p.call(streams[i], now) {
+		if !p.call(streams[i], now, false) {
+			sh.broken = append(sh.broken, sh.handles[i])
+		}
+	}
+	for i, pt := range sh.posts {
+		if pt != nil && !p.call(pt, now, true) {
 			sh.broken = append(sh.broken, sh.handles[i])
 		}
 	}
@@ -354,14 +381,18 @@ func (p *Pacer) tickShard(sh *shard, now time.Time) {
 	sh.broken = sh.broken[:0]
 }
 
-func (p *Pacer) call(s Stream, now time.Time) (ok bool) {
+func (p *Pacer) call(s Stream, now time.Time, post bool) (ok bool) {
 	defer func() {
 		if r := recover(); r != nil {
 			ok = false
 			p.panics.Add(1)
-			p.log.Error("pace: stream panicked in Tick; unregistered", "panic", fmt.Sprint(r), "stream", fmt.Sprintf("%T", s))
+			p.log.Error("pace: stream panicked in Tick or PostTick; unregistered", "panic", fmt.Sprint(r), "stream", fmt.Sprintf("%T", s))
 		}
 	}()
-	s.Tick(now)
+	if post {
+		s.(PostTicker).PostTick(now)
+	} else {
+		s.Tick(now)
+	}
 	return true
 }

@@ -55,7 +55,7 @@ func TestConfig(t *testing.T) {
 	}
 	c, err := Config{}.withDefaults()
 	require.NoError(t, err)
-	require.Equal(t, Config{Period: 20 * time.Millisecond, MinGap: 5 * time.Millisecond, MaxLag: 100 * time.Millisecond, Workers: 1}, c)
+	require.Equal(t, Config{Period: 20 * time.Millisecond, MinGap: 5 * time.Millisecond, MaxLag: 100 * time.Millisecond, Workers: runtime.GOMAXPROCS(0)}, c)
 }
 
 // TestScheduleIsDriftFree checks that ticks land exactly on base+n*period
@@ -366,4 +366,59 @@ func TestWorkersClose(t *testing.T) {
 		require.Zero(t, n%8, "a tick runs on all workers or not at all")
 	}
 	requireNoLeak(t, before)
+}
+
+// phased logs its Tick and PostTick calls into a shared journal.
+type phased struct {
+	id      int
+	journal *[]string
+	nows    *[]time.Time
+	boom    bool
+}
+
+func (s *phased) Tick(now time.Time) {
+	*s.journal = append(*s.journal, "tick")
+	*s.nows = append(*s.nows, now)
+}
+
+func (s *phased) PostTick(now time.Time) {
+	*s.journal = append(*s.journal, "post")
+	*s.nows = append(*s.nows, now)
+	if s.boom {
+		panic("boom")
+	}
+}
+
+// TestPostTickFollowsEveryTick: in each tick of a share, every stream's
+// Tick runs before any PostTick, with the same now; plain Streams get no
+// PostTick; a PostTick that panics unregisters its stream.
+func TestPostTickFollowsEveryTick(t *testing.T) {
+	p, err := New(Config{Period: time.Hour}, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	defer p.Close()
+	var journal []string
+	var nows []time.Time
+	a := &phased{id: 1, journal: &journal, nows: &nows}
+	b := &phased{id: 2, journal: &journal, nows: &nows}
+	var plain counter
+	for _, s := range []Stream{a, &plain, b} {
+		_, err := p.Register(s)
+		require.NoError(t, err)
+	}
+	now := time.Now()
+	p.tick(now)
+	require.Equal(t, []string{"tick", "tick", "post", "post"}, journal)
+	for _, n := range nows {
+		require.Equal(t, now, n)
+	}
+	require.EqualValues(t, 1, plain.n.Load())
+
+	b.boom = true
+	p.tick(now.Add(time.Second))
+	require.EqualValues(t, 1, p.Stats().Panics)
+	require.Equal(t, 2, p.Stats().Streams)
+	journal = journal[:0]
+	p.tick(now.Add(2 * time.Second))
+	require.Equal(t, []string{"tick", "post"}, journal, "the panicking stream is gone")
+	require.EqualValues(t, 3, plain.n.Load())
 }
