@@ -27,6 +27,9 @@ var (
 	// ErrSourceSet is returned by WriteFrame while a Source feeds the
 	// session: the two ways of sending audio exclude each other.
 	ErrSourceSet = errors.New("rtp: session has a source; WriteFrame is off")
+	// ErrSinkSet is returned by ReadFrame while a Sink takes the
+	// session's audio: the two ways of receiving exclude each other.
+	ErrSinkSet = errors.New("rtp: session has a sink; ReadFrame is off")
 	// ErrNoDTMF is returned by SendDTMF when the peer negotiated no
 	// telephone-event payload type.
 	ErrNoDTMF = errors.New("rtp: peer has no telephone-event")

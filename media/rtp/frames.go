@@ -25,6 +25,73 @@ type Source interface {
 	ReadFrame(dst []int16) bool
 }
 
+// Sink takes the peer's audio in push mode: one 20 ms frame at 16 kHz
+// (320 samples) per pacer tick, written on the pacer worker right after
+// the tick's packets were drained into the jitter buffer. The conversation
+// engine's WriteFrame fits as it is. WriteFrame must not block and must
+// not call the Session's Close; pcm is valid only during the call. An
+// error stops the deliveries (the Sink is dropped and the error logged).
+type Sink interface {
+	WriteFrame(pcm []int16) error
+}
+
+// sinkBox is a Sink with its frame buffer.
+type sinkBox struct {
+	k   Sink
+	pcm []int16
+}
+
+// SetSink makes the session push the peer's audio into k, one frame per
+// tick on the pacer worker, instead of a goroutine pulling it with
+// ReadFrame (which then returns ErrSinkSet); nil returns to ReadFrame. It
+// replaces a goroutine and a wake-up per call and frame with a function
+// call. Set it before anything calls ReadFrame, or after the last
+// ReadFrame returned: the two share the reader's resampler.
+func (s *Session) SetSink(k Sink) {
+	if k == nil {
+		s.sink.Store(nil)
+		return
+	}
+	s.sink.Store(&sinkBox{k: k, pcm: make([]int16, engineFrame)})
+	if s.waiting.Load() {
+		select {
+		case s.wake <- struct{}{}: // a blocked ReadFrame returns ErrSinkSet
+		default:
+		}
+	}
+}
+
+// postTick is the session's receive work on the pacer worker, once per
+// 20 ms after every stream of the worker sent its packet: drain the RTP
+// socket into the jitter buffer and either push the frame that is due to
+// the Sink or count it due and wake the ReadFrame goroutine. A frame thus
+// contains every packet that arrived before its tick's drain, as it did
+// when a receive goroutine pushed each packet on arrival: drained
+// reception adds no delay to the audio, only to what is reported when a
+// packet is handled (latching, DTMF digits), at most one period plus the
+// tick's lateness.
+func (s *Session) postTick(time.Time) {
+	now := time.Now() // the drain comes after this worker's sends
+	s.drain(now)
+	if b := s.sink.Load(); b != nil {
+		n, err := s.readFrame(b.pcm, now)
+		if err == nil {
+			err = b.k.WriteFrame(b.pcm[:n])
+		}
+		if err != nil && s.sink.CompareAndSwap(b, nil) {
+			s.log.Warn("rtp: sink stopped", "err", err)
+		}
+		return
+	}
+	s.due.Add(1)
+	if s.waiting.Load() {
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
 // readerState belongs to the goroutine calling ReadFrame.
 type readerState struct {
 	read uint64 // frames read, against Session.due
@@ -35,7 +102,8 @@ type readerState struct {
 // ReadFrame blocks until the next 20 ms frame is due (the node pacer's
 // tick), then writes it into dst at 16 kHz: the peer's audio after the
 // jitter buffer, concealment where packets are missing, comfort noise or
-// silence. dst must hold 320 samples. One goroutine reads; it owns the
+// silence. dst must hold 320 samples. One goroutine reads (none while a
+// Sink is set: ReadFrame then returns ErrSinkSet); it owns the
 // resampler, so the steady state allocates nothing. A reader that falls
 // more than five frames behind skips the backlog. It returns ctx.Err() when
 // ctx ends and ErrClosed after Close; a media timeout does not stop it
@@ -48,6 +116,9 @@ func (s *Session) ReadFrame(ctx context.Context, dst []int16) (int, error) {
 	for s.due.Load() <= r.read {
 		if s.closing.Load() {
 			return 0, ErrClosed
+		}
+		if s.sink.Load() != nil {
+			return 0, ErrSinkSet
 		}
 		s.waiting.Store(true)
 		if s.due.Load() > r.read {

@@ -11,10 +11,10 @@ import (
 	"github.com/voiced/voiced/media/quality"
 )
 
-// receive is a receive goroutine: one per socket, for the session's life.
-// It reuses one buffer and one parsed packet, so the steady state
-// allocates nothing.
-func (s *Session) receive(conn *net.UDPConn, rtcpSocket bool) {
+// receiveRTCP is the RTCP socket's goroutine (without RTCP multiplexing),
+// for the session's life: one report every few seconds, so a blocking
+// read costs nothing worth a tick's drain. RTP comes through drain.
+func (s *Session) receiveRTCP(conn *net.UDPConn) {
 	defer s.wg.Done()
 	buf := make([]byte, 1500)
 	var pkt prtp.Packet
@@ -27,11 +27,7 @@ func (s *Session) receive(conn *net.UDPConn, rtcpSocket bool) {
 			}
 			continue
 		}
-		now := time.Now()
-		s.handle(buf[:n], unmap(from), now, rtcpSocket, &pkt, &digits)
-		if digits.n > 0 {
-			s.deliver(&digits)
-		}
+		s.handle(buf[:n], unmap(from), time.Now(), true, &pkt, &digits)
 	}
 }
 

@@ -110,17 +110,11 @@ func (t *txState) close() {
 	t.enc = nil
 }
 
-// tick is the session's work on the pacer goroutine, once per 20 ms: wake
-// the reader, check the media timeout, send RTCP when due, and send one
-// RTP packet (a DTMF event, audio, comfort noise or silence).
+// tick is the session's send work on the pacer goroutine, once per 20 ms:
+// check the media timeout, send RTCP when due, and send one RTP packet (a
+// DTMF event, audio, comfort noise or silence). The receive work follows
+// in postTick.
 func (s *Session) tick(now time.Time) {
-	s.due.Add(1)
-	if s.waiting.Load() {
-		select {
-		case s.wake <- struct{}{}:
-		default:
-		}
-	}
 	s.txMu.Lock()
 	t := &s.tx
 	if !t.started {

@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/voiced/voiced/media/jitter"
@@ -82,23 +83,25 @@ func (c Config) withDefaults() (Config, error) {
 	return c, nil
 }
 
-// Session is one call's RTP/RTCP media: the sockets, one receive goroutine
-// (two without RTCP multiplexing), the jitter buffer and codecs, and a
-// stream on the node's pacer that sends one packet every 20 ms. See the
-// package documentation for the lifecycle and the threading contract.
+// Session is one call's RTP/RTCP media: the sockets, the jitter buffer and
+// codecs, and a stream on the node's pacer that sends one packet every
+// 20 ms and then drains the RTP socket (plus, without RTCP multiplexing, a
+// goroutine receiving RTCP). See the package documentation for the
+// lifecycle and the threading contract.
 type Session struct {
 	cfg   Config
 	log   *slog.Logger
 	pacer *pace.Pacer
-	conn  *net.UDPConn // RTP (and RTCP with mux)
-	rconn *net.UDPConn // RTCP without mux, else nil
+	conn  *net.UDPConn    // RTP (and RTCP with mux)
+	raw   syscall.RawConn // conn's, for the non-blocking drain
+	rconn *net.UDPConn    // RTCP without mux, else nil
 	local netip.AddrPort
 	ssrc  uint32
 	m     quality.Metrics
 
 	// mu guards the negotiated parameters, the latched peer, the receive
-	// statistics and the receive codec: the receive goroutine, the reader
-	// and Update take it.
+	// statistics and the receive codec: the drain (and the RTCP
+	// goroutine), the reader and Update take it.
 	mu       sync.Mutex
 	params   Params
 	started  bool
@@ -117,12 +120,13 @@ type Session struct {
 	txMu sync.Mutex
 	tx   txState
 
-	// Frame pacing for ReadFrame: Tick counts frames due and wakes a
-	// waiting reader.
+	// Frame pacing for ReadFrame: PostTick counts frames due and wakes a
+	// waiting reader. With a Sink, PostTick is the reader.
 	due     atomic.Uint64
 	waiting atomic.Bool
 	wake    chan struct{}
 	reader  readerState
+	sink    atomic.Pointer[sinkBox]
 
 	// The WriteFrame queue (single producer, the pacer consumes).
 	queue   *frameQueue
@@ -150,8 +154,8 @@ type remoteReport struct {
 	byeAt time.Time
 }
 
-// NewSession binds a port pair from ports and starts the session's receive
-// goroutine and its pacer stream. Media flows once Update gives the
+// NewSession binds a port pair from ports and starts the session's pacer
+// stream (and its RTCP goroutine without RTCP multiplexing). Media flows once Update gives the
 // negotiated Params; until then LocalAddr is all the session offers (for
 // the SDP). log receives rare events only (latching, a new source, the
 // media timeout); nil means slog.Default().
@@ -174,6 +178,14 @@ func NewSession(cfg Config, log *slog.Logger, pacer *pace.Pacer, ports *Ports) (
 	if err != nil {
 		return nil, err
 	}
+	raw, err := conn.SyscallConn()
+	if err != nil {
+		conn.Close()
+		if rconn != nil {
+			rconn.Close()
+		}
+		return nil, fmt.Errorf("rtp socket: %w", err)
+	}
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	s := &Session{
@@ -181,6 +193,7 @@ func NewSession(cfg Config, log *slog.Logger, pacer *pace.Pacer, ports *Ports) (
 		log:    log,
 		pacer:  pacer,
 		conn:   conn,
+		raw:    raw,
 		rconn:  rconn,
 		local:  conn.LocalAddr().(*net.UDPAddr).AddrPort(),
 		ssrc:   binary.BigEndian.Uint32(b[:]),
@@ -191,11 +204,10 @@ func NewSession(cfg Config, log *slog.Logger, pacer *pace.Pacer, ports *Ports) (
 	}
 	s.tx.init(s)
 	s.lastRecv.Store(time.Now().UnixNano())
-	s.wg.Add(1)
-	go s.receive(conn, false)
+	s.enableTimestamps()
 	if rconn != nil {
 		s.wg.Add(1)
-		go s.receive(rconn, true)
+		go s.receiveRTCP(rconn)
 	}
 	h, err := pacer.Register(ticker{s})
 	if err != nil {
@@ -207,10 +219,11 @@ func NewSession(cfg Config, log *slog.Logger, pacer *pace.Pacer, ports *Ports) (
 	return s, nil
 }
 
-// ticker keeps Tick out of Session's method set.
+// ticker keeps Tick and PostTick out of Session's method set.
 type ticker struct{ s *Session }
 
-func (t ticker) Tick(now time.Time) { t.s.tick(now) }
+func (t ticker) Tick(now time.Time)     { t.s.tick(now) }
+func (t ticker) PostTick(now time.Time) { t.s.postTick(now) }
 
 // LocalAddr returns the bound RTP address, for the SDP (its IP is
 // unspecified when Config.Local was).
@@ -231,8 +244,9 @@ func (s *Session) Snapshot() quality.Snapshot {
 }
 
 // OnDTMF sets the function that receives digits from the peer. It runs on
-// the receive goroutine, outside the session's locks; it must not block,
-// and must not call Close (which waits for that goroutine). A digit whose
+// the pacer worker that drains the session's socket, outside the
+// session's locks; it must not block, and must not call Close (which
+// waits for that tick). A digit whose
 // end packets were all lost is reported when the next packet of any kind
 // arrives more than 250 ms after its last update.
 func (s *Session) OnDTMF(f func(Digit)) {
@@ -314,9 +328,9 @@ func (s *Session) Update(p Params) error {
 	return nil
 }
 
-// Close stops the session: it leaves the pacer (no Tick runs after that),
-// sends an RTCP BYE, closes the sockets, waits for the receive goroutines
-// and releases a waiting ReadFrame. The reader's and writer's codec state
+// Close stops the session: it leaves the pacer (no Tick, drain or Sink
+// call runs after that), sends an RTCP BYE, closes the sockets, waits for
+// the RTCP goroutine and releases a waiting ReadFrame. The reader's and writer's codec state
 // is plain Go memory, left to the collector. Close is idempotent.
 func (s *Session) Close() error {
 	s.closeOnce.Do(func() {
