@@ -37,9 +37,12 @@ import (
 // caller turn back with no STT, model or TTS: the whole media path (RTP,
 // jitter buffer, turn detection, playout, pacer) without conversing.
 //
-// Goroutines: the input loop (RTP frames into the agent), the watcher
-// (media timeout, which hangs up) and the DTMF recorder (digits into the
-// call's events); Close stops and waits for all three.
+// The caller's audio goes into the agent on the node pacer's worker, one
+// frame per tick right after the RTP socket is drained (callerSink, an
+// rtp.Sink): no goroutine of the call's own wakes per packet or frame.
+// Goroutines: the watcher (media timeout, which hangs up) and the DTMF
+// recorder (digits into the call's events); Close stops and waits for
+// both.
 type callMedia struct {
 	t      *telephony
 	call   *sip.Call
@@ -59,6 +62,8 @@ type callMedia struct {
 	closeOnce sync.Once
 	// lostDigits counts digits dropped because the recorder fell behind.
 	lostDigits atomic.Int64
+	// bridge is the transfer leg the caller is bridged to (bridge.go).
+	bridge atomic.Pointer[rtp.Session]
 }
 
 func newCallMedia(t *telephony, c *sip.Call, s *rtp.Session, info callInfo, recDir string) (*callMedia, error) {
@@ -87,8 +92,8 @@ func newCallMedia(t *telephony, c *sip.Call, s *rtp.Session, info callInfo, recD
 		a.Close()
 		return nil, err
 	}
-	m.wg.Add(3)
-	go m.input()
+	s.SetSink(callerSink{m})
+	m.wg.Add(2)
 	go m.watch()
 	go m.recordDigits()
 	return m, nil
@@ -104,24 +109,14 @@ func (m *callMedia) LocalAddr() netip.AddrPort { return m.rtp.LocalAddr() }
 
 // Update implements sip.Media: the negotiated stream becomes the RTP
 // session's parameters.
-func (m *callMedia) Update(st sip.Stream) error {
-	return m.rtp.Update(rtp.Params{
-		Remote:     st.Remote,
-		Codec:      rtpCodec(st.Codec),
-		RecvPT:     st.RecvPT,
-		DTMF:       rtpCodec(st.DTMF),
-		RecvDTMFPT: st.RecvDTMFPT,
-		Send:       st.Sends(),
-		Receive:    st.Receives(),
-	})
-}
+func (m *callMedia) Update(st sip.Stream) error { return m.rtp.Update(rtpParams(st)) }
 
 func rtpCodec(c sdp.Codec) rtp.Codec {
 	return rtp.Codec{PT: c.PT, Name: c.Name, ClockRate: c.ClockRate, Channels: c.Channels}
 }
 
 // DTMF implements sip.DTMFReceiver; RFC 4733 digits come here too. It
-// never blocks (it runs on the RTP receive goroutine).
+// never blocks (it runs on the pacer worker that drains the RTP socket).
 func (m *callMedia) DTMF(d rune, _ time.Duration) {
 	select {
 	case m.digits <- d:
@@ -289,7 +284,7 @@ func (m *callMedia) Close() error {
 	var err error
 	m.closeOnce.Do(func() {
 		close(m.stop)
-		err = m.rtp.Close() // leaves the pacer and releases ReadFrame
+		err = m.rtp.Close() // leaves the pacer: no caller frame after this
 		m.wg.Wait()
 		if aerr := m.agent.Close(); aerr != nil && err == nil {
 			err = aerr
@@ -310,30 +305,22 @@ func (m *callMedia) recording() (string, time.Time) {
 	return m.recKey, m.agent.Start()
 }
 
-// input moves the caller's audio from RTP into the agent, one 20 ms
-// frame per pacer tick.
-func (m *callMedia) input() {
-	defer m.wg.Done()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		select {
-		case <-m.stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	buf := make([]int16, rtp.EngineRate/50)
-	for {
-		n, err := m.rtp.ReadFrame(ctx, buf)
-		if err != nil {
-			return
-		}
-		if err := m.agent.WriteFrame(buf[:n]); err != nil {
-			return
-		}
-		m.vm.frame(buf[:n])
+// callerSink moves the caller's audio from RTP into the agent and the
+// answering-machine screening, one 20 ms frame per pacer tick, on the
+// pacer worker (it is the agent's input goroutine: all of the agent's
+// input-side calls come from here). rtp.Session.Close stops the calls.
+type callerSink struct{ m *callMedia }
+
+func (k callerSink) WriteFrame(pcm []int16) error {
+	if leg := k.m.bridge.Load(); leg != nil {
+		leg.WriteFrame(pcm) // bridged (bridge.go): the leg hears the caller, the agent nothing
+		return nil
 	}
+	if err := k.m.agent.WriteFrame(pcm); err != nil {
+		return err
+	}
+	k.m.vm.frame(pcm)
+	return nil
 }
 
 // watch hangs up when the peer's RTP stops for the media timeout.
