@@ -168,6 +168,11 @@ func (p *Playout) stop() bool { return p.hold(playStopped) }
 // resume continues a paused playout.
 func (p *Playout) resume() bool { return p.state.CompareAndSwap(playPaused, playPlaying) }
 
+// Drained reports that the producer is done and every sample it wrote
+// has been read: the frame ReadFrame just returned was the last. For the
+// pacer's goroutine, which may then send what it holds at once.
+func (p *Playout) Drained() bool { return p.done.Load() && p.played.Load() >= p.written.Load() }
+
 // Played returns the samples handed to the transport so far.
 func (p *Playout) Played() int64 { return p.played.Load() }
 
