@@ -49,6 +49,14 @@ type Config struct {
 	// EchoDelay is the echo canceller's delay hint for sessions that
 	// cancel echo. Default 120 ms.
 	EchoDelay time.Duration
+	// DeltaFrames is how many 20 ms frames of agent audio one audio delta
+	// (or binary message) carries once a response is playing: the frames
+	// still leave in real time, but the socket is written (and the client
+	// woken) once per delta rather than once per frame. The cost is that
+	// much delay less one frame before a response's first audio; a delta
+	// is cut short when the audio stops or an event must follow it (a
+	// barge-in), so truncation stays exact. Default 1 (20 ms deltas).
+	DeltaFrames int
 }
 
 func (c Config) withDefaults() Config {
@@ -72,6 +80,7 @@ func (c Config) withDefaults() Config {
 	if c.MaxPending == 0 {
 		c.MaxPending = 1000
 	}
+	c.DeltaFrames = min(max(c.DeltaFrames, 1), 50)
 	return c
 }
 

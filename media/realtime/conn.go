@@ -48,6 +48,8 @@ type conn struct {
 
 	handle  pace.Handle
 	tickBuf []int16
+	// playing is whether the last Tick had audio (the pacer's).
+	playing bool
 
 	binaryOutput atomic.Bool
 	lastRecv     atomic.Int64
@@ -76,7 +78,7 @@ func newConn(s *Server, nc net.Conn, br *bufio.Reader, org int64, set settings, 
 	c.log = s.log.With("session_id", c.id, "org_id", org)
 	c.rd = wsReader{nc: nc, br: br, max: s.cfg.MaxMessageBytes, timeout: 2*s.cfg.PingInterval + 5*time.Second, closing: &c.closing}
 	c.enc = &encoder{beta: beta, tag: tag, out: set.out, voice: set.voice}
-	c.q = newOutQueue(s.cfg.MaxQueuedBytes, media.SamplesPerFrame(set.out.rate))
+	c.q = newOutQueue(s.cfg.MaxQueuedBytes, media.SamplesPerFrame(set.out.rate), s.cfg.DeltaFrames)
 	c.lastRecv.Store(time.Now().UnixNano())
 	return c
 }
@@ -322,11 +324,23 @@ func (c *conn) agentConfig(adm Admission) (agent.Config, error) {
 	return cfg, nil
 }
 
-// Tick is the pacer's: the agent's next frame goes to the writer. It does
-// not block and allocates nothing.
+// Tick is the pacer's: the agent's next frame goes to the writer (in
+// deltas of Config.DeltaFrames frames, the last one sealed with its last
+// frame or when the audio stops). It does not block and allocates nothing.
 func (c *conn) Tick(time.Time) {
-	if p := c.sess.ReadFrame(c.tickBuf); p != nil {
-		c.q.pushAudio(c.tickBuf, p)
+	p := c.sess.ReadFrame(c.tickBuf)
+	if p == nil {
+		if c.playing {
+			c.playing = false
+			c.q.seal()
+		}
+		return
+	}
+	c.q.pushAudio(c.tickBuf, p)
+	// The playout's last frame goes at once, not a tick later.
+	c.playing = !p.Drained()
+	if !c.playing {
+		c.q.seal()
 	}
 }
 

@@ -37,7 +37,9 @@ import (
 //
 //	VOICED_LOAD_SESSIONS=1000 go test -tags nolibopusfile -run '^$' -bench RealtimeLoad -benchtime 1x ./media/realtime/
 //
-// (default 200 sessions, 20 s of steady state: VOICED_LOAD_SECONDS).
+// (default 200 sessions, 20 s of steady state: VOICED_LOAD_SECONDS;
+// VOICED_LOAD_DELTA_FRAMES sets Config.DeltaFrames, the frames per audio
+// delta, default 1).
 
 const loadServerEnv = "VOICED_REALTIME_LOAD_SERVER"
 
@@ -72,11 +74,13 @@ func (c *loadCalls) Finish(context.Context, int64, CallEnd) error     { return n
 // runLoadServer serves loopback sessions on a loopback port, prints the
 // address, and on end of stdin prints the pacer's statistics and exits.
 func runLoadServer() {
-	pacer, err := pace.New(pace.Config{}, nil)
+	workers, _ := strconv.Atoi(os.Getenv("VOICED_LOAD_PACER_WORKERS"))
+	pacer, err := pace.New(pace.Config{Workers: workers}, nil)
 	if err != nil {
 		panic(err)
 	}
-	srv, err := New(Config{Loopback: true, IdleTimeout: time.Hour}, nil, Deps{Auth: loadAuth{}, Calls: &loadCalls{}, Pacer: pacer})
+	frames, _ := strconv.Atoi(os.Getenv("VOICED_LOAD_DELTA_FRAMES"))
+	srv, err := New(Config{Loopback: true, IdleTimeout: time.Hour, DeltaFrames: frames}, nil, Deps{Auth: loadAuth{}, Calls: &loadCalls{}, Pacer: pacer})
 	if err != nil {
 		panic(err)
 	}
@@ -115,7 +119,9 @@ func cpuTicks(pid int) (int64, error) {
 	return u + s, nil
 }
 
-// jitterHist counts inter-arrival deviations from 20 ms in 0.1 ms buckets.
+// jitterHist counts deviations of inter-arrival times from the audio
+// each delta carries (20 ms, or more with VOICED_LOAD_DELTA_FRAMES), in
+// 0.1 ms buckets.
 type jitterHist struct {
 	buckets [2000]atomic.Int64
 	n       atomic.Int64
@@ -241,6 +247,7 @@ func BenchmarkRealtimeLoad(b *testing.B) {
 			defer readers.Done()
 			rd := bufio.NewReaderSize(r, 64<<10)
 			prefix := []byte(`{"type":"response.output_audio.delta"`)
+			deltaKey := []byte(`"delta":"`)
 			buf := make([]byte, 0, 4096)
 			for {
 				h, err := ws.ReadHeader(rd)
@@ -255,10 +262,19 @@ func BenchmarkRealtimeLoad(b *testing.B) {
 					continue
 				}
 				now := time.Now()
+				// The delta's audio: it left the server that long after
+				// the previous one.
+				var dur time.Duration
+				if i := bytes.Index(buf, deltaKey); i >= 0 {
+					b64 := buf[i+len(deltaKey):]
+					b64 = b64[:max(bytes.IndexByte(b64, '"'), 0)]
+					dur = time.Duration(base64.StdEncoding.DecodedLen(len(b64))-bytes.Count(b64[max(len(b64)-2, 0):], []byte("="))) *
+						time.Second / time.Duration(2*rate)
+				}
 				if measuring.Load() {
-					audioFrames.Add(1)
-					if gap := now.Sub(c.last); gap < 100*time.Millisecond {
-						d := gap - 20*time.Millisecond
+					audioFrames.Add(int64(dur / (20 * time.Millisecond)))
+					if gap := now.Sub(c.last); gap < dur+80*time.Millisecond {
+						d := gap - dur
 						if d < 0 {
 							d = -d
 						}
@@ -338,6 +354,7 @@ func BenchmarkRealtimeLoad(b *testing.B) {
 	var st map[string]float64
 	if json.Unmarshal([]byte(statsLine), &st) == nil {
 		b.ReportMetric(st["late_p99_us"]/1000, "pacer-late-p99-ms")
+		b.ReportMetric(st["cost_p99_us"]/1000, "pacer-tick-p99-ms")
 		b.ReportMetric(st["skipped"], "pacer-skipped")
 	}
 }

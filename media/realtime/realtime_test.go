@@ -3,6 +3,7 @@ package realtime
 import (
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -454,9 +455,9 @@ func streamSpeech(c *client, pcm16k []int16, lead time.Duration) {
 
 // speakingSession is an inline session whose agent is saying a long
 // answer (a recorded voice, repeated n times: 3.4 s each) when it returns.
-func speakingSession(t *testing.T, n int) (*env, *client, string) {
+func speakingSession(t *testing.T, n int, cfg Config) (*env, *client, string) {
 	agent16k := loadWAV(t, "agent16k.wav")
-	e := newEnv(t, Config{})
+	e := newEnv(t, cfg)
 	for range n {
 		e.tts.pcm = append(e.tts.pcm, agent16k...)
 	}
@@ -470,8 +471,18 @@ func speakingSession(t *testing.T, n int) (*env, *client, string) {
 	return e, c, id
 }
 
+// deltaConfigs run a test with 20 ms audio deltas (the default) and with
+// 100 ms ones.
+var deltaConfigs = []Config{{}, {DeltaFrames: 5}}
+
 func TestBargeInOverTheSocket(t *testing.T) {
-	e, c, first := speakingSession(t, 3)
+	for _, cfg := range deltaConfigs {
+		t.Run(fmt.Sprintf("%d frames a delta", max(cfg.DeltaFrames, 1)), func(t *testing.T) { bargeIn(t, cfg) })
+	}
+}
+
+func bargeIn(t *testing.T, cfg Config) {
+	e, c, first := speakingSession(t, 3, cfg)
 	e.stt.text = []string{"Wait, sorry, can we make that Saturday instead?"}
 	streamSpeech(c, loadWAV(t, "interrupt16k.wav"), time.Second)
 	started := c.next("input_audio_buffer.speech_started")
@@ -500,7 +511,13 @@ func TestBargeInOverTheSocket(t *testing.T) {
 }
 
 func TestBackchannelOverTheSocket(t *testing.T) {
-	e, c, first := speakingSession(t, 1)
+	for _, cfg := range deltaConfigs {
+		t.Run(fmt.Sprintf("%d frames a delta", max(cfg.DeltaFrames, 1)), func(t *testing.T) { backchannel(t, cfg) })
+	}
+}
+
+func backchannel(t *testing.T, cfg Config) {
+	e, c, first := speakingSession(t, 1, cfg)
 	e.stt.text = []string{"uh-huh"}
 	streamSpeech(c, loadWAV(t, "uhhuh16k.wav"), 500*time.Millisecond)
 	done := c.nextWhere(func(e event) bool { return e.Type == "response.done" && e.obj("response")["id"] == first }, "response.done")

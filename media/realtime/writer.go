@@ -21,23 +21,31 @@ const (
 	outClose
 )
 
-// outItem is one thing to send: an encoded event, an audio frame (in a
+// outItem is one thing to send: an encoded event, audio (n frames in a
 // slot of the queue's frame pool), or a control frame.
 type outItem struct {
 	kind uint8
-	data []byte
-	slot int
-	p    *agent.Playout
+	// sealed marks audio that takes no more frames although its slot has
+	// room: the audio stopped.
+	sealed bool
+	n      int
+	data   []byte
+	slot   int
+	p      *agent.Playout
 }
 
-// audioSlots is how many agent frames may wait for a slow writer: one
+// audioFrames is how many agent frames may wait for a slow writer: one
 // second. A client that falls further behind is closed.
-const audioSlots = 50
+const audioFrames = 50
 
 // outQueue is the socket's send queue: events from the session loop and
 // the reader, audio frames from the pacer, in the order they were pushed,
-// for the single writer goroutine. Pushes never block: a full queue marks
-// the client slow, and the writer closes it.
+// for the single writer goroutine. Consecutive frames of one playout share
+// a slot of up to perSlot frames, sent as one delta: the writer is woken
+// when a slot fills, when the audio stops (seal), or when anything is
+// queued behind it, and it leaves a slot that may still grow at the tail
+// of the queue. Pushes never block: a full queue marks the client slow,
+// and the writer closes it.
 type outQueue struct {
 	mu       sync.Mutex
 	items    []outItem
@@ -46,17 +54,19 @@ type outQueue struct {
 	max      int
 	slow     bool
 	closed   bool
-	frames   [][]int16 // audio slots
+	frames   [][]int16 // audio slots of perSlot frames
 	free     []int
 	signal   chan struct{}
 	frameLen int
+	perSlot  int
 }
 
-func newOutQueue(maxBytes, frameLen int) *outQueue {
-	q := &outQueue{max: maxBytes, signal: make(chan struct{}, 1), frameLen: frameLen,
-		items: make([]outItem, 0, 64), frames: make([][]int16, audioSlots), free: make([]int, audioSlots)}
+func newOutQueue(maxBytes, frameLen, perSlot int) *outQueue {
+	slots := max(2, (audioFrames+perSlot-1)/perSlot)
+	q := &outQueue{max: maxBytes, signal: make(chan struct{}, 1), frameLen: frameLen, perSlot: perSlot,
+		items: make([]outItem, 0, 64), frames: make([][]int16, slots), free: make([]int, slots)}
 	for i := range q.frames {
-		q.frames[i] = make([]int16, frameLen)
+		q.frames[i] = make([]int16, frameLen*perSlot)
 		q.free[i] = i
 	}
 	return q
@@ -79,7 +89,7 @@ func (q *outQueue) setFrameLen(n int) {
 	}
 	q.frameLen = n
 	for i := range q.frames {
-		q.frames[i] = make([]int16, n)
+		q.frames[i] = make([]int16, n*q.perSlot)
 	}
 }
 
@@ -100,13 +110,26 @@ func (q *outQueue) push(kind uint8, data []byte) {
 	q.notify()
 }
 
-// pushAudio copies a frame into a slot and queues it; the pacer's side.
+// pushAudio copies a frame into the open slot of its playout, or into a
+// new slot; the pacer's side. It wakes the writer when the slot is full.
 // It allocates nothing.
 func (q *outQueue) pushAudio(frame []int16, p *agent.Playout) {
 	q.mu.Lock()
 	if q.closed {
 		q.mu.Unlock()
 		return
+	}
+	if last := len(q.items) - 1; last >= q.head {
+		if it := &q.items[last]; it.kind == outAudio && it.p == p && !it.sealed && it.n < q.perSlot {
+			copy(q.frames[it.slot][it.n*q.frameLen:], frame)
+			it.n++
+			full := it.n == q.perSlot
+			q.mu.Unlock()
+			if full {
+				q.notify()
+			}
+			return
+		}
 	}
 	if len(q.free) == 0 {
 		q.slow = true
@@ -117,18 +140,38 @@ func (q *outQueue) pushAudio(frame []int16, p *agent.Playout) {
 	slot := q.free[len(q.free)-1]
 	q.free = q.free[:len(q.free)-1]
 	copy(q.frames[slot], frame)
-	q.items = append(q.items, outItem{kind: outAudio, slot: slot, p: p})
+	// Something queued before this slot (another playout's last frames)
+	// need not wait for it to fill.
+	behind := len(q.items) > q.head
+	q.items = append(q.items, outItem{kind: outAudio, slot: slot, p: p, n: 1})
+	q.mu.Unlock()
+	if q.perSlot == 1 || behind {
+		q.notify()
+	}
+}
+
+// seal closes the open audio slot (the audio stopped) and wakes the
+// writer to send it.
+func (q *outQueue) seal() {
+	q.mu.Lock()
+	if last := len(q.items) - 1; last >= q.head && q.items[last].kind == outAudio {
+		q.items[last].sealed = true
+	}
 	q.mu.Unlock()
 	q.notify()
 }
 
-// pop takes the next item; ok is false when the queue is empty. slow
-// reports a client that fell behind.
+// pop takes the next item; ok is false when the queue is empty or holds
+// only an audio slot that may still grow. slow reports a client that fell
+// behind.
 func (q *outQueue) pop() (it outItem, ok, slow bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.head == len(q.items) {
 		q.items, q.head = q.items[:0], 0
+		return outItem{}, false, q.slow
+	}
+	if h := &q.items[q.head]; q.head == len(q.items)-1 && h.kind == outAudio && !h.sealed && h.n < q.perSlot && !q.closed {
 		return outItem{}, false, q.slow
 	}
 	it = q.items[q.head]
@@ -193,7 +236,7 @@ func (c *conn) writer() {
 			case outJSON:
 				err = writeFrame(bw, ws.OpText, it.data)
 			case outAudio:
-				frame := c.q.frames[it.slot]
+				frame := c.q.frames[it.slot][:it.n*c.q.frameLen]
 				payload = c.encodeAudio(payload[:0], frame)
 				c.q.release(it.slot)
 				if c.binaryOutput.Load() {
