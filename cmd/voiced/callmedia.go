@@ -62,6 +62,8 @@ type callMedia struct {
 	closeOnce sync.Once
 	// lostDigits counts digits dropped because the recorder fell behind.
 	lostDigits atomic.Int64
+	// bridge is the transfer leg the caller is bridged to (bridge.go).
+	bridge atomic.Pointer[rtp.Session]
 }
 
 func newCallMedia(t *telephony, c *sip.Call, s *rtp.Session, info callInfo, recDir string) (*callMedia, error) {
@@ -107,17 +109,7 @@ func (m *callMedia) LocalAddr() netip.AddrPort { return m.rtp.LocalAddr() }
 
 // Update implements sip.Media: the negotiated stream becomes the RTP
 // session's parameters.
-func (m *callMedia) Update(st sip.Stream) error {
-	return m.rtp.Update(rtp.Params{
-		Remote:     st.Remote,
-		Codec:      rtpCodec(st.Codec),
-		RecvPT:     st.RecvPT,
-		DTMF:       rtpCodec(st.DTMF),
-		RecvDTMFPT: st.RecvDTMFPT,
-		Send:       st.Sends(),
-		Receive:    st.Receives(),
-	})
-}
+func (m *callMedia) Update(st sip.Stream) error { return m.rtp.Update(rtpParams(st)) }
 
 func rtpCodec(c sdp.Codec) rtp.Codec {
 	return rtp.Codec{PT: c.PT, Name: c.Name, ClockRate: c.ClockRate, Channels: c.Channels}
@@ -269,6 +261,9 @@ func (w phoneTools) runTool(ctx context.Context, call llm.ToolCall) (string, err
 				w.log.Warn("transfer not recorded", "err", err)
 			}
 		}
+		if w.call.Bridged() {
+			return `{"status":"bridged"}`, nil
+		}
 		return `{"status":"transferred"}`, nil
 	}
 	agentID := w.agentID
@@ -320,6 +315,10 @@ func (m *callMedia) recording() (string, time.Time) {
 type callerSink struct{ m *callMedia }
 
 func (k callerSink) WriteFrame(pcm []int16) error {
+	if leg := k.m.bridge.Load(); leg != nil {
+		leg.WriteFrame(pcm) // bridged (bridge.go): the leg hears the caller, the agent nothing
+		return nil
+	}
 	if err := k.m.agent.WriteFrame(pcm); err != nil {
 		return err
 	}
