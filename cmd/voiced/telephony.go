@@ -249,7 +249,11 @@ func (t *telephony) InboundTrunk(ctx context.Context, number string) (sip.Inboun
 	if err != nil {
 		return sip.InboundTrunk{}, false, err
 	}
-	it := sip.InboundTrunk{Host: conn.Host, OutboundProxy: conn.OutboundProxy, Codecs: conn.Codecs}
+	it := sip.InboundTrunk{Host: conn.Host, OutboundProxy: conn.OutboundProxy, Codecs: conn.Codecs,
+		// Transfers of the call (bridged, or asked for by the peer's
+		// REFER) dial out through the same connection.
+		Outbound: &sip.Trunk{Host: conn.Host, Port: conn.Port, Transport: conn.Transport, Username: conn.Username, Password: conn.Password,
+			OutboundProxy: conn.OutboundProxy, Codecs: conn.Codecs}}
 	for _, a := range conn.AllowedSources {
 		if p, err := netip.ParsePrefix(a); err == nil {
 			it.Allowed = append(it.Allowed, p)
