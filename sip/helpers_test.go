@@ -7,6 +7,7 @@ import (
 	"os"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -66,4 +67,15 @@ func newEnv(t testing.TB, cfg sip.Config, trunks sip.TrunkLookup) *env {
 	e.tcp, err = srv.ListenTCP("127.0.0.1:0")
 	require.NoError(t, err)
 	return e
+}
+
+// startedSession waits until call id's media session has its stream.
+func (e *env) startedSession(t testing.TB, id int64) *siptest.EchoSession {
+	t.Helper()
+	var s *siptest.EchoSession
+	require.Eventually(t, func() bool {
+		s = e.media.Session(id)
+		return s != nil && len(s.Updates()) > 0
+	}, 5*time.Second, 10*time.Millisecond)
+	return s
 }

@@ -1,6 +1,7 @@
 package sip_test
 
 import (
+	"context"
 	"net"
 	"net/netip"
 	"testing"
@@ -93,4 +94,26 @@ func TestSippIncomingReferRefusals(t *testing.T) {
 			require.Len(t, e.media.Session(1).Updates(), 1, "media untouched")
 		})
 	}
+}
+
+// TestSippReferRefusedNoBridge: the caller answers our REFER 405; with
+// media that cannot bridge the REFER's failure is Transfer's, and the
+// call goes on until we hang up.
+func TestSippReferRefusedNoBridge(t *testing.T) {
+	siptest.CheckLeaks(t)
+	e := newEnv(t, sip.Config{}, transferTrunks(9))
+	p := siptest.Sipp(t, scenario(t, "uac_refer_refused.xml", map[string]any{"MediaPort": 9, "Code": 405}), 10*time.Second,
+		"-s", agentNumber, "-m", "1", e.udp.String())
+	s := e.startedSession(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := s.Call.Transfer(ctx, "+14155550123")
+	var re *sip.ResponseError
+	require.ErrorAs(t, err, &re)
+	require.Equal(t, 405, re.Code)
+	require.False(t, s.Call.Bridged())
+	require.Empty(t, e.log.Ends(1), "the call goes on")
+	s.Call.Hangup("")
+	require.NoError(t, p.Wait())
+	require.Equal(t, sip.ReasonAgentEnd, e.log.Wait(t, 1, 5*time.Second).Reason)
 }

@@ -152,11 +152,7 @@ func TestSippRefer(t *testing.T) {
 	siptest.CheckLeaks(t)
 	e := newEnv(t, sip.Config{}, nil)
 	p := siptest.Sipp(t, "testdata/sipp/uac_refer.xml", 10*time.Second, "-s", agentNumber, "-m", "1", e.udp.String())
-	var s *siptest.EchoSession
-	require.Eventually(t, func() bool {
-		s = e.media.Session(1)
-		return s != nil && len(s.Updates()) > 0
-	}, 5*time.Second, 10*time.Millisecond)
+	s := e.startedSession(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	require.NoError(t, s.Call.Transfer(ctx, "+14155550123"))
