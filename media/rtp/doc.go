@@ -4,10 +4,10 @@
 // # Lifecycle
 //
 //	ports, _ := rtp.NewPorts(10000, 20000)         // once per node
-//	s, _ := rtp.NewSession(cfg, log, pacer, ports)  // binds, starts receiving
+//	s, _ := rtp.NewSession(cfg, log, pacer, ports)  // binds, joins the pacer
 //	sdpAnswer(s.LocalAddr())
 //	s.Update(rtp.Params{Remote: ..., Codec: ..., Send: true, Receive: true})
-//	go func() { for { n, err := s.ReadFrame(ctx, in); ...; engine.WriteFrame(in[:n]) } }()
+//	s.SetSink(engine)            // or: a goroutine looping on s.ReadFrame(ctx, in)
 //	s.SetSource(engine, 16000)   // or: s.WriteFrame(out) from a goroutine
 //	<-s.Done()                   // media timeout
 //	s.Close()
@@ -21,8 +21,20 @@
 //
 // # Receiving
 //
-// One goroutine per socket reads datagrams into a reused buffer and parses
-// them into a reused pion Packet. The first valid packet from anywhere
+// Reception is driven by the node pacer's tick, not by the packets. Every
+// 20 ms, after all the sessions of a pacer worker sent their packet (the
+// PostTick phase of media/pace), each drains its RTP socket without
+// blocking: one recvmmsg(2) with MSG_DONTWAIT reads up to 8 datagrams
+// (through syscall.RawConn.Read with a callback that never asks to park,
+// so no goroutine waits on the socket and the netpoller never wakes one),
+// repeated while batches come back full, up to 32 datagrams a tick; a
+// normal call costs one such call returning its one packet. Each datagram
+// keeps the arrival time the kernel stamped on it (SO_TIMESTAMPNS), so the
+// jitter statistics and the jitter buffer see the network's timing, not
+// the ticks'. The RTCP socket, when RTCP is not multiplexed, keeps a
+// blocking goroutine of its own: one report every few seconds.
+//
+// Each datagram is parsed into a reused pion Packet. The first valid packet from anywhere
 // latches the peer (symmetric RTP, RFC 4961: our packets then go to where
 // its packets come from, whatever the SDP said, which is what gets through
 // NATs); afterwards packets from other sources are dropped and counted
@@ -36,9 +48,22 @@
 // and how the peer hears us. A media timeout (no RTP for MediaTimeout while
 // the peer should be sending) closes Done.
 //
-// ReadFrame returns the peer's audio as 20 ms frames at 16 kHz, one per
-// pacer tick, decoded and concealed by the jitter buffer's playout and
-// resampled once (G.711 8 kHz to 16 kHz; Opus decodes at 16 kHz directly).
+// After the drain, the frame that is due comes out of the jitter buffer's
+// playout (decoded, concealed where packets are missing, resampled once:
+// G.711 8 kHz to 16 kHz with resample.QualityLow, whose aliases stay far
+// below G.711's own noise; Opus decodes at 16 kHz directly) and goes to
+// the Sink, on the same goroutine: for a call's engine, that is its input
+// processing (VAD, turn detection, recording) done in the tick too. Without
+// a Sink, ReadFrame hands the frame to a goroutine that waits for it.
+//
+// Latency: a frame holds every packet that arrived before its tick's
+// drain, exactly as when a receive goroutine pushed each packet into the
+// jitter buffer on arrival, so the audio is not delayed at all. What waits
+// for the next tick is the handling of a packet: latching, DTMF digits and
+// RTCP on a multiplexed port are seen at most one period (20 ms) plus the
+// tick's lateness after arrival (TestDrainedReceptionLatency checks that
+// bound; TestDrainBurstInOrder that a burst between two ticks is taken
+// whole, in order).
 //
 // # Sending
 //
@@ -53,11 +78,23 @@
 //
 // # Goroutines and allocation
 //
-// A session owns one receive goroutine (two without RTCP multiplexing),
-// started by NewSession and stopped by Close. ReadFrame has one caller
-// goroutine, WriteFrame one (possibly another); Update, SetSource,
-// SendDTMF, Flush, Snapshot and Close may be called from any goroutine.
-// After start-up nothing allocates per packet or per frame on any path:
+// A session owns no goroutine with RTCP multiplexing and one (the RTCP
+// reader) without; its sending and receiving run on the pacer worker it
+// was registered with, in Tick and PostTick, and so do the Source, the
+// Sink and OnDTMF, which must not block. ReadFrame, when there is no Sink,
+// has one caller goroutine, WriteFrame one (possibly another); Update,
+// SetSource, SetSink, SendDTMF, Flush, Snapshot and Close may be called
+// from any goroutine (Close not from a Source, Sink or OnDTMF). After
+// start-up nothing allocates per packet or per frame on any path: drain,
 // receive, jitter buffer, decode, resample, encode and send (AllocsPerRun
 // tests guard it).
+//
+// Why not a receive goroutine per call (DESIGN.md section 4 as first
+// written, and issue 7): each packet then woke that goroutine through the
+// netpoller, and each frame woke a second one to move it into the engine;
+// at 500 calls that was 50,000 goroutine switches a second, and the
+// profile of the side-by-side benchmark with rtpengine put 38% of the
+// node's CPU in the kernel's context switching. Draining on the tick does
+// the same work with no wake-up at all, in the order the pacer already
+// keeps, and spreads over cores with the pacer's workers.
 package rtp
