@@ -138,7 +138,7 @@ type shard struct {
 	streams []Stream     // dense: the tick loop's only input
 	posts   []PostTicker // dense, beside streams: nil for a plain Stream
 	handles []Handle     // dense index -> its registration
-	broken  []Handle // streams whose Tick panicked this tick
+	broken  []Handle     // streams whose Tick or PostTick panicked this tick
 	wake    chan time.Time
 }
 
