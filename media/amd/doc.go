@@ -18,13 +18,14 @@
 //     Unknown.
 //
 // After Machine the Detector keeps listening for the beep: a sustained
-// pure tone of 400-2000 Hz lasting at least BeepMin. Each frame's tone is
-// found in one pass with a second-order sinusoid fit (a pure tone obeys
-// x[n-1] + x[n+1] = 2cos(w) x[n]; the least-squares cos(w) gives the
-// frequency, the fit's residual the purity) and confirmed by a Goertzel
-// filter at that frequency, which must hold most of the frame's energy;
+// pure tone of 400-2000 Hz lasting at least BeepMin. Each frame's tone
+// frequency is fitted from its autocorrelation (a sinusoid's obeys
+// r(k-1) + r(k+1) = 2cos(w) r(k); white line noise only adds to r(0),
+// which the fit leaves out) and confirmed by Goertzel filters at and
+// around that frequency, which must hold most of the frame's energy;
 // the frequency must stay put from frame to frame. Speech, being many
-// harmonics, fails both tests; noise fails the fit. Beep is reported when
+// harmonics, and noise fail the energy test. Beeps are found down to
+// about 11 dB above white line noise. Beep is reported when
 // the tone stops (or after MaxBeep), the moment to start talking. A
 // machine whose greeting ends without a beep is reported as
 // GreetingEnded after EndSilence of silence (or BeepWait after Machine).

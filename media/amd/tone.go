@@ -4,18 +4,18 @@ import "math"
 
 // Beep band and thresholds.
 const (
-	beepLowHz  = 400
-	beepHighHz = 2000
+	// 400-2000 Hz, with 5% to spare for an estimate at the edge.
+	beepLowHz  = 380
+	beepHighHz = 2100
 	// toneMinPower is the quietest tone taken (mean square, int16 units):
 	// -45 dBFS RMS.
 	toneMinPower = 32768 * 32768 * 3.16e-5
-	// toneMaxResidual is the largest residual of the sinusoid fit,
-	// relative to the frame's energy (-20 dB). G.711 quantization of a
-	// tone leaves about -35 dB; speech and noise leave -10 dB or more.
-	toneMaxResidual = 0.01
 	// toneMinShare is the least share of the frame's energy the Goertzel
-	// filter at the fitted frequency must hold.
-	toneMinShare = 0.8
+	// filters at the fitted frequency must hold: the tone about 4 dB
+	// above the rest of the frame. Speech frames hold well under it.
+	toneMinShare = 0.7
+	// toneLags is the highest autocorrelation lag of the frequency fit.
+	toneLags = 8
 )
 
 // tone tests single frames for a pure tone in the beep band. It keeps
@@ -32,12 +32,13 @@ func (t *tone) init(rate int) {
 }
 
 // detect returns the frequency of the pure tone filling frame, and
-// whether there is one. A sinusoid x[n] = A sin(wn + p) satisfies
-// x[n-1] + x[n+1] = 2cos(w) x[n] exactly; the least-squares cos(w) over
-// the frame gives w, and what the fit leaves unexplained measures how far
-// the frame is from one sinusoid. A Goertzel filter tuned to w then
-// confirms that the tone holds the frame's energy. The frame's mean is
-// removed first (a DC offset is not a tone).
+// whether there is one. A sinusoid's autocorrelation obeys
+// r(k-1) + r(k+1) = 2cos(w) r(k); white noise adds to r(0) alone, so
+// cos(w) is fitted by least squares on lags 1 to toneLags, which line
+// noise does not bias. A Goertzel filter tuned to w then measures the
+// share of the frame's energy at that frequency: near 1 for a tone, less
+// by the noise for a noisy one, far less for speech (many harmonics) and
+// noise. The frame's mean is removed first (a DC offset is not a tone).
 func (t *tone) detect(frame []int16) (float64, bool) {
 	n := len(frame)
 	var sum int64
@@ -45,50 +46,66 @@ func (t *tone) detect(frame []int16) (float64, bool) {
 		sum += int64(v)
 	}
 	mean := float64(sum) / float64(n)
-	// One pass: energy, and the normal equations of the fit over the
-	// interior samples: c = sum(y[i](y[i-1]+y[i+1])) / (2 sum(y[i]^2)).
-	var energy, num, den float64
-	prev, cur := float64(frame[0])-mean, float64(frame[1])-mean
-	energy = prev*prev + cur*cur
-	for i := 2; i < n; i++ {
-		next := float64(frame[i]) - mean
-		energy += next * next
-		num += cur * (prev + next)
-		den += cur * cur
-		prev, cur = cur, next
+	// Autocorrelation at lags 0..toneLags in one pass; prev holds the
+	// samples before the current one, most recent first.
+	var r, prev [toneLags + 1]float64
+	for i := range n {
+		y0 := float64(frame[i]) - mean
+		r[0] += y0 * y0
+		for k := 1; k <= toneLags; k++ {
+			r[k] += y0 * prev[k]
+		}
+		copy(prev[2:], prev[1:toneLags])
+		prev[1] = y0
 	}
-	if energy < toneMinPower*float64(n) || den == 0 {
+	r0 := r[0]
+	fn := float64(n)
+	if r0 < toneMinPower*fn {
 		return 0, false
 	}
-	c := num / (2 * den)
+	// Unbiased estimates: lag k has n-k products. Then the least-squares
+	// cos(w) over k = 2..toneLags-1.
+	for k := 1; k <= toneLags; k++ {
+		r[k] *= fn / (fn - float64(k))
+	}
+	var num, den float64
+	for k := 2; k < toneLags; k++ {
+		num += r[k] * (r[k-1] + r[k+1])
+		den += 2 * r[k] * r[k]
+	}
+	if den == 0 {
+		return 0, false
+	}
+	c := num / den
 	if c < t.minCos || c > t.maxCos {
 		return 0, false
 	}
-	// Residual of the fit: sum((y[i-1]+y[i+1]) - 2c y[i])^2
-	//   = S_pp - 4c num + 4c^2 den, with S_pp = sum((y[i-1]+y[i+1])^2),
-	// computed in a second pass together with the Goertzel filter.
-	coeff := 2 * c
-	var spp, s1, s2 float64
-	p0, p1 := float64(frame[0])-mean, float64(frame[1])-mean
-	for i := 0; i < n; i++ {
-		x := float64(frame[i]) - mean
-		s := x + coeff*s1 - s2
-		s2, s1 = s1, s
-		if i >= 2 {
-			side := p0 + x
-			spp += side * side
-			p0, p1 = p1, x
+	// Goertzel at w, and a quarter of the filter's main lobe (1/n of the
+	// rate) to either side, as noise moves the estimate: |X(w)|^2 of a
+	// tone of amplitude A over n samples is (nA/2)^2 and its energy
+	// nA^2/2, so the share is 2|X|^2 / (n r0).
+	w := math.Acos(c)
+	step := 2 * math.Pi / (4 * fn)
+	best, bestW := 0.0, w
+	for _, f := range [3]float64{w, w - step, w + step} {
+		if p := goertzel(frame, mean, 2*math.Cos(f)); p > best {
+			best, bestW = p, f
 		}
 	}
-	residual := spp - 4*c*num + 4*c*c*den
-	if residual > toneMaxResidual*4*den {
+	if 2*best < toneMinShare*fn*r0 {
 		return 0, false
 	}
-	// |X(w)|^2 of a tone of amplitude A over n samples is (nA/2)^2 and
-	// its energy nA^2/2: the share is 2|X|^2 / (n energy).
-	power := s1*s1 + s2*s2 - coeff*s1*s2
-	if 2*power < toneMinShare*float64(n)*energy {
-		return 0, false
+	w = bestW
+	return w * t.rate / (2 * math.Pi), true
+}
+
+// goertzel returns |X|^2 of frame (less mean) at the frequency whose
+// 2cos(w) is coeff.
+func goertzel(frame []int16, mean, coeff float64) float64 {
+	var s1, s2 float64
+	for _, v := range frame {
+		s := float64(v) - mean + coeff*s1 - s2
+		s2, s1 = s1, s
 	}
-	return math.Acos(c) * t.rate / (2 * math.Pi), true
+	return s1*s1 + s2*s2 - coeff*s1*s2
 }
