@@ -30,6 +30,19 @@ func TestAccuracy(t *testing.T) {
 		rate  int
 		noise float64
 	}
+	// espeak-ng speaks each text once per voice and rate.
+	type said struct {
+		text, voice string
+		rate        int
+	}
+	cache := map[said][]int16{}
+	speech := func(text, voice string, rate int) []int16 {
+		k := said{text, voice, rate}
+		if cache[k] == nil {
+			cache[k] = amdtest.Speech(t, text, voice, rate)
+		}
+		return cache[k]
+	}
 	var humanMS, machineMS []int
 	right, total := 0, 0
 	wrong := []string{}
@@ -45,7 +58,7 @@ func TestAccuracy(t *testing.T) {
 		}
 		for vi, v := range voices {
 			for _, h := range humans {
-				o := run(t, amd.Config{SampleRate: k.rate}, prep(amdtest.Concat(amdtest.Silence(pad, k.rate), amdtest.Speech(t, h, v, k.rate),
+				o := run(t, amd.Config{SampleRate: k.rate}, prep(amdtest.Concat(amdtest.Silence(pad, k.rate), speech(h, v, k.rate),
 					amdtest.Silence(4*time.Second, k.rate))))
 				total++
 				if o.result == amd.Human {
@@ -56,7 +69,7 @@ func TestAccuracy(t *testing.T) {
 				}
 			}
 			for _, m := range machines {
-				o := run(t, amd.Config{SampleRate: k.rate}, prep(amdtest.Concat(amdtest.Silence(pad, k.rate), amdtest.Speech(t, m, v, k.rate),
+				o := run(t, amd.Config{SampleRate: k.rate}, prep(amdtest.Concat(amdtest.Silence(pad, k.rate), speech(m, v, k.rate),
 					amdtest.Silence(500*time.Millisecond, k.rate), amdtest.Tone(beeps[vi], 300*time.Millisecond, -14, k.rate),
 					amdtest.Silence(3*time.Second, k.rate))))
 				total++
