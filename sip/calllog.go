@@ -28,7 +28,8 @@ const (
 	ReasonAgentEnd = "agent_end"
 	// ReasonTimeout: the admission's maximum duration ran out.
 	ReasonTimeout = "timeout"
-	// ReasonTransfer: a REFER transfer succeeded.
+	// ReasonTransfer: a REFER transfer succeeded, or a bridged transfer
+	// ended (either side hung up).
 	ReasonTransfer = "ai_transfer"
 	// ReasonSessionExpired: the peer stopped refreshing the session
 	// (RFC 4028) or never acknowledged our 200 OK.
