@@ -38,6 +38,7 @@ type testClient struct {
 	// firstVoiced when the first voiced packet came back (Unix ns).
 	toneEnd, firstVoiced atomic.Int64
 	energyIn             atomic.Uint64 // sum of per-frame mean squares of decoded audio
+	lastTOC              atomic.Uint32 // the TOC byte of the last audio packet received
 	connected            chan struct{}
 	messages             chan string
 }
@@ -107,6 +108,9 @@ func newTestClient(t testing.TB, o clientOptions) (*testClient, string) {
 				return
 			}
 			c.packetsIn.Add(1)
+			if len(pkt.Payload) > 2 { // not DTX
+				c.lastTOC.Store(uint32(pkt.Payload[0]))
+			}
 			n, err := dec.DecodeTo(pcm, pkt.Payload)
 			if err != nil || n == 0 {
 				continue

@@ -21,10 +21,15 @@
 // Received Opus (48 kHz RTP clock, RFC 7587) goes through media/jitter's
 // adaptive buffer and is decoded straight to Config.InputRate (libopus
 // decodes at 8, 16, 24 or 48 kHz, so there is no resampler on the way
-// in), with FEC and concealment for losses. The agent's frames at
+// in), with FEC and concealment for losses. The answer tells the browser
+// maxplaybackrate=InputRate (RFC 7587 section 6.1), so it sends wideband
+// SILK rather than fullband hybrid packets, which cost half as much to
+// decode and lose nothing the engine would hear. The agent's frames at
 // Config.OutputRate are encoded on the writer's goroutine, at 16 or 48
 // kHz directly (other rates are resampled once to 48 kHz), into a small
 // queue the node's pacer (media/pace) empties one packet per 20 ms tick.
+// The encoder starts in CELT-only low-delay mode and turns to SILK with
+// in-band FEC once the browser's RTCP reports loss (Config.FECLossPercent).
 // Digital silence is not encoded at all: it becomes a DTX gap, which the
 // RTP timestamps carry. The steady state allocates nothing in this package
 // (pion's SRTP and interceptors have their own costs).
@@ -45,9 +50,12 @@
 //
 // # Cost
 //
-// libopus is most of a call's CPU: with audio both ways all the time the
-// load probe (load_test.go) measured the encoder at over half and the
-// decoder at about a fifth of the node's CPU at complexity 1, pion's SRTP,
-// ICE and interceptors under a tenth. Complexity defaults to 1 for that
-// reason, and silence is never encoded.
+// libopus is most of a call's CPU. With audio both ways all the time, the
+// load probe (load_test.go) measured SILK encoding (complexity 1, FEC) at
+// over half of the node's CPU and decoding the browsers' fullband packets
+// at about a quarter; CELT encoding costs less than half of SILK's at 16
+// kHz, with better measured fidelity at 32 kb/s (codec_test.go), and
+// wideband SILK decodes in half the time. Per call the node now spends
+// about two thirds of the CPU it did (bench/RESULTS.md, "Browser calls").
+// Silence is never encoded.
 package webrtc

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -61,7 +63,9 @@ type Session struct {
 	// Send side: WriteFrame encodes into q, Tick sends from it. space
 	// holds one token per free slot, so WriteFrame waits for the clock.
 	track  *pion.TrackLocalStaticRTP
-	enc    *opus.Encoder
+	enc    *opus.Encoder // CELT, until lossy asks for SILK with FEC
+	fec    bool          // enc is the SILK encoder with in-band FEC
+	lossy  atomic.Bool   // the browser reported FECLossPercent or more loss
 	up     *resample.Resampler
 	encIn  []int16
 	q      *sendQueue
@@ -102,6 +106,7 @@ type Session struct {
 type counters struct {
 	framesIn, framesVoiced          atomic.Uint64
 	framesOut, dtxFrames, lateTicks atomic.Uint64
+	fecSwitches                     atomic.Uint64 // 0 or 1: the encoder went SILK with FEC
 	reports                         atomic.Uint64 // reception reports about our stream
 	energyIn                        atomic.Uint64 // sum of per-frame mean squares
 	peakRMS                         atomic.Uint64 // math.Float64bits
@@ -131,19 +136,47 @@ func newSession(srv *Server, opts SessionOptions) (*Session, error) {
 	if s.playout, err = jitter.NewPlayout(s.jbuf, dec); err != nil {
 		return nil, err
 	}
-	encRate := cfg.OutputRate
-	if encRate != media.Rate16k && encRate != media.Rate48k {
-		encRate = media.Rate48k
-		if s.up, err = resample.New(cfg.OutputRate, encRate, resample.QualityHigh); err != nil {
+	if r := cfg.OutputRate; r != media.Rate16k && r != media.Rate48k {
+		if s.up, err = resample.New(r, media.Rate48k, resample.QualityHigh); err != nil {
 			return nil, err
 		}
-		s.encIn = make([]int16, media.SamplesPerFrame(encRate))
+		s.encIn = make([]int16, media.SamplesPerFrame(media.Rate48k))
 	}
-	if s.enc, err = opus.NewEncoder(opus.EncoderConfig{SampleRate: encRate, Bitrate: cfg.Bitrate, Complexity: cfg.Complexity, FEC: !cfg.DisableFEC, DTX: true}); err != nil {
+	if s.enc, err = opus.NewEncoder(s.encoderConfig(false)); err != nil {
 		return nil, err
 	}
 	s.pkt.Header = rtp.Header{Version: 2, PayloadType: opusPayloadType}
 	return s, nil
+}
+
+// encoderConfig is the node's Opus encoder: CELT low delay, or with fec
+// SILK with in-band FEC sized for the loss the browser reported.
+func (s *Session) encoderConfig(fec bool) opus.EncoderConfig {
+	cfg := s.srv.cfg
+	rate := cfg.OutputRate
+	if rate != media.Rate16k {
+		rate = media.Rate48k
+	}
+	c := opus.EncoderConfig{SampleRate: rate, Bitrate: cfg.Bitrate, Complexity: cfg.Complexity, DTX: true, LowDelay: !fec}
+	if fec {
+		c.FEC, c.PacketLossPercent = true, max(cfg.FECLossPercent, int(s.m.RemoteLossFraction.Load())*100/256)
+	}
+	return c
+}
+
+// switchToFEC replaces the CELT encoder with SILK and in-band FEC once
+// the browser reports loss. The decoder follows the mode change by itself
+// (libopus cross-fades it); the RTP stream goes on unbroken.
+func (s *Session) switchToFEC() {
+	enc, err := opus.NewEncoder(s.encoderConfig(true))
+	if err != nil {
+		s.log.Warn("webrtc: FEC encoder", "err", err)
+		s.fec = true // do not retry every frame
+		return
+	}
+	s.enc, s.fec = enc, true
+	s.c.fecSwitches.Add(1)
+	s.log.Debug("webrtc: loss reported; encoding SILK with in-band FEC", "loss_fraction", s.m.RemoteLossFraction.Load())
 }
 
 // start creates the PeerConnection, answers offer and waits for ICE
@@ -210,7 +243,54 @@ func (s *Session) start(ctx context.Context, pcfg pion.Configuration, offer stri
 		}))
 	}
 	s.mu.Unlock()
-	return pc.LocalDescription().SDP, nil
+	return withPlaybackRate(pc.LocalDescription().SDP, s.srv.cfg.InputRate), nil
+}
+
+// withPlaybackRate adds maxplaybackrate (RFC 7587 section 6.1) to the
+// answer's Opus format parameters when the engine takes the caller's audio
+// below 48 kHz: the browser then encodes no wider band than that (libwebrtc
+// caps its encoder's bandwidth by it, wideband at 16000), so it sends
+// SILK rather than hybrid or CELT packets, which cost the node half as much
+// to decode, with nothing lost, since the decoder outputs that rate.
+func withPlaybackRate(sdp string, rate int) string {
+	if rate >= media.Rate48k {
+		return sdp
+	}
+	lines := strings.Split(sdp, "\r\n")
+	pt := ""
+	for _, l := range lines {
+		if v, ok := strings.CutPrefix(l, "a=rtpmap:"); ok {
+			if p, codec, ok := strings.Cut(v, " "); ok && strings.HasPrefix(strings.ToLower(codec), "opus/48000") {
+				pt = p
+				break
+			}
+		}
+	}
+	if pt == "" {
+		return sdp
+	}
+	param := "maxplaybackrate=" + strconv.Itoa(rate)
+	for i, l := range lines {
+		v, ok := strings.CutPrefix(l, "a=fmtp:"+pt+" ")
+		if !ok {
+			continue
+		}
+		params := []string{}
+		for _, p := range strings.Split(v, ";") {
+			if p = strings.TrimSpace(p); p != "" && !strings.HasPrefix(strings.ToLower(p), "maxplaybackrate=") {
+				params = append(params, p)
+			}
+		}
+		lines[i] = "a=fmtp:" + pt + " " + strings.Join(append(params, param), ";")
+		return strings.Join(lines, "\r\n")
+	}
+	for i, l := range lines {
+		if strings.HasPrefix(l, "a=rtpmap:"+pt+" ") {
+			lines = append(lines[:i+1], append([]string{"a=fmtp:" + pt + " " + param}, lines[i+1:]...)...)
+			break
+		}
+	}
+	return strings.Join(lines, "\r\n")
 }
 
 // goLoop runs fn on a goroutine the session waits for in Close, unless
@@ -258,6 +338,9 @@ func (s *Session) receptionReport(rr rtcp.ReceptionReport, at time.Time) {
 	m := s.m
 	s.c.reports.Add(1)
 	m.RemoteLossFraction.Store(uint32(rr.FractionLost))
+	if !s.srv.cfg.DisableFEC && int(rr.FractionLost)*100 >= s.srv.cfg.FECLossPercent*256 {
+		s.lossy.Store(true)
+	}
 	lost := int64(rr.TotalLost & 0xffffff)
 	if lost >= 1<<23 {
 		lost -= 1 << 24 // 24-bit signed
@@ -526,6 +609,9 @@ func (s *Session) WriteFrame(frame []int16) error {
 		s.q.push()
 		s.c.framesOut.Add(1)
 		return nil
+	}
+	if !s.fec && s.lossy.Load() {
+		s.switchToFEC()
 	}
 	pcm := frame
 	if s.up != nil {

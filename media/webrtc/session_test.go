@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pion/rtcp"
 	"github.com/stretchr/testify/require"
 )
 
@@ -237,4 +238,53 @@ func TestConfigValidation(t *testing.T) {
 		_, err := New(cfg, nil, nil)
 		require.ErrorIs(t, err, ErrBadConfig, "%+v", cfg)
 	}
+}
+
+// TestOpusModes: the node's stream starts CELT-only (TOC configs 16-31)
+// and turns to SILK with in-band FEC (configs 0-11) once the browser's
+// RTCP reports loss at FECLossPercent, with the audio going on; the
+// answer asks the browser for wideband at most (maxplaybackrate).
+func TestOpusModes(t *testing.T) {
+	defer leakCheck(t)()
+	s := newTestServer(t, testConfig())
+	c, sess, ran := call(t, s, clientOptions{}, SessionOptions{})
+	require.Contains(t, sess.pc.LocalDescription().SDP, "opus/48000")
+	c.waitConnected(5 * time.Second)
+	require.Eventually(t, func() bool { return c.voicedIn.Load() >= 10 }, 10*time.Second, 20*time.Millisecond)
+	require.GreaterOrEqual(t, c.lastTOC.Load()>>3, uint32(16), "CELT while there is no loss")
+	require.False(t, sess.Stats().FEC)
+
+	sess.receptionReport(rtcp.ReceptionReport{FractionLost: 5}, time.Now()) // 2%: below the default 3%
+	v := c.voicedIn.Load()
+	require.Eventually(t, func() bool { return c.voicedIn.Load() >= v+10 }, 10*time.Second, 20*time.Millisecond)
+	require.False(t, sess.Stats().FEC)
+	require.GreaterOrEqual(t, c.lastTOC.Load()>>3, uint32(16))
+
+	sess.receptionReport(rtcp.ReceptionReport{FractionLost: 26}, time.Now()) // 10%
+	require.Eventually(t, func() bool { return sess.Stats().FEC }, 10*time.Second, 20*time.Millisecond)
+	v = c.voicedIn.Load()
+	require.Eventually(t, func() bool { return c.voicedIn.Load() >= v+10 && c.lastTOC.Load()>>3 < 12 }, 10*time.Second, 20*time.Millisecond,
+		"SILK after the loss report, audio still flowing: toc config %d", c.lastTOC.Load()>>3)
+	c.close()
+	waitEnd(t, sess, 5*time.Second)
+	require.NoError(t, <-ran)
+	require.NoError(t, s.Close())
+}
+
+func TestAnswerAsksForWideband(t *testing.T) {
+	const offerish = "v=0\r\nm=audio 9 UDP/TLS/RTP/SAVPF 111\r\na=rtpmap:111 opus/48000/2\r\na=fmtp:111 maxplaybackrate=48000;stereo=1;useinbandfec=1\r\n"
+	require.Equal(t, "v=0\r\nm=audio 9 UDP/TLS/RTP/SAVPF 111\r\na=rtpmap:111 opus/48000/2\r\na=fmtp:111 stereo=1;useinbandfec=1;maxplaybackrate=16000\r\n",
+		withPlaybackRate(offerish, 16000))
+	bare := "v=0\r\na=rtpmap:109 opus/48000/2\r\na=rtpmap:0 PCMU/8000\r\n"
+	require.Equal(t, "v=0\r\na=rtpmap:109 opus/48000/2\r\na=fmtp:109 maxplaybackrate=8000\r\na=rtpmap:0 PCMU/8000\r\n", withPlaybackRate(bare, 8000))
+	require.Equal(t, offerish, withPlaybackRate(offerish, 48000), "full band needs no limit")
+
+	s := newTestServer(t, testConfig())
+	c, offer := newTestClient(t, clientOptions{silent: true})
+	defer c.close()
+	sess, answer, err := s.Answer(context.Background(), offer, SessionOptions{})
+	require.NoError(t, err)
+	defer sess.Close("test")
+	require.Regexp(t, `a=fmtp:111 [^\r]*maxplaybackrate=16000`, answer)
+	c.answer(answer) // pion takes it
 }

@@ -28,6 +28,9 @@ type Stats struct {
 	// FramesOut were written by the engine; DTXFrames of them were silence
 	// not sent.
 	FramesOut, DTXFrames uint64
+	// FEC is set once the browser reported loss and the node's stream went
+	// from CELT to SILK with in-band FEC (Config.FECLossPercent).
+	FEC bool
 	// RemoteReports counts the browser's RTCP reception reports about the
 	// node's stream (the source of Quality's remote loss, jitter and RTT).
 	RemoteReports uint64
@@ -59,6 +62,7 @@ func (s *Session) Stats() Stats {
 	st.PeakRMS = math.Float64frombits(c.peakRMS.Load())
 	st.FramesOut, st.DTXFrames, st.LateTicks = c.framesOut.Load(), c.dtxFrames.Load(), c.lateTicks.Load()
 	st.RemoteReports = c.reports.Load()
+	st.FEC = c.fecSwitches.Load() > 0
 	s.rxMu.Lock()
 	st.Jitter, st.Playout = s.jbuf.Stats(), s.playout.Stats()
 	s.rxMu.Unlock()
