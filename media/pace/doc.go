@@ -18,9 +18,10 @@
 // # Cost per tick
 //
 // A tick is one tight loop over a dense slice of streams: no goroutine,
-// channel or allocation per stream. The streams are spread over
-// Config.Workers goroutines driven by the same clock (one wake-up per
-// worker per tick; by default one worker per core the process may use).
+// channel or allocation per stream. By default one goroutine runs it all;
+// Config.Workers spreads the streams over several goroutines driven by the
+// same clock (one wake-up per worker per tick), for nodes whose per-stream
+// work outgrows one core (the telephony node: one worker per core).
 // Each Tick runs on its worker goroutine and must be short and
 // non-blocking: pull or dequeue a frame, encode it, write it to a UDP
 // socket. A stream that is also a PostTicker gets a second call in the

@@ -3,7 +3,6 @@ package pace
 import (
 	"fmt"
 	"log/slog"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,9 +52,10 @@ type Config struct {
 	// the one clock: each tick the clock goroutine runs the first share
 	// itself and wakes one goroutine per other share (a wake-up per worker
 	// per tick, none per stream), so per-stream work can use more than one
-	// core. 0 means runtime.GOMAXPROCS(0), one worker per core the
-	// process may use (1 when it is pinned to one core); 1 makes a single
-	// goroutine do everything.
+	// core. 0 means 1: a single goroutine does everything, which suits
+	// streams that only send (a tick has no goroutine to wait for). A node
+	// whose streams also receive and process in PostTick (media/rtp) wants
+	// runtime.GOMAXPROCS(0).
 	Workers int
 }
 
@@ -73,7 +73,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.MaxLag = 5 * c.Period
 	}
 	if c.Workers == 0 {
-		c.Workers = min(runtime.GOMAXPROCS(0), 256)
+		c.Workers = 1
 	}
 	if c.Workers < 0 || c.Workers > 256 {
 		return c, fmt.Errorf("%d workers (1..256): %w", c.Workers, ErrBadConfig)

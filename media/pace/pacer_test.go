@@ -55,7 +55,7 @@ func TestConfig(t *testing.T) {
 	}
 	c, err := Config{}.withDefaults()
 	require.NoError(t, err)
-	require.Equal(t, Config{Period: 20 * time.Millisecond, MinGap: 5 * time.Millisecond, MaxLag: 100 * time.Millisecond, Workers: runtime.GOMAXPROCS(0)}, c)
+	require.Equal(t, Config{Period: 20 * time.Millisecond, MinGap: 5 * time.Millisecond, MaxLag: 100 * time.Millisecond, Workers: 1}, c)
 }
 
 // TestScheduleIsDriftFree checks that ticks land exactly on base+n*period
