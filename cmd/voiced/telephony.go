@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -101,7 +102,7 @@ func (t *telephony) start(c *config, explicit bool) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("--rtp-ports: %w", err)
 	}
-	pacer, err := pace.New(pace.Config{}, t.log)
+	pacer, err := pace.New(pace.Config{Workers: runtime.GOMAXPROCS(0)}, t.log) // calls receive and process on the pacer (media/rtp)
 	if err != nil {
 		return false, err
 	}
