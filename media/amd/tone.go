@@ -19,54 +19,55 @@ const (
 )
 
 // tone tests single frames for a pure tone in the beep band. It keeps
-// no state between frames but its constants.
+// no state between frames but its constants and scratch.
 type tone struct {
 	rate           float64
-	minCos, maxCos float64 // cos(w) at the band's high and low edges
+	minCos, maxCos float64   // cos(w) at the band's high and low edges
+	y              []float64 // the frame less its mean
 }
 
 func (t *tone) init(rate int) {
 	t.rate = float64(rate)
 	t.minCos = math.Cos(2 * math.Pi * beepHighHz / t.rate)
 	t.maxCos = math.Cos(2 * math.Pi * beepLowHz / t.rate)
+	t.y = make([]float64, rate/50)
 }
 
-// detect returns the frequency of the pure tone filling frame, and
-// whether there is one. A sinusoid's autocorrelation obeys
+// detect returns the frequency of the pure tone filling frame (20 ms),
+// and whether there is one. A sinusoid's autocorrelation obeys
 // r(k-1) + r(k+1) = 2cos(w) r(k); white noise adds to r(0) alone, so
 // cos(w) is fitted by least squares on lags 1 to toneLags, which line
-// noise does not bias. A Goertzel filter tuned to w then measures the
+// noise does not bias. Goertzel filters at and around w then measure the
 // share of the frame's energy at that frequency: near 1 for a tone, less
 // by the noise for a noisy one, far less for speech (many harmonics) and
 // noise. The frame's mean is removed first (a DC offset is not a tone).
 func (t *tone) detect(frame []int16) (float64, bool) {
 	n := len(frame)
-	var sum int64
+	fn := float64(n)
+	var sum, sq int64
 	for _, v := range frame {
 		sum += int64(v)
+		sq += int64(v) * int64(v)
 	}
-	mean := float64(sum) / float64(n)
-	// Autocorrelation at lags 0..toneLags in one pass; prev holds the
-	// samples before the current one, most recent first.
-	var r, prev [toneLags + 1]float64
-	for i := range n {
-		y0 := float64(frame[i]) - mean
-		r[0] += y0 * y0
-		for k := 1; k <= toneLags; k++ {
-			r[k] += y0 * prev[k]
-		}
-		copy(prev[2:], prev[1:toneLags])
-		prev[1] = y0
-	}
-	r0 := r[0]
-	fn := float64(n)
+	mean := float64(sum) / fn
+	r0 := float64(sq) - fn*mean*mean
 	if r0 < toneMinPower*fn {
-		return 0, false
+		return 0, false // quiet: most frames stop here
 	}
-	// Unbiased estimates: lag k has n-k products. Then the least-squares
-	// cos(w) over k = 2..toneLags-1.
+	y := t.y[:n]
+	for i, v := range frame {
+		y[i] = float64(v) - mean
+	}
+	// Unbiased autocorrelation (lag k has n-k products), then the
+	// least-squares cos(w) over k = 2..toneLags-1.
+	var r [toneLags + 1]float64
+	r[0] = r0
 	for k := 1; k <= toneLags; k++ {
-		r[k] *= fn / (fn - float64(k))
+		var acc float64
+		for i := k; i < n; i++ {
+			acc += y[i] * y[i-k]
+		}
+		r[k] = acc * fn / (fn - float64(k))
 	}
 	var num, den float64
 	for k := 2; k < toneLags; k++ {
@@ -88,7 +89,7 @@ func (t *tone) detect(frame []int16) (float64, bool) {
 	step := 2 * math.Pi / (4 * fn)
 	best, bestW := 0.0, w
 	for _, f := range [3]float64{w, w - step, w + step} {
-		if p := goertzel(frame, mean, 2*math.Cos(f)); p > best {
+		if p := goertzel(y, 2*math.Cos(f)); p > best {
 			best, bestW = p, f
 		}
 	}
@@ -99,12 +100,11 @@ func (t *tone) detect(frame []int16) (float64, bool) {
 	return w * t.rate / (2 * math.Pi), true
 }
 
-// goertzel returns |X|^2 of frame (less mean) at the frequency whose
-// 2cos(w) is coeff.
-func goertzel(frame []int16, mean, coeff float64) float64 {
+// goertzel returns |X|^2 of y at the frequency whose 2cos(w) is coeff.
+func goertzel(y []float64, coeff float64) float64 {
 	var s1, s2 float64
-	for _, v := range frame {
-		s := float64(v) - mean + coeff*s1 - s2
+	for _, v := range y {
+		s := v + coeff*s1 - s2
 		s2, s1 = s1, s
 	}
 	return s1*s1 + s2*s2 - coeff*s1*s2
