@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// coturnWithSecret runs Debian's coturn on a free loopback port with the
+// TURN REST API's shared secret (use-auth-secret), relaying to loopback
+// peers, and returns its turn: URL.
+func coturnWithSecret(t *testing.T, secret string) string {
+	t.Helper()
+	bin, err := exec.LookPath("turnserver")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("coturn (turnserver) is required under CI=true")
+		}
+		t.Skip("coturn not installed")
+	}
+	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := pc.LocalAddr().(*net.UDPAddr).Port
+	pc.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	dir := t.TempDir()
+	cmd := exec.CommandContext(ctx, bin, "-n", "--listening-ip=127.0.0.1", fmt.Sprintf("--listening-port=%d", port), "--relay-ip=127.0.0.1",
+		"--realm=voiced.test", "--use-auth-secret", "--static-auth-secret="+secret, "--allow-loopback-peers", "--no-cli", "--no-tls",
+		"--no-dtls", "--no-tcp", "--min-port=49410", "--max-port=49600", "--log-file=stdout", "--userdb="+dir+"/turndb", "--pidfile="+dir+"/turn.pid")
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		cancel()
+		_ = cmd.Wait()
+	})
+	require.Eventually(t, func() bool {
+		c, err := net.ListenPacket("udp4", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			return true // coturn holds the port
+		}
+		c.Close()
+		return false
+	}, 5*time.Second, 20*time.Millisecond, "coturn did not start")
+	return fmt.Sprintf("turn:127.0.0.1:%d?transport=udp", port)
+}
+
+// TestBrowserWidgetThroughTURN: with --webrtc-turn and --webrtc-turn-secret
+// the widget fetches the node's TURN server with time-limited credentials
+// and, told to relay only (data-ice-transport-policy="relay"), Chromium's
+// call connects through coturn: its selected candidate pair is a relay
+// candidate, which coturn grants only for valid credentials.
+func TestBrowserWidgetThroughTURN(t *testing.T) {
+	chromiumPath(t)
+	wavPath := speechWAV(t)
+	turn := coturnWithSecret(t, "widget-secret")
+	base, key := liveServe(t, "--webrtc-turn", turn, "--webrtc-turn-secret", "widget-secret", "--webrtc-turn-ttl", "10m")
+
+	var ag map[string]any
+	require.Equal(t, 201, apiCall(t, base, key, "POST", "/v1/agents", map[string]any{"name": "Relay"}, &ag))
+	var pk map[string]any
+	require.Equal(t, 201, apiCall(t, base, key, "POST", "/v1/publishable-key", map[string]any{"agent_id": ag["id"], "allowed_domains": []string{"shop.example"}}, &pk))
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, `<!doctype html><html><body><script src="%s/widget.js" data-key="%s" data-ice-transport-policy="relay"></script></body></html>`, base, pk["key"])
+	}))
+	defer page.Close()
+	ch := startChromium(t, wavPath)
+	ch.navigate(strings.Replace(page.URL, "127.0.0.1", "localhost", 1) + "/")
+
+	// What the widget is given: the node's TURN URL with REST credentials.
+	var ice struct {
+		Servers []struct {
+			URLs               []string
+			Username, Password string
+		}
+	}
+	ch.eval(`fetch(`+fmt.Sprintf("%q", base+"/v1/widget/ice-servers?publishable_key="+pk["key"].(string))+`).then(r => r.json()).then(b => ({servers: b.ice_servers.map(s => ({urls: s.urls, username: s.username, password: s.credential}))}))`, &ice)
+	require.Len(t, ice.Servers, 1)
+	require.Equal(t, []string{turn}, ice.Servers[0].URLs)
+	require.Regexp(t, `^[0-9]+:`+pk["key_prefix"].(string)+`$`, ice.Servers[0].Username)
+	require.NotEmpty(t, ice.Servers[0].Password)
+
+	ch.eval(`voicedWidget.start(); true`, nil)
+	var state string
+	require.Eventually(t, func() bool {
+		ch.eval(`voicedWidget.state`, &state)
+		return state == "connected" || state == "error"
+	}, 20*time.Second, 50*time.Millisecond)
+	var detail string
+	ch.eval(`voicedWidget.detail`, &detail)
+	require.Equal(t, "connected", state, detail)
+	var local string
+	require.Eventually(t, func() bool {
+		ch.eval(`(async () => {
+			const st = await voicedWidget.pc.getStats();
+			let pair = null;
+			st.forEach((x) => { if (x.type === "candidate-pair" && x.nominated && x.state === "succeeded") pair = x; });
+			return pair ? st.get(pair.localCandidateId).candidateType : "";
+		})()`, &local)
+		return local != ""
+	}, 10*time.Second, 100*time.Millisecond)
+	require.Equal(t, "relay", local, "the page's media goes through coturn")
+	var st rtcStats
+	require.Eventually(t, func() bool {
+		ch.eval(pageStats+`(voicedWidget.pc)`, &st)
+		return st.BytesSent > 5000
+	}, 10*time.Second, 100*time.Millisecond, "the microphone's audio leaves through the relay")
+	ch.eval(`voicedWidget.hangup(); voicedWidget.state`, &state)
+}
