@@ -276,6 +276,9 @@ func (t *telephony) Finish(ctx context.Context, id int64, e sip.End) error {
 	if v, ok := t.media.LoadAndDelete(id); ok {
 		m := v.(*callMedia)
 		end.RecordingKey, end.RecordingStartedAt = m.recording()
+		if end.Reason == sip.ReasonCalleeHangup && m.vm.reachedMachine() {
+			end.Reason = control.EndReasonVoicemail // the machine hung up first
+		}
 		turns := m.transcript()
 		if ev, ok := m.vm.event(); ok {
 			turns = append(turns, ev)

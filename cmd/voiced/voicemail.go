@@ -202,6 +202,19 @@ func (s *screening) agentEvent(e agent.Event) {
 	}
 }
 
+// reachedMachine reports whether the call reached a machine it was to
+// hang up on or leave a message with: such a call ends "voicemail" even
+// when the machine hangs up first (a greeting that ends the call, a
+// recording cut short).
+func (s *screening) reachedMachine() bool {
+	if s == nil || s.action == voicemailContinue {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.verdict.IsMachine()
+}
+
 // event returns the verdict as a call event, if there was one.
 func (s *screening) event() (control.CallEvent, bool) {
 	if s == nil {

@@ -24,7 +24,8 @@ import (
 // espeak-ng speech): an answering machine's greeting and 1 kHz beep, or
 // a person's "Hello?". Per the agent's voicemail action the node hangs up
 // on the machine, leaves the message after the beep, or talks to the
-// person; voicemail calls end "voicemail" and bill a flat cent. The
+// person; voicemail calls end "voicemail" and bill a flat cent, also
+// when the machine hangs up before the beep. The
 // verdict is in the call's history, and the recording shows the agent
 // silent until it.
 func TestServeVoicemailDetection(t *testing.T) {
@@ -50,7 +51,7 @@ func TestServeVoicemailDetection(t *testing.T) {
 	}))
 	defer stt.Close()
 	sv := startTelephonyServe(t, "--call-loopback=false", "--stt-base-url", stt.URL+"/v1")
-	// The three calls run at once, each to its own sipp and trunk.
+	// The calls run at once, each to its own sipp and trunk.
 	t.Run("calls", func(t *testing.T) { voicemailCalls(t, sv, machine, person, pad, beepEnd) })
 	sv.stop(t)
 }
@@ -81,6 +82,9 @@ func voicemailCalls(t *testing.T, sv *served, machine, person string, pad, beepE
 		{name: "leave_message", pcap: machine, agent: fmt.Sprintf(`"voicemail":{"action":"leave_message","message":%q}`, message),
 			reason: "voicemail", verdict: "beep", decidedMin: beepEnd, decidedMax: beepEnd + time.Second, said: message,
 			gapMin: -600 * time.Millisecond},
+		{name: "machine_hangs_up", pcap: machine, hangupMS: 5000, reason: "voicemail", verdict: "machine",
+			agent:      fmt.Sprintf(`"voicemail":{"action":"leave_message","message":%q}`, message),
+			decidedMin: pad + 2*time.Second, decidedMax: pad + 4*time.Second},
 		{name: "human", pcap: person, hangupMS: 6000, reason: "callee_hangup", verdict: "human",
 			agent:      fmt.Sprintf(`"voicemail":{"action":"hangup"},"outbound_speak_order":"agent_first","first_message":%q`, opening),
 			decidedMin: pad + 500*time.Millisecond, decidedMax: pad + 3*time.Second, said: opening},
