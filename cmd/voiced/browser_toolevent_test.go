@@ -95,20 +95,9 @@ func TestBrowserToolEvent(t *testing.T) {
 			"parameters": map[string]any{"type": "object", "properties": map[string]any{"party": map[string]any{"type": "integer"}}}}}}, &ag))
 	var pk map[string]any
 	require.Equal(t, 201, apiCall(t, base, key, "POST", "/v1/publishable-key", map[string]any{"agent_id": ag["id"], "allowed_domains": []string{"shop.example"}}, &pk))
-	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		fmt.Fprintf(w, `<!doctype html><html><body><script src="%s/widget.js" data-key="%s"></script></body></html>`, base, pk["key"])
-	}))
-	defer page.Close()
 	ch := startChromium(t, wavPath)
-	ch.navigate(strings.Replace(page.URL, "127.0.0.1", "localhost", 1) + "/")
-	ch.eval(`voicedWidget.start(); true`, nil)
+	widgetCall(t, ch, base, pk["key"].(string), "")
 	var state string
-	require.Eventually(t, func() bool {
-		ch.eval(`voicedWidget.state`, &state)
-		return state == "connected" || state == "error"
-	}, 15*time.Second, 50*time.Millisecond)
-	require.Equal(t, "connected", state)
 	var callID int64
 	ch.eval(`voicedWidget.callId`, &callID)
 
@@ -164,4 +153,25 @@ func TestBrowserToolEvent(t *testing.T) {
 	for _, r := range reqs {
 		require.False(t, r.path == "/ends" && r.body["type"] == "web.tool", "web.tool reached an endpoint not subscribed to it")
 	}
+}
+
+// widgetCall serves a page embedding the widget with key (and the script
+// tag's extra attributes attrs), opens it in ch as a localhost page,
+// starts a call and waits until it is connected.
+func widgetCall(t *testing.T, ch *chromium, base, key, attrs string) {
+	t.Helper()
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, `<!doctype html><html><body><script src="%s/widget.js" data-key="%s" %s></script></body></html>`, base, key, attrs)
+	}))
+	t.Cleanup(page.Close)
+	ch.navigate(strings.Replace(page.URL, "127.0.0.1", "localhost", 1) + "/")
+	ch.eval(`voicedWidget.start(); true`, nil)
+	var state, detail string
+	require.Eventually(t, func() bool {
+		ch.eval(`voicedWidget.state`, &state)
+		return state == "connected" || state == "error"
+	}, 20*time.Second, 50*time.Millisecond)
+	ch.eval(`voicedWidget.detail`, &detail)
+	require.Equal(t, "connected", state, detail)
 }

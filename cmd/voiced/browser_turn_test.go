@@ -4,11 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
-	"strings"
 	"testing"
 	"time"
 
@@ -67,15 +64,10 @@ func TestBrowserWidgetThroughTURN(t *testing.T) {
 	require.Equal(t, 201, apiCall(t, base, key, "POST", "/v1/agents", map[string]any{"name": "Relay"}, &ag))
 	var pk map[string]any
 	require.Equal(t, 201, apiCall(t, base, key, "POST", "/v1/publishable-key", map[string]any{"agent_id": ag["id"], "allowed_domains": []string{"shop.example"}}, &pk))
-	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		fmt.Fprintf(w, `<!doctype html><html><body><script src="%s/widget.js" data-key="%s" data-ice-transport-policy="relay"></script></body></html>`, base, pk["key"])
-	}))
-	defer page.Close()
 	ch := startChromium(t, wavPath)
-	ch.navigate(strings.Replace(page.URL, "127.0.0.1", "localhost", 1) + "/")
+	widgetCall(t, ch, base, pk["key"].(string), `data-ice-transport-policy="relay"`)
 
-	// What the widget is given: the node's TURN URL with REST credentials.
+	// What the page is handed: the node's TURN URL with REST credentials.
 	var ice struct {
 		Servers []struct {
 			URLs               []string
@@ -88,15 +80,6 @@ func TestBrowserWidgetThroughTURN(t *testing.T) {
 	require.Regexp(t, `^[0-9]+:`+pk["key_prefix"].(string)+`$`, ice.Servers[0].Username)
 	require.NotEmpty(t, ice.Servers[0].Password)
 
-	ch.eval(`voicedWidget.start(); true`, nil)
-	var state string
-	require.Eventually(t, func() bool {
-		ch.eval(`voicedWidget.state`, &state)
-		return state == "connected" || state == "error"
-	}, 20*time.Second, 50*time.Millisecond)
-	var detail string
-	ch.eval(`voicedWidget.detail`, &detail)
-	require.Equal(t, "connected", state, detail)
 	var local string
 	require.Eventually(t, func() bool {
 		ch.eval(`(async () => {
@@ -113,5 +96,5 @@ func TestBrowserWidgetThroughTURN(t *testing.T) {
 		ch.eval(pageStats+`(voicedWidget.pc)`, &st)
 		return st.BytesSent > 5000
 	}, 10*time.Second, 100*time.Millisecond, "the microphone's audio leaves through the relay")
-	ch.eval(`voicedWidget.hangup(); voicedWidget.state`, &state)
+	ch.eval(`voicedWidget.hangup(); true`, nil)
 }
