@@ -361,7 +361,7 @@ func (bc *browserCall) run(sess *webrtc.Session) {
 	}
 	q := st.Quality
 	bc.log.Info("browser call ended", "reason", reason, "setup_ms", st.SetupTime.Milliseconds(), "packets_in", q.PacketsReceived,
-		"packets_out", q.PacketsSent, "loss_pct", q.LossPercent, "jitter_ms", q.JitterMs, "rtt_ms", q.RTTMs, "mos", q.MOS)
+		"packets_out", q.PacketsSent, "loss_pct", q.LossPercent, "jitter_ms", q.JitterMs, "rtt_ms", q.RTTMs, "mos", q.MOS, "fec", st.FEC)
 	if st.SetupTime == 0 {
 		// The browser never connected: nothing to bill.
 		if err := calls.Fail(ctx, bc.call.CallID, reason, "the browser's media never connected"); err != nil {
