@@ -234,10 +234,22 @@ func TestConfigValidation(t *testing.T) {
 		{Bitrate: 1},
 		{SendQueue: 100},
 		{MaxSessions: -1},
+		{FECLossPercent: 101},
+		{TURNSecret: "s"}, // no TURN server to use it with
+		{TURNSecret: "s", ICEServers: []ICEServer{{URLs: []string{"stun:x:3478"}}}},
+		{TURNSecret: "s", ICEServers: []ICEServer{{URLs: []string{"turn:x:3478"}, Username: "u", Credential: "p"}}}, // both modes
+		{TURNSecret: "s", ICEServers: []ICEServer{{URLs: []string{"turn:x:3478"}}}, TURNCredentialTTL: time.Second},
 	} {
 		_, err := New(cfg, nil, nil)
 		require.ErrorIs(t, err, ErrBadConfig, "%+v", cfg)
 	}
+	// STUN servers carry no credentials to browsers; static TURN ones are
+	// handed out as they are, with no expiry.
+	s := newTestServer(t, Config{UDPAddr: "127.0.0.1:0", ICEServers: []ICEServer{{URLs: []string{"stun:x:3478"}, Username: "u", Credential: "p"},
+		{URLs: []string{"turn:x:3478"}, Username: "u", Credential: "p"}}})
+	servers, exp := s.BrowserICEServers("k")
+	require.Equal(t, []ICEServer{{URLs: []string{"stun:x:3478"}}, {URLs: []string{"turn:x:3478"}, Username: "u", Credential: "p"}}, servers)
+	require.True(t, exp.IsZero())
 }
 
 // TestOpusModes: the node's stream starts CELT-only (TOC configs 16-31)
