@@ -3,6 +3,7 @@ package control
 import (
 	"bytes"
 	"encoding/csv"
+	"encoding/json"
 	"strconv"
 	"strings"
 	"time"
@@ -19,7 +20,8 @@ const maxExport = 1000
 // one "role: text" line per turn.
 var exportColumns = []string{"call_id", "agent_id", "direction", "from_number", "to_number", "start_time", "end_time",
 	"duration_seconds", "status", "end_reason", "is_simulation", "product", "voice", "billable_minutes",
-	"billing_total_cents", "grade_score", "call_outcome", "recording_started_at", "transcript"}
+	"billing_total_cents", "grade_score", "call_outcome", "recording_started_at", "mos", "loss_percent", "jitter_ms",
+	"response_latency_p95_ms", "transcript"}
 
 // exportCalls answers GET /v1/calls/export: the calls the filters select
 // (newest first, at most 1000; offset pages further), each with its
@@ -73,11 +75,20 @@ func (s *Server) exportCalls(c fiber.Ctx, p *storage.Principal) error {
 			lines = append(lines, t.Role+": "+t.Text)
 		}
 		v := viewCall(cl)
+		var q CallQuality
+		if cl.Quality != nil {
+			_ = json.Unmarshal(cl.Quality, &q)
+		}
+		var p95 *int64
+		if q.ResponseLatencyMS != nil {
+			p95 = &q.ResponseLatencyMS.P95
+		}
 		_ = w.Write([]string{
 			strconv.FormatInt(cl.ID, 10), optInt(cl.AgentID), cl.Direction, cl.FromNumber, cl.ToNumber, deref(v.StartTime), deref(v.EndTime),
 			optInt(cl.DurationSeconds), cl.Status, deref(cl.EndReason), strconv.FormatBool(cl.IsSimulation), deref(cl.Product), deref(cl.Voice),
 			optFloat(cl.BillableMinutes), optInt(cl.BillingTotalCents), optInt(cl.GradeScore), deref(cl.CallOutcome),
-			deref(v.RecordingStartedAt), strings.Join(lines, "\n"),
+			deref(v.RecordingStartedAt), optFloat(q.MOS), optFloat(q.LossPercent), optFloat(q.JitterMS), optInt(p95),
+			strings.Join(lines, "\n"),
 		})
 	}
 	w.Flush()

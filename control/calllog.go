@@ -333,6 +333,99 @@ type CallEnd struct {
 	RecordingStartedAt time.Time
 	// Outcome is success, failure, unknown or no_conversation, or empty.
 	Outcome string
+	// Quality is the call's media quality, stored with the end; nil for a
+	// call that had no media.
+	Quality *CallQuality
+}
+
+// CallQuality is a call's media quality, measured by the media side over
+// the whole call and stored when it ends (the call object's quality,
+// docs/decisions.md "Call quality"). Durations are milliseconds. A nil
+// field does not apply to the call's front door or was not measured:
+// rtt_ms before any RTCP report, the packet figures of a realtime
+// WebSocket session, response_latency_ms of a call in which the agent
+// never answered a caller's turn.
+type CallQuality struct {
+	// Codec is the RTP encoding name of the caller's stream (PCMU, PCMA,
+	// opus).
+	Codec           *string `json:"codec"`
+	PacketsSent     *int64  `json:"packets_sent"`
+	PacketsReceived *int64  `json:"packets_received"`
+	PacketsLost     *int64  `json:"packets_lost"`
+	// LossPercent is what the listener lost: network loss plus packets
+	// that arrived too late to play, of those expected.
+	LossPercent *float64 `json:"loss_percent"`
+	// JitterMS is the RFC 3550 interarrival jitter at the end of the call,
+	// JitterMaxMS the largest seen.
+	JitterMS    *float64 `json:"jitter_ms"`
+	JitterMaxMS *float64 `json:"jitter_max_ms"`
+	// JitterBufferDrops are packets the jitter buffer discarded: late,
+	// overflowing, or dropped to shrink the delay.
+	JitterBufferDrops *int64 `json:"jitter_buffer_drops"`
+	// ConcealedMS is audio the receiver made up for missing packets (PLC).
+	ConcealedMS *int64 `json:"concealed_ms"`
+	// RTTMS is the round trip measured from RTCP reports.
+	RTTMS *float64 `json:"rtt_ms"`
+	// MOS is the ITU-T G.107 E-model estimate, 1 to 4.5.
+	MOS *float64 `json:"mos"`
+	// DeadAirMS is silence on both sides beyond 3 s; TalkOverMS time both
+	// spoke at once.
+	DeadAirMS  *int64 `json:"dead_air_ms"`
+	TalkOverMS *int64 `json:"talk_over_ms"`
+	// ResponseLatencyMS is from the end of each caller turn to the
+	// agent's first audio of its answer.
+	ResponseLatencyMS *ResponseLatency `json:"response_latency_ms"`
+}
+
+// ResponseLatency summarizes the agent's response latency over a call's
+// answered turns, in milliseconds.
+type ResponseLatency struct {
+	P50   int64 `json:"p50"`
+	P95   int64 `json:"p95"`
+	Max   int64 `json:"max"`
+	Turns int64 `json:"turns"`
+}
+
+// qualityJSON checks q and returns it as stored (nil for nil), with the
+// fractional figures rounded to what they mean.
+func qualityJSON(q *CallQuality) (json.RawMessage, error) {
+	if q == nil {
+		return nil, nil
+	}
+	c := *q
+	bad := func(msg string) (json.RawMessage, error) {
+		return nil, fmt.Errorf("%w: call quality: %s", ErrBadEvent, msg)
+	}
+	for _, v := range []*int64{c.PacketsSent, c.PacketsReceived, c.PacketsLost, c.JitterBufferDrops, c.ConcealedMS, c.DeadAirMS, c.TalkOverMS} {
+		if v != nil && *v < 0 {
+			return bad("counts and durations cannot be negative")
+		}
+	}
+	for _, v := range []*float64{c.LossPercent, c.JitterMS, c.JitterMaxMS, c.RTTMS, c.MOS} {
+		if v != nil && (math.IsNaN(*v) || math.IsInf(*v, 0) || *v < 0) {
+			return bad("figures must be finite and not negative")
+		}
+	}
+	if c.LossPercent != nil && *c.LossPercent > 100 {
+		return bad("loss_percent is at most 100")
+	}
+	if c.MOS != nil && (*c.MOS < 1 || *c.MOS > 4.5) {
+		return bad("mos is from 1 to 4.5")
+	}
+	if l := c.ResponseLatencyMS; l != nil && (l.Turns <= 0 || l.P50 < 0 || l.P50 > l.P95 || l.P95 > l.Max) {
+		return bad("response latency needs turns and p50 <= p95 <= max")
+	}
+	round := func(v *float64, places float64) *float64 {
+		if v == nil {
+			return nil
+		}
+		p := math.Pow(10, places)
+		r := math.Round(*v*p) / p
+		return &r
+	}
+	c.LossPercent, c.JitterMS, c.JitterMaxMS = round(c.LossPercent, 3), round(c.JitterMS, 2), round(c.JitterMaxMS, 2)
+	c.RTTMS, c.MOS = round(c.RTTMS, 1), round(c.MOS, 2)
+	return json.Marshal(c)
 }
 
 // Finish records how call callID ended. It applies once: finishing a
@@ -347,10 +440,14 @@ func (l *CallLog) Finish(ctx context.Context, callID int64, end CallEnd) error {
 	if end.RecordingKey != "" && !validBlobKey(end.RecordingKey) {
 		return fmt.Errorf("%w: recording key %q is not a clean relative path", ErrBadEvent, end.RecordingKey)
 	}
+	qual, err := qualityJSON(end.Quality)
+	if err != nil {
+		return err
+	}
 	if end.At.IsZero() {
 		end.At = time.Now()
 	}
-	_, _, err := l.s.store.UpdateCall(ctx, callID, func(c *storage.Call) error {
+	_, _, err = l.s.store.UpdateCall(ctx, callID, func(c *storage.Call) error {
 		if c.Status != storage.CallInProgress {
 			return nil
 		}
@@ -369,6 +466,9 @@ func (l *CallLog) Finish(ctx context.Context, callID int64, end CallEnd) error {
 		if c.RecordingStartedAt == nil && !end.RecordingStartedAt.IsZero() {
 			rs := end.RecordingStartedAt
 			c.RecordingStartedAt = &rs
+		}
+		if qual != nil {
+			c.Quality = qual
 		}
 		return nil
 	})

@@ -60,6 +60,8 @@ type callView struct {
 	CallOutcome         *string         `json:"call_outcome"`
 	IssueCount          int64           `json:"issue_count"`
 	CriticalIssueCount  int64           `json:"critical_issue_count"`
+	// Quality is the CallQuality stored when the call ended, or null.
+	Quality json.RawMessage `json:"quality"`
 }
 
 func viewCall(c storage.Call) callView {
@@ -72,7 +74,7 @@ func viewCall(c storage.Call) callView {
 		WorkerExecutionName: c.WorkerExecutionName, MediaRoomName: c.MediaRoomName, MediaRoomSID: c.MediaRoomSID,
 		Product: c.Product, Voice: c.Voice, BillableMinutes: c.BillableMinutes, BillingTotalCents: c.BillingTotalCents,
 		BilledAt: tsPtr(c.BilledAt), GradeScore: c.GradeScore, GradeStatus: c.GradeStatus, GradeUpdatedAt: tsPtr(c.GradeUpdatedAt),
-		CallOutcome: c.CallOutcome, IssueCount: c.IssueCount, CriticalIssueCount: c.CriticalIssueCount}
+		CallOutcome: c.CallOutcome, IssueCount: c.IssueCount, CriticalIssueCount: c.CriticalIssueCount, Quality: c.Quality}
 }
 
 // callFilter reads the list and export filters from the query string.

@@ -49,7 +49,7 @@ var callKeys = []string{"call_id", "agent_id", "agent_variant_id", "agent_varian
 	"start_time", "end_time", "duration_seconds", "status", "end_reason", "recording_url", "recording_started_at", "is_simulation",
 	"is_test_call", "is_scenario_call", "prompt_snapshot", "tool_snapshot", "worker_execution_name", "media_room_name",
 	"media_room_sid", "product", "voice", "billable_minutes", "billing_total_cents", "billed_at", "grade_score", "grade_status",
-	"grade_updated_at", "call_outcome", "issue_count", "critical_issue_count"}
+	"grade_updated_at", "call_outcome", "issue_count", "critical_issue_count", "quality"}
 
 func TestCalls(t *testing.T) {
 	sqltest.Run(t, func(t *testing.T, db *storage.DB) {

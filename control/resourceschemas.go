@@ -55,6 +55,23 @@ func schemaOf(t reflect.Type) map[string]any {
 	return anyObject
 }
 
+// callQualitySchema describes CallQuality: null until a call with media
+// ends; each figure null when it does not apply.
+func callQualitySchema() map[string]any {
+	props := map[string]any{"codec": strNull}
+	for _, n := range []string{"packets_sent", "packets_received", "packets_lost", "jitter_buffer_drops", "concealed_ms", "dead_air_ms", "talk_over_ms"} {
+		props[n] = i64Null
+	}
+	for _, n := range []string{"loss_percent", "jitter_ms", "jitter_max_ms", "rtt_ms"} {
+		props[n] = numNull
+	}
+	props["mos"] = map[string]any{"type": []string{"number", "null"}, "minimum": 1, "maximum": 4.5, "description": "ITU-T G.107 E-model estimate"}
+	props["response_latency_ms"] = map[string]any{"type": []string{"object", "null"}, "description": "end of a caller turn to the agent's first audio",
+		"properties": map[string]any{"p50": i64, "p95": i64, "max": i64, "turns": i64}}
+	return map[string]any{"type": []string{"object", "null"}, "properties": props,
+		"description": "media quality measured over the call (milliseconds); null for calls without media or in progress"}
+}
+
 // agentSchemas returns the Agent object and its input: every config field
 // X and draft_X.
 func agentSchemas() (agent, input map[string]any) {
@@ -85,7 +102,7 @@ var resourceSchemas = func() map[string]any {
 		"is_scenario_call": boolean, "prompt_snapshot": strNull, "tool_snapshot": map[string]any{"type": []string{"array", "null"}},
 		"worker_execution_name": strNull, "media_room_name": strNull, "media_room_sid": strNull, "product": strNull, "voice": strNull,
 		"billable_minutes": numNull, "billing_total_cents": i64Null, "billed_at": dtNull, "grade_score": i64Null, "grade_status": strNull,
-		"grade_updated_at": dtNull, "call_outcome": strNull, "issue_count": i64, "critical_issue_count": i64})
+		"grade_updated_at": dtNull, "call_outcome": strNull, "issue_count": i64, "critical_issue_count": i64, "quality": callQualitySchema()})
 	turn := obj(map[string]any{"role": map[string]any{"type": "string", "enum": []string{"user", "assistant"}}, "text": str, "start_ms": i64, "end_ms": i64, "interrupted": boolean})
 	step := obj(map[string]any{"completed": boolean, "completed_at": dtNull})
 	return map[string]any{
