@@ -39,7 +39,10 @@ import (
 //
 // (default 200 sessions, 20 s of steady state: VOICED_LOAD_SECONDS;
 // VOICED_LOAD_DELTA_FRAMES sets Config.DeltaFrames, the frames per audio
-// delta, default 1).
+// delta, default 1; VOICED_LOAD_PACER_WORKERS the pacer's workers). On a
+// machine shared with other work, run the test binary under `chrt -r 10`
+// (server and clients inherit it) so that the jitter measured is the
+// node's and not the neighbours'.
 
 const loadServerEnv = "VOICED_REALTIME_LOAD_SERVER"
 
@@ -285,17 +288,20 @@ func BenchmarkRealtimeLoad(b *testing.B) {
 			}
 		}()
 	}
-	// Senders: four shards, each ticking every 20 ms and writing the next
-	// frame to its clients; clients start at different points of the
-	// talk/listen cycle.
+	// Senders: twenty shards, each ticking every 20 ms and writing the next
+	// frame to its clients, a millisecond apart (independent callers send
+	// at any phase of the frame; one burst of every session at once would
+	// make the clients' own sending the measured jitter); clients start at
+	// different points of the talk/listen cycle.
 	stop := make(chan struct{})
 	var sendErrs atomic.Int64
 	var senders sync.WaitGroup
-	const shards = 4
+	const shards = 20
 	for s := range shards {
 		senders.Add(1)
 		go func() {
 			defer senders.Done()
+			time.Sleep(time.Duration(s) * time.Millisecond)
 			t := time.NewTicker(20 * time.Millisecond)
 			defer t.Stop()
 			k := 0
