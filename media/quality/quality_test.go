@@ -126,3 +126,30 @@ func TestTalk(t *testing.T) {
 	require.Equal(t, 2500*time.Millisecond, time.Duration(m.DeadAir.Load()))
 	require.Equal(t, 300*time.Millisecond, time.Duration(m.TalkOver.Load()))
 }
+
+func TestLatency(t *testing.T) {
+	var l Latency
+	require.Equal(t, LatencySummary{}, l.Summary())
+	t0 := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	l.AgentTurn(at(0)) // a greeting answers nothing
+	l.CallerTurn(at(2000))
+	l.AgentTurn(at(2700)) // 700
+	l.CallerTurn(at(5000))
+	l.AgentTurn(at(4800)) // began before the caller stopped: talk-over, not an answer
+	l.AgentTurn(at(5400)) // 400
+	l.CallerTurn(at(8000))
+	l.CallerTurn(at(7000)) // an earlier end does not move the pending turn back
+	l.AgentTurn(at(9500))  // 1500
+	l.AgentTurn(at(9900))  // nothing pending
+	for i := range 17 {    // 17 more at 600 ms
+		base := 20000 + i*3000
+		l.CallerTurn(at(base))
+		l.AgentTurn(at(base + 600))
+	}
+	s := l.Summary()
+	require.Equal(t, 20, s.Turns)
+	require.Equal(t, 600*time.Millisecond, s.P50)
+	require.Equal(t, 700*time.Millisecond, s.P95, "19th of 20 sorted")
+	require.Equal(t, 1500*time.Millisecond, s.Max)
+}
