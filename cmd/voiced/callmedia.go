@@ -19,8 +19,10 @@ import (
 	"github.com/voiced/voiced/ai/llm"
 	"github.com/voiced/voiced/control"
 	"github.com/voiced/voiced/control/webhook"
+	"github.com/voiced/voiced/media"
 	"github.com/voiced/voiced/media/agent"
 	"github.com/voiced/voiced/media/dsp"
+	"github.com/voiced/voiced/media/quality"
 	"github.com/voiced/voiced/media/rtp"
 	"github.com/voiced/voiced/sip"
 	"github.com/voiced/voiced/sip/sdp"
@@ -64,6 +66,13 @@ type callMedia struct {
 	lostDigits atomic.Int64
 	// bridge is the transfer leg the caller is bridged to (bridge.go).
 	bridge atomic.Pointer[rtp.Session]
+
+	// Quality (quality.go): response latency from the engine's turns;
+	// dead air and talk-over from the caller's frames (talk, on the pacer
+	// worker) and whether the agent was playing (agentTalking).
+	latency      quality.Latency
+	talk         quality.Talk
+	agentTalking atomic.Bool
 }
 
 func newCallMedia(t *telephony, c *sip.Call, s *rtp.Session, info callInfo, recDir string) (*callMedia, error) {
@@ -82,13 +91,14 @@ func newCallMedia(t *telephony, c *sip.Call, s *rtp.Session, info callInfo, recD
 		return nil, err
 	}
 	m.vm = vm
+	m.talk.Metrics = s.Metrics()
 	a, err := agent.New(vm.holdConfig(phoneAgentConfig(info, c.Direction(), t.prov == nil, t.model, filepath.Join(recDir, name))), m.log, deps, m)
 	if err != nil {
 		return nil, err
 	}
 	m.agent = a
 	s.OnDTMF(func(d rtp.Digit) { m.DTMF(d.Digit, d.Duration) })
-	if err := s.SetSource(agentSource{a}, rtp.EngineRate); err != nil {
+	if err := s.SetSource(agentSource{a, &m.agentTalking}, rtp.EngineRate); err != nil {
 		a.Close()
 		return nil, err
 	}
@@ -99,10 +109,18 @@ func newCallMedia(t *telephony, c *sip.Call, s *rtp.Session, info callInfo, recD
 	return m, nil
 }
 
-// agentSource feeds the pacer from the agent's playout.
-type agentSource struct{ a *agent.Session }
+// agentSource feeds the pacer from the agent's playout and notes whether
+// the agent is speaking.
+type agentSource struct {
+	a       *agent.Session
+	talking *atomic.Bool
+}
 
-func (s agentSource) ReadFrame(dst []int16) bool { return s.a.ReadFrame(dst) != nil }
+func (s agentSource) ReadFrame(dst []int16) bool {
+	ok := s.a.ReadFrame(dst) != nil
+	s.talking.Store(ok)
+	return ok
+}
 
 // LocalAddr implements sip.Media.
 func (m *callMedia) LocalAddr() netip.AddrPort { return m.rtp.LocalAddr() }
@@ -130,6 +148,7 @@ func (m *callMedia) DTMF(d rune, _ time.Duration) {
 func (m *callMedia) Event(e agent.Event) {
 	switch ev := e.(type) {
 	case agent.Turn:
+		observeTurn(&m.latency, ev.Role, ev.Start, ev.End)
 		if ev.Text != "" {
 			m.mu.Lock()
 			m.turns = append(m.turns, control.CallEvent{ID: "turn-" + ev.ItemID, Kind: control.EventTurn, Role: ev.Role, Text: ev.Text,
@@ -322,6 +341,7 @@ func (k callerSink) WriteFrame(pcm []int16) error {
 	if err := k.m.agent.WriteFrame(pcm); err != nil {
 		return err
 	}
+	k.m.talk.Observe(media.RMS(pcm) >= callerTalkRMS, k.m.agentTalking.Load(), media.FrameDuration)
 	k.m.vm.frame(pcm)
 	return nil
 }

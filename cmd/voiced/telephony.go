@@ -58,6 +58,8 @@ type telephony struct {
 	pending sync.Map
 	// media holds each open call's media, by call id, until Finish.
 	media sync.Map
+	// stats counts the calls' media for /metrics (quality.go).
+	stats *mediaStats
 }
 
 // callInfo is what admission or the outbound request said about a call.
@@ -276,6 +278,8 @@ func (t *telephony) Finish(ctx context.Context, id int64, e sip.End) error {
 	if v, ok := t.media.LoadAndDelete(id); ok {
 		m := v.(*callMedia)
 		end.RecordingKey, end.RecordingStartedAt = m.recording()
+		end.Quality = callQuality(m.rtp.Snapshot(), &m.latency)
+		t.stats.done(m.rtp.Metrics())
 		if end.Reason == sip.ReasonCalleeHangup && m.vm.reachedMachine() {
 			end.Reason = control.EndReasonVoicemail // the machine hung up first
 		}
@@ -344,5 +348,6 @@ func (t *telephony) Open(ctx context.Context, c *sip.Call) (sip.Media, error) {
 		return nil, err
 	}
 	t.media.Store(c.ID(), m)
+	t.stats.add(doorPhone, s.Metrics())
 	return m, nil
 }
