@@ -53,6 +53,8 @@ type browserFront struct {
 	mu     sync.Mutex
 	closed bool
 	wg     sync.WaitGroup
+	// stats counts the calls' media for /metrics (quality.go).
+	stats *mediaStats
 }
 
 // browserEngineRate is the rate of the engine's frames both ways: the
@@ -170,6 +172,11 @@ type browserCall struct {
 
 	mu    sync.Mutex
 	turns []control.CallEvent
+
+	// metrics are the session's counters; latency the engine's response
+	// latency (quality.go).
+	metrics *quality.Metrics
+	latency quality.Latency
 }
 
 // Answer implements control.BrowserMedia: it starts the engine and the
@@ -224,6 +231,7 @@ func (b *browserFront) Answer(ctx context.Context, c control.BrowserCall, offer 
 		return "", err
 	}
 	bc.sess.Store(sess)
+	bc.metrics = metrics
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
@@ -231,6 +239,7 @@ func (b *browserFront) Answer(ctx context.Context, c control.BrowserCall, offer 
 		bc.agent.Close()
 		return "", control.ErrMediaUnavailable
 	}
+	b.stats.add(doorBrowser, metrics)
 	b.wg.Go(func() { bc.run(sess) })
 	return answer, nil
 }
@@ -352,6 +361,7 @@ func (bc *browserCall) run(sess *webrtc.Session) {
 		bc.log.Warn("browser call engine failed", "err", err)
 	}
 	reason, st := sess.End()
+	bc.b.stats.done(bc.metrics)
 	bc.agent.Close() // finishes the recording
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
@@ -377,7 +387,7 @@ func (bc *browserCall) run(sess *webrtc.Session) {
 			bc.log.Warn("record transcript", "err", err)
 		}
 	}
-	end := control.CallEnd{Status: "completed", Reason: endReason(reason), Detail: reason, At: time.Now()}
+	end := control.CallEnd{Status: "completed", Reason: endReason(reason), Detail: reason, At: time.Now(), Quality: callQuality(q, &bc.latency)}
 	if _, err := os.Stat(filepath.Join(bc.b.blobDir, filepath.FromSlash(bc.recKey))); err == nil {
 		end.RecordingKey, end.RecordingStartedAt = bc.recKey, bc.agent.Start()
 	}
@@ -413,6 +423,7 @@ func (bc *browserCall) Event(e agent.Event) {
 	sess := bc.sess.Load()
 	switch ev := e.(type) {
 	case agent.Turn:
+		observeTurn(&bc.latency, ev.Role, ev.Start, ev.End)
 		if sess != nil {
 			msg, _ := json.Marshal(widgetEvent{Type: "transcript", Role: ev.Role, Text: ev.Text, DurationMS: ev.End.Sub(ev.Start).Milliseconds()})
 			_ = sess.Send(msg)

@@ -19,6 +19,7 @@ import (
 	"github.com/voiced/voiced/control/webhook"
 	"github.com/voiced/voiced/media/agent"
 	"github.com/voiced/voiced/media/pace"
+	"github.com/voiced/voiced/media/quality"
 	"github.com/voiced/voiced/media/realtime"
 	"github.com/voiced/voiced/storage"
 	"github.com/voiced/voiced/storage/coord"
@@ -156,7 +157,7 @@ func startRealtime(c *config, api *control.Server, e *env, pacer *pace.Pacer, bl
 		}
 		pacer, f.ownPacer = p, p
 	}
-	deps := realtime.Deps{Auth: rtAuth{api}, Calls: rtCalls{api.CallLog()}, Pacer: pacer}
+	deps := realtime.Deps{Auth: rtAuth{api}, Calls: rtCalls{log: api.CallLog(), lat: &sync.Map{}}, Pacer: pacer}
 	if !c.RealtimeLoopback {
 		prov, err := newProviders(c)
 		if err != nil {
@@ -224,8 +225,14 @@ func (a rtAuth) Claim(ctx context.Context, token string) (realtime.Admission, er
 	return toRealtime(g.Admission, g.Inline), nil
 }
 
-// rtCalls adapts control's CallLog.
-type rtCalls struct{ log *control.CallLog }
+// rtCalls adapts control's CallLog. It also times each session's
+// responses from the turns it records (lat: *quality.Latency by call id,
+// from the first record to Finish): a session's quality is its response
+// latency, the WebSocket carrying no RTP to measure.
+type rtCalls struct {
+	log *control.CallLog
+	lat *sync.Map
+}
 
 func (r rtCalls) AdmitAgent(ctx context.Context, orgID, agentID int64) (realtime.Admission, error) {
 	adm, err := r.log.Admit(ctx, control.AdmitRequest{Direction: storage.DirectionWeb, OrgID: orgID, AgentID: agentID})
@@ -259,7 +266,11 @@ func admitErr(err error) error {
 
 func (r rtCalls) Append(ctx context.Context, callID int64, evs []realtime.CallEvent) error {
 	out := make([]control.CallEvent, len(evs))
+	v, _ := r.lat.LoadOrStore(callID, &quality.Latency{})
 	for i, e := range evs {
+		if e.Kind == control.EventTurn {
+			observeTurn(v.(*quality.Latency), e.Role, e.Start, e.End)
+		}
 		out[i] = control.CallEvent{ID: e.ID, Kind: e.Kind, At: e.At, Role: e.Role, Text: e.Text, Start: e.Start, End: e.End,
 			Interrupted: e.Interrupted, ToolCallID: e.ToolCallID, ToolName: e.ToolName, Arguments: e.Arguments, Output: e.Output, IsError: e.IsError}
 	}
@@ -267,8 +278,12 @@ func (r rtCalls) Append(ctx context.Context, callID int64, evs []realtime.CallEv
 }
 
 func (r rtCalls) Finish(ctx context.Context, callID int64, end realtime.CallEnd) error {
-	return r.log.Finish(ctx, callID, control.CallEnd{Status: end.Status, Reason: end.Reason, Detail: end.Detail, At: end.At,
-		RecordingKey: end.RecordingKey, RecordingStartedAt: end.RecordingStartedAt})
+	ce := control.CallEnd{Status: end.Status, Reason: end.Reason, Detail: end.Detail, At: end.At,
+		RecordingKey: end.RecordingKey, RecordingStartedAt: end.RecordingStartedAt}
+	if v, ok := r.lat.LoadAndDelete(callID); ok {
+		ce.Quality = &control.CallQuality{ResponseLatencyMS: responseLatency(v.(*quality.Latency))}
+	}
+	return r.log.Finish(ctx, callID, ce)
 }
 
 // toRealtime converts an admission to the media side's terms.

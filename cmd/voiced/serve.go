@@ -54,6 +54,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// Telephony listens first so control gets its dialer and trunk
 	// verifier only when it runs.
 	tel := newTelephony(&c, env.store, blobDir, log)
+	stats := newMediaStats() // the node's media on /metrics
+	tel.stats = stats
 	explicit := false
 	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "sip-addr" })
 	telOn, err := tel.start(&c, explicit)
@@ -76,6 +78,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer browser.close(context.Background()) // after the HTTP drain: calls end and are recorded
 	if browser != nil {
+		browser.stats = stats
 		opts = append(opts, control.WithBrowserMedia(browser))
 	}
 	srv, err := control.New(control.Config{PublicURL: public, AccessLog: c.AccessLog, Version: version, Resources: control.ResourcesConfig{
@@ -99,6 +102,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		srv.Close()
 		return fmt.Errorf("realtime: %w", err)
 	}
+	stats.pacer = nodePacer
+	if nodePacer == nil {
+		stats.pacer = rt.ownPacer
+	}
+	stats.sessions[doorRealtime] = rt.srv.Sessions
+	srv.SetMediaStats(stats.read)
 	// The provisioning pass activates demo numbers; it stops with serve.
 	pctx, stopProvisioner := context.WithCancel(ctx)
 	provisioned := make(chan struct{})
