@@ -41,3 +41,73 @@ func (m *metrics) observe(method, route string, status int, d time.Duration) {
 func (m *metrics) handler() any {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
+
+// MediaStats are the node's media figures at scrape time, read by a
+// function the media side hands to SetMediaStats (control does not import
+// media). Counts are totals since the node started.
+type MediaStats struct {
+	// Pacer is the node's send clock; nil when there is none.
+	Pacer *PacerStats
+	// Sessions are the media sessions in progress by front door (phone,
+	// browser, realtime).
+	Sessions map[string]int
+	// Packets are RTP packet totals by front door.
+	Packets map[string]PacketCounts
+}
+
+// PacerStats are the node pacer's counters and tick lateness quantiles.
+type PacerStats struct {
+	Streams                   int
+	Ticks, Skipped            uint64
+	LateP50, LateP99, LateMax time.Duration
+}
+
+// PacketCounts are RTP packets received, sent and lost.
+type PacketCounts struct{ In, Out, Lost uint64 }
+
+// SetMediaStats publishes f's figures on /metrics: f runs at each scrape
+// (never on the media path), so it should read counters the media side
+// keeps anyway. Call it once.
+func (s *Server) SetMediaStats(f func() MediaStats) {
+	s.metrics.reg.MustRegister(mediaCollector{f})
+}
+
+var (
+	descPacerLate = prometheus.NewDesc("voiced_media_pacer_tick_lateness_seconds",
+		"How late the node pacer's ticks started: quantile 0.5 and 0.99 of the recent distribution, 1 the maximum seen.", []string{"quantile"}, nil)
+	descPacerTicks   = prometheus.NewDesc("voiced_media_pacer_ticks_total", "Ticks the node pacer ran.", nil, nil)
+	descPacerSkipped = prometheus.NewDesc("voiced_media_pacer_ticks_skipped_total", "Ticks the node pacer dropped because it fell too far behind.", nil, nil)
+	descPacerStreams = prometheus.NewDesc("voiced_media_pacer_streams", "Streams on the node pacer.", nil, nil)
+	descSessions     = prometheus.NewDesc("voiced_media_sessions", "Media sessions in progress by front door.", []string{"front_door"}, nil)
+	descPackets      = prometheus.NewDesc("voiced_media_rtp_packets_total", "RTP packets by front door and direction (in, out).", []string{"front_door", "direction"}, nil)
+	descLost         = prometheus.NewDesc("voiced_media_rtp_packets_lost_total", "RTP packets the node expected from callers and never received, by front door.", []string{"front_door"}, nil)
+)
+
+// mediaCollector turns MediaStats into series at scrape time.
+type mediaCollector struct{ read func() MediaStats }
+
+func (c mediaCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descPacerLate, descPacerTicks, descPacerSkipped, descPacerStreams, descSessions, descPackets, descLost} {
+		ch <- d
+	}
+}
+
+func (c mediaCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.read()
+	if p := st.Pacer; p != nil {
+		for q, v := range map[string]time.Duration{"0.5": p.LateP50, "0.99": p.LateP99, "1": p.LateMax} {
+			ch <- prometheus.MustNewConstMetric(descPacerLate, prometheus.GaugeValue, v.Seconds(), q)
+		}
+		ch <- prometheus.MustNewConstMetric(descPacerTicks, prometheus.CounterValue, float64(p.Ticks))
+		ch <- prometheus.MustNewConstMetric(descPacerSkipped, prometheus.CounterValue, float64(p.Skipped))
+		ch <- prometheus.MustNewConstMetric(descPacerStreams, prometheus.GaugeValue, float64(p.Streams))
+	}
+	for door, n := range st.Sessions {
+		ch <- prometheus.MustNewConstMetric(descSessions, prometheus.GaugeValue, float64(n), door)
+	}
+	for door, p := range st.Packets {
+		ch <- prometheus.MustNewConstMetric(descPackets, prometheus.CounterValue, float64(p.In), door, "in")
+		ch <- prometheus.MustNewConstMetric(descPackets, prometheus.CounterValue, float64(p.Out), door, "out")
+		ch <- prometheus.MustNewConstMetric(descLost, prometheus.CounterValue, float64(p.Lost), door)
+	}
+}
