@@ -45,6 +45,12 @@ func TestServeTelephony(t *testing.T) {
 	st, num = call("PATCH", fmt.Sprintf("/v1/phone-numbers/%d", objID(num)), fmt.Sprintf(`{"inbound_agent_id":%d}`, objID(ag)))
 	require.Equal(t, 200, st, "%v", num)
 
+	// The node's media series are on /metrics before any call.
+	m0 := scrape(t, sv.base)
+	requireSeries(t, m0, seriesTicks, seriesLateP50, seriesLateP99, seriesLateMax, seriesPhoneIn, seriesPhoneOut, seriesPhoneSes)
+	require.Zero(t, m0[seriesPhoneIn])
+	require.Zero(t, m0[seriesPhoneSes])
+
 	// Inbound: sipp calls the number, plays RTP for a second, hangs up.
 	uac := siptest.Sipp(t, "../../sip/testdata/sipp/uac_call.xml", 20*time.Second, "-d", "1000", "-s", "+14155550100", "-m", "1", "127.0.0.1:"+strconv.Itoa(sipPort))
 	require.NoError(t, uac.Wait())
@@ -65,6 +71,21 @@ func TestServeTelephony(t *testing.T) {
 	fi, err := os.Stat(rec)
 	require.NoError(t, err)
 	require.Greater(t, fi.Size(), int64(44+16000*2), "about a second of stereo audio")
+	// The call's quality: sipp's RTP reached the node, the loopback
+	// agent's went back.
+	q := requireMediaQuality(t, in["quality"], "PCMA") // sipp plays a G.711 A-law capture
+	require.Equal(t, 0.0, q["packets_lost"])
+
+	// /metrics moved: the pacer ticked, the call's packets are counted.
+	m1 := scrape(t, sv.base)
+	require.Greater(t, m1[seriesTicks], m0[seriesTicks])
+	require.GreaterOrEqual(t, m1[seriesPhoneIn], q["packets_received"])
+	require.GreaterOrEqual(t, m1[seriesPhoneOut], q["packets_sent"])
+	require.Zero(t, m1[seriesPhoneSes], "the call ended")
+	require.Greater(t, m1[seriesLateMax], 0.0, "some tick started late")
+	require.LessOrEqual(t, m1[seriesLateP50], m1[seriesLateP99])
+	require.LessOrEqual(t, m1[seriesLateP99], m1[seriesLateMax])
+	t.Logf("pacer tick lateness p50 %.3f ms, p99 %.3f ms, max %.3f ms", m1[seriesLateP50]*1e3, m1[seriesLateP99]*1e3, m1[seriesLateMax]*1e3)
 
 	// Outbound through the trunk: 401, authenticated INVITE, answer, the
 	// callee hangs up after a second.
@@ -94,6 +115,7 @@ func TestServeTelephony(t *testing.T) {
 // served is a running voiced serve with telephony on loopback.
 type served struct {
 	dir     string
+	base    string // http://host:port of the API
 	sipPort int
 	call    func(method, path, body string) (int, map[string]any)
 	cancel  context.CancelFunc
@@ -125,6 +147,7 @@ func startTelephonyServe(t *testing.T, extra ...string) *served {
 	}, 20*time.Second, 20*time.Millisecond, "stderr: %s", stderr.String())
 	require.Contains(t, stderr.String(), "telephony listening")
 	key := regexp.MustCompile(`sk_live_[0-9a-f]+`).FindString(stdout.String())
+	sv.base = "http://" + addr
 	sv.call = func(method, path, body string) (int, map[string]any) {
 		req, _ := http.NewRequest(method, "http://"+addr+path, strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+key)
