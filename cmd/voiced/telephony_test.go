@@ -288,6 +288,8 @@ func baresipConversation(t *testing.T, sv *served, espeak, soxBin, said string) 
 		return in["status"] != "in_progress"
 	}, 10*time.Second, 50*time.Millisecond)
 	require.Equal(t, "completed", in["status"], "%v", in)
+	// The call's quality: both ways over RTP, the caller's turn answered.
+	requireAnswered(t, requireMediaQuality(t, in["quality"], "PCMU"))
 	_, tr := sv.call("GET", fmt.Sprintf("/v1/calls/%d/transcript", int64(in["call_id"].(float64))), "")
 	turns, _ := tr["turns"].([]any)
 	for _, x := range turns {
