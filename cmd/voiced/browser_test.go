@@ -214,6 +214,12 @@ func TestBrowserWidgetCall(t *testing.T) {
 		require.Contains(t, first, "You:")
 		require.Contains(t, first, "s of speech")
 
+		// The node's /metrics counts the call's session and its packets.
+		m0 := scrape(t, base)
+		requireSeries(t, m0, seriesTicks, seriesLateP99, seriesWebIn, seriesWebOut, seriesWebSes)
+		require.Equal(t, 1.0, m0[seriesWebSes])
+		require.Greater(t, m0[seriesWebIn], 50.0)
+
 		// Hang up: the server ends and bills the call.
 		var call map[string]any
 		require.Equal(t, 200, apiCall(t, base, key, "GET", fmt.Sprintf("/v1/calls/%d", callID), nil, &call))
@@ -230,6 +236,11 @@ func TestBrowserWidgetCall(t *testing.T) {
 		require.Equal(t, "caller_hangup", call["end_reason"])
 		require.Greater(t, call["billing_total_cents"], 0.0)
 		require.Equal(t, "Front desk", pk["agent_name"])
+		q := requireMediaQuality(t, call["quality"], "opus")
+		m1 := scrape(t, base)
+		require.Zero(t, m1[seriesWebSes], "the session ended")
+		require.GreaterOrEqual(t, m1[seriesWebIn], max(m0[seriesWebIn], q["packets_received"].(float64)))
+		require.Greater(t, m1[seriesTicks], m0[seriesTicks])
 
 		// The caller's speech reached the engine: the recording's caller
 		// channel holds it.
@@ -290,6 +301,7 @@ func TestBrowserWidgetCall(t *testing.T) {
 		require.Equal(t, "test", call["direction"])
 		require.Equal(t, "storm-base", call["product"])
 		require.Greater(t, call["billing_total_cents"], 0.0)
+		requireMediaQuality(t, call["quality"], "opus")
 	})
 }
 
@@ -404,6 +416,9 @@ func TestBrowserConversation(t *testing.T) {
 		apiCall(t, base, key, "GET", fmt.Sprintf("/v1/calls/%d", callID), nil, &call)
 		return call["status"] == "completed" && call["billed_at"] != nil
 	}, 15*time.Second, 100*time.Millisecond)
+	q := requireMediaQuality(t, call["quality"], "opus")
+	requireAnswered(t, q)
+	require.NotNil(t, q["rtt_ms"], "Chromium's RTCP receiver reports about the agent's speech give the round trip")
 	var tr struct {
 		Turns []struct{ Role, Text string } `json:"turns"`
 	}

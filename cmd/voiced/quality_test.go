@@ -25,7 +25,9 @@ func requireMediaQuality(t *testing.T, v any, codec string) map[string]any {
 	t.Logf("call quality: %v", q)
 	require.Equal(t, codec, q["codec"])
 	require.Greater(t, q["packets_received"], 20.0, "%v", q)
-	require.Greater(t, q["packets_sent"], 20.0, "%v", q)
+	// The agent's side may be short: browser calls send nothing while the
+	// agent is silent (Opus DTX).
+	require.Greater(t, q["packets_sent"], 0.0, "%v", q)
 	require.Less(t, q["loss_percent"], 5.0, "%v", q)
 	require.GreaterOrEqual(t, q["mos"], 1.0, "%v", q)
 	require.LessOrEqual(t, q["mos"], 4.5, "%v", q)
