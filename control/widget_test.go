@@ -399,11 +399,11 @@ func TestMicSessions(t *testing.T) {
 		require.Equal(t, 401, connect("mic_1.2.3").status)
 		// Tamper inside the signature (its last character may carry only
 		// padding bits) with a character that differs from the original.
-		i, c := len(tok)-5, byte('A')
-		if tok[i] == c {
-			c = 'B'
+		at, ch := len(tok)-5, "A"
+		if tok[at:at+1] == ch {
+			ch = "B"
 		}
-		require.Equal(t, 401, connect(tok[:i]+string(c)+tok[i+1:]).status, "tampered")
+		require.Equal(t, 401, connect(tok[:at]+ch+tok[at+1:]).status, "tampered")
 		require.Equal(t, 401, connect(strings.Replace(tok, fmt.Sprint("mic_", cid), fmt.Sprint("mic_", cid+1), 1)).status, "another call")
 		require.Equal(t, 400, a.raw("POST", "/v1/mic-session/connect", nil, map[string]any{"token": tok}).status)
 		r = connect(tok)
