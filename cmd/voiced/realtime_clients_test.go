@@ -210,6 +210,17 @@ func TestPublishedRealtimeClients(t *testing.T) {
 	for _, c := range calls.Results {
 		require.Equal(t, "web", c["direction"])
 		require.NotNil(t, c["recording_url"])
+		// A WebSocket session's quality is the agent's response latency;
+		// it carries no RTP to measure. The text turn is answered for
+		// sure; the spoken one counts only when the client's audio kept
+		// pace with the clock (these clients send files faster, so the
+		// caller's turn "ends" after the answer began: docs/decisions.md).
+		q, ok := c["quality"].(map[string]any)
+		require.True(t, ok, "%v", c)
+		require.Nil(t, q["packets_received"])
+		require.Nil(t, q["mos"])
+		requireAnswered(t, q)
+		require.LessOrEqual(t, q["response_latency_ms"].(map[string]any)["turns"], 2.0, "%v", q)
 	}
 }
 
