@@ -199,7 +199,8 @@ func TestTransferBridgeFallback(t *testing.T) {
 			require.Equal(t, sip.StatusCompleted, end.Status)
 			require.Equal(t, sip.ReasonTransfer, end.Reason)
 			// 2.5 s bridged: about 125 packets each way.
-			t.Logf("heard callee=%d caller=%d", callee.heard.Load(), caller.heard.Load()); require.Greater(t, callee.heard.Load(), int64(50), "the destination hears the caller's tone")
+			t.Logf("heard callee=%d caller=%d", callee.heard.Load(), caller.heard.Load())
+			require.Greater(t, callee.heard.Load(), int64(50), "the destination hears the caller's tone")
 			require.Greater(t, caller.heard.Load(), int64(50), "the caller hears the destination's tone")
 		})
 	}

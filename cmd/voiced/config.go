@@ -56,6 +56,7 @@ type config struct {
 	TTSBaseURL, TTSAPIKey, TTSModel string
 	STTBaseURL, STTAPIKey, STTModel string
 	RealtimeOrgSessions             int64
+	RealtimeDeltaMs                 int64
 	RealtimeLoopback                bool
 	CallLoopback                    bool
 
@@ -114,6 +115,7 @@ func bindFlags(fs *flag.FlagSet, c *config, names ...string) []flagSpec {
 		{"stt-base-url", "VOICED_STT_BASE_URL", "", "OpenAI-compatible transcription API root up to /v1 (OpenAI, faster-whisper, whisper.cpp, vLLM); empty = offline PocketSphinx (en-US) for realtime sessions", &c.STTBaseURL},
 		{"stt-api-key", "VOICED_STT_API_KEY", "", "API key for --stt-base-url", &c.STTAPIKey},
 		{"stt-model", "VOICED_STT_MODEL", "", "transcription model for --stt-base-url (empty = whisper-1)", &c.STTModel},
+		{"realtime-delta-ms", "VOICED_REALTIME_DELTA_MS", "20", "audio per realtime output delta once a response plays (20-1000, a multiple of 20): bigger deltas wake clients less often but delay a response's first audio by the difference", &c.RealtimeDeltaMs},
 		{"realtime-org-sessions", "VOICED_REALTIME_ORG_SESSIONS", "50", "concurrent realtime WebSocket sessions per organization (0 = no cap)", &c.RealtimeOrgSessions},
 		{"call-loopback", "VOICED_CALL_LOOPBACK", "false", "phone and browser calls play each caller turn back with no STT, model or TTS (load tests of the media path); off = the number's agent with the node's providers", &c.CallLoopback},
 		{"realtime-loopback", "VOICED_REALTIME_LOOPBACK", "false", "realtime sessions play each caller turn back with no STT, model or TTS (load tests of the media path)", &c.RealtimeLoopback},
@@ -306,6 +308,9 @@ func (c *config) validate(_ map[string]bool, specs []flagSpec) error {
 				return fmt.Errorf("invalid --%s %q: want an http(s) URL like http://localhost:11434/v1", u.name, u.v)
 			}
 		}
+	}
+	if c.RealtimeDeltaMs < 20 || c.RealtimeDeltaMs > 1000 || c.RealtimeDeltaMs%20 != 0 {
+		return fmt.Errorf("invalid --realtime-delta-ms %d: must be a multiple of 20 from 20 to 1000", c.RealtimeDeltaMs)
 	}
 	if has("realtime-org-sessions") && c.RealtimeOrgSessions < 0 {
 		return fmt.Errorf("invalid --realtime-org-sessions %d: must be >= 0", c.RealtimeOrgSessions)

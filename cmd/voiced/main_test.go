@@ -62,6 +62,8 @@ func TestInvalidFlagsAreOneLineNamingTheFlag(t *testing.T) {
 		{[]string{"serve"}, map[string]string{"VOICED_PRODUCTS": ""}, "--products"},
 		{[]string{"serve", "--audio-url-ttl", "forever"}, nil, "--audio-url-ttl"},
 		{[]string{"serve", "--audio-url-ttl", "10s"}, nil, "--audio-url-ttl"},
+		{[]string{"serve", "--realtime-delta-ms", "30"}, nil, "--realtime-delta-ms"},
+		{[]string{"serve", "--realtime-delta-ms", "0"}, nil, "--realtime-delta-ms"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			for k, v := range tc.env {

@@ -174,7 +174,8 @@ func startRealtime(c *config, api *control.Server, e *env, pacer *pace.Pacer, bl
 	}
 	x := webhook.NewExchanger(e.store, c.WebhookAllowLoopback, time.Now, log)
 	deps.Tools = func(a realtime.Admission) agent.ToolRunner { return webTools{x: x, adm: a} }
-	srv, err := realtime.New(realtime.Config{OrgSessions: f.sessions, Loopback: c.RealtimeLoopback, BlobDir: blobDir, Model: c.LLMModel},
+	srv, err := realtime.New(realtime.Config{OrgSessions: f.sessions, Loopback: c.RealtimeLoopback, BlobDir: blobDir, Model: c.LLMModel,
+		DeltaFrames: int(c.RealtimeDeltaMs / 20)},
 		log.With("component", "realtime"), deps)
 	if err != nil {
 		f.close(context.Background())
