@@ -39,7 +39,7 @@ bench: deps-bench
 	$(GO) test -run '^$$' -bench 'RTP|Jitter|Pacer' -benchmem ./media/rtp/ ./media/jitter/ ./media/pace/
 	$(GO) test -run '^$$' -bench 'TurnLatency' -benchtime 300x ./media/agent/
 	VOICED_LOAD_SESSIONS=400 $(GO) test -run '^$$' -bench 'RealtimeLoad' -benchtime 1x ./media/realtime/
-	VOICED_SIPP_LOAD_CALLS=200 VOICED_SIPP_LOAD_HOLD=20s $(GO) test -count=1 -run '^TestSippLoad$$' -v ./cmd/voiced/ | grep -E 'sippload_test|^(--- |ok|FAIL)'
+	VOICED_SIPP_LOAD_CALLS=200 VOICED_SIPP_LOAD_HOLD=20s $(GO) test -count=1 -run '^TestSippLoad$$' -v ./cmd/voiced/
 	bench/http.sh
 	bench/voicebench-smoke.sh
 
