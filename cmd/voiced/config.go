@@ -309,7 +309,7 @@ func (c *config) validate(_ map[string]bool, specs []flagSpec) error {
 			}
 		}
 	}
-	if c.RealtimeDeltaMs < 20 || c.RealtimeDeltaMs > 1000 || c.RealtimeDeltaMs%20 != 0 {
+	if has("realtime-delta-ms") && (c.RealtimeDeltaMs < 20 || c.RealtimeDeltaMs > 1000 || c.RealtimeDeltaMs%20 != 0) {
 		return fmt.Errorf("invalid --realtime-delta-ms %d: must be a multiple of 20 from 20 to 1000", c.RealtimeDeltaMs)
 	}
 	if has("realtime-org-sessions") && c.RealtimeOrgSessions < 0 {
