@@ -8,6 +8,8 @@ import (
 
 	"github.com/pion/rtcp"
 	"github.com/stretchr/testify/require"
+
+	"github.com/voiced/voiced/media/quality"
 )
 
 // TestRTCPAgainstPion builds our compound packets and decodes them with
@@ -129,7 +131,13 @@ func TestLossReported(t *testing.T) {
 		}
 		time.Sleep(time.Until(start.Add(time.Duration(i+1) * 20 * time.Millisecond)))
 	}
-	snap := s.Snapshot()
+	// Reception is tick-driven: the last packet is read at the pacer's
+	// next tick, up to 20 ms after it arrived.
+	var snap quality.Snapshot
+	require.Eventually(t, func() bool {
+		snap = s.Snapshot()
+		return snap.PacketsExpected >= 100
+	}, time.Second, 5*time.Millisecond)
 	require.EqualValues(t, 100, snap.PacketsExpected)
 	require.EqualValues(t, 90, snap.PacketsReceived)
 	require.EqualValues(t, 10, snap.PacketsLost)
