@@ -134,7 +134,16 @@ func (t *telephony) start(c *config, explicit bool) (bool, error) {
 			return fail(err)
 		}
 	}
-	udp, err := srv.ListenUDP(c.SIPAddr)
+	sipAddr := c.SIPAddr
+	if host, port, err := net.SplitHostPort(sipAddr); err == nil && port == "0" {
+		// SIP listens on one port number for UDP and TCP: find a number
+		// free for both, or an ephemeral UDP port may be some outgoing
+		// TCP connection's.
+		if p, err := freeSIPPort(host); err == nil {
+			sipAddr = net.JoinHostPort(host, strconv.Itoa(p))
+		}
+	}
+	udp, err := srv.ListenUDP(sipAddr)
 	if err != nil {
 		return fail(err)
 	}
@@ -350,4 +359,24 @@ func (t *telephony) Open(ctx context.Context, c *sip.Call) (sip.Media, error) {
 	t.media.Store(c.ID(), m)
 	t.stats.add(doorPhone, s.Metrics())
 	return m, nil
+}
+
+// freeSIPPort finds a port number free for both UDP and TCP on host.
+func freeSIPPort(host string) (int, error) {
+	var err error
+	for range 20 {
+		var pc net.PacketConn
+		if pc, err = net.ListenPacket("udp", net.JoinHostPort(host, "0")); err != nil {
+			return 0, err
+		}
+		port := pc.LocalAddr().(*net.UDPAddr).Port
+		var ln net.Listener
+		ln, err = net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+		pc.Close()
+		if err == nil {
+			ln.Close()
+			return port, nil
+		}
+	}
+	return 0, err
 }
