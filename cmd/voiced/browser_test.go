@@ -240,7 +240,10 @@ func TestBrowserWidgetCall(t *testing.T) {
 		m1 := scrape(t, base)
 		require.Zero(t, m1[seriesWebSes], "the session ended")
 		require.GreaterOrEqual(t, m1[seriesWebIn], max(m0[seriesWebIn], q["packets_received"].(float64)))
-		require.Greater(t, m1[seriesTicks], m0[seriesTicks])
+		// The pacer ticked during the call; it may idle once no session is
+		// left, so the count after hang-up need not have grown.
+		require.Greater(t, m0[seriesTicks], 50.0)
+		require.GreaterOrEqual(t, m1[seriesTicks], m0[seriesTicks])
 
 		// The caller's speech reached the engine: the recording's caller
 		// channel holds it.
