@@ -6,7 +6,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/voiced/voiced/codecs/resample"
@@ -17,28 +19,31 @@ import (
 // recorder writes a call as a 16 kHz stereo WAV: the caller on the left,
 // the agent on the right. The pacer's side (ReadFrame) puts one agent
 // frame per tick (silence too) into one ring, the input side the caller's
-// frames into another, and the recorder's own goroutine pairs them every
-// 100 ms and writes the file, so neither the pacer nor the receive loop
-// waits for the disk. The agent's ticks are the clock: each agent frame is
+// frames into another, and a writer goroutine shared by many calls (see
+// recWriter) pairs them every 100 ms and writes the file, so neither the
+// pacer nor the receive loop waits for the disk. The agent's ticks are the clock: each agent frame is
 // paired with the next caller frame, or with silence when none came within
 // 200 ms (a caller who sends nothing, as in text sessions); caller audio
 // that arrives faster than real time is written with agent silence once
 // more than half a second of it waits.
 type recorder struct {
-	f       *os.File
-	bf      *bufferedFile
-	w       *wav.Writer
-	agent   *media.Ring // agent frames at rate, from the pacer
-	caller  *media.Ring // caller frames at 16 kHz, from the input side
-	rs      *resample.Resampler
-	rate    int
-	zero    []int16 // a silent agent frame at rate, for ticks without speech
-	aFrame  []int16
-	a16     []int16
-	cFrame  []int16
-	stereo  []int16
-	stop    chan struct{}
-	done    sync.WaitGroup
+	f      *os.File
+	bf     *bufferedFile
+	w      *wav.Writer
+	agent  *media.Ring // agent frames at rate, from the pacer
+	caller *media.Ring // caller frames at 16 kHz, from the input side
+	rs     *resample.Resampler
+	rate   int
+	zero   []int16 // a silent agent frame at rate, for ticks without speech
+	aFrame []int16
+	a16    []int16
+	cFrame []int16
+	stereo []int16
+	sh     *recShard
+	// mu serialises the rings' consumer side and the file between the
+	// shard's periodic drain and close's last one; err and stopped are
+	// under it too.
+	mu      sync.Mutex
 	err     error
 	stopped bool
 }
@@ -59,7 +64,7 @@ func (b *bufferedFile) Seek(off int64, whence int) (int64, error) {
 	return b.f.Seek(off, whence)
 }
 
-// newRecorder creates the file and starts the recorder's goroutine.
+// newRecorder creates the file and hands the recorder to a shard's writer.
 func newRecorder(path string, rate int) (*recorder, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("agent: recording directory: %w", err)
@@ -85,9 +90,8 @@ func newRecorder(path string, rate int) (*recorder, error) {
 	caller, _ := media.NewRing(4 * media.Rate16k)
 	r := &recorder{f: f, bf: bf, w: w, agent: agent, caller: caller, rs: rs, rate: rate,
 		zero: make([]int16, n), aFrame: make([]int16, n), a16: make([]int16, callerFrame),
-		cFrame: make([]int16, callerFrame), stereo: make([]int16, 2*callerFrame), stop: make(chan struct{})}
-	r.done.Add(1)
-	go r.run()
+		cFrame: make([]int16, callerFrame), stereo: make([]int16, 2*callerFrame)}
+	recWriter.add(r)
 	return r, nil
 }
 
@@ -103,17 +107,86 @@ func (r *recorder) tick(frame []int16) {
 // callerFrame records one caller frame. Input side.
 func (r *recorder) callerFrame(pcm []int16) { r.caller.Write(pcm) }
 
-func (r *recorder) run() {
-	defer r.done.Done()
-	t := time.NewTicker(100 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-			r.drain(false)
-		case <-r.stop:
-			r.drain(true)
+// recDrainEvery is how often a shard's writer drains its recorders.
+const recDrainEvery = 100 * time.Millisecond
+
+// recWriter writes every call's recording of the process. A goroutine per
+// recorder waking every 100 ms cost a wake-up per call ten times a second
+// (about a tenth of the node's CPU at 300 calls, most of it the
+// scheduler's); instead the recorders are spread over one shard per CPU,
+// and each shard's goroutine drains all its recorders in one wake-up. A
+// shard's goroutine runs only while it has recorders. The rings hold 2 s
+// (agent) and 4 s (caller), so a slow write to one call's file delays the
+// shard's other calls without losing their samples unless it takes
+// seconds.
+var recWriter recShards
+
+type recShards struct {
+	once   sync.Once
+	shards []*recShard
+	next   atomic.Uint32
+}
+
+type recShard struct {
+	mu      sync.Mutex
+	recs    []*recorder
+	running bool
+	batch   []*recorder // the writer's copy of recs, reused
+}
+
+func (w *recShards) add(r *recorder) {
+	w.once.Do(func() {
+		n := runtime.GOMAXPROCS(0)
+		w.shards = make([]*recShard, n)
+		for i := range w.shards {
+			w.shards[i] = &recShard{}
+		}
+	})
+	sh := w.shards[int(w.next.Add(1)-1)%len(w.shards)]
+	r.sh = sh
+	sh.mu.Lock()
+	sh.recs = append(sh.recs, r)
+	if !sh.running {
+		sh.running = true
+		go sh.run()
+	}
+	sh.mu.Unlock()
+}
+
+// remove takes r off the shard; the writer may still be draining it.
+func (sh *recShard) remove(r *recorder) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	for i, x := range sh.recs {
+		if x == r {
+			last := len(sh.recs) - 1
+			sh.recs[i] = sh.recs[last]
+			sh.recs[last] = nil
+			sh.recs = sh.recs[:last]
 			return
+		}
+	}
+}
+
+func (sh *recShard) run() {
+	t := time.NewTicker(recDrainEvery)
+	defer t.Stop()
+	for range t.C {
+		sh.mu.Lock()
+		if len(sh.recs) == 0 {
+			sh.running = false
+			sh.mu.Unlock()
+			return
+		}
+		sh.batch = append(sh.batch[:0], sh.recs...)
+		sh.mu.Unlock()
+		for i, r := range sh.batch {
+			r.mu.Lock()
+			if !r.stopped {
+				r.drain(false)
+			}
+			r.mu.Unlock()
+			sh.batch[i] = nil
 		}
 	}
 }
@@ -160,15 +233,17 @@ func (r *recorder) write(caller, agent []int16) {
 	r.err = r.w.WriteSamples(r.stereo)
 }
 
-// close stops the goroutine after a last drain and finishes the file. The
-// pacer and the input side must have stopped.
+// close takes the recorder off its shard, drains what is left and finishes
+// the file. The pacer and the input side must have stopped.
 func (r *recorder) close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.stopped {
 		return nil
 	}
 	r.stopped = true
-	close(r.stop)
-	r.done.Wait()
+	r.sh.remove(r)
+	r.drain(true)
 	r.rs.Close()
 	err := r.w.Close()
 	if _, serr := r.bf.Seek(0, io.SeekCurrent); err == nil {

@@ -1,0 +1,151 @@
+package agent
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/voiced/voiced/codecs/resample"
+	"github.com/voiced/voiced/codecs/wav"
+	"github.com/voiced/voiced/media"
+)
+
+// Many calls' recordings are written by a few shared goroutines, not one
+// each; every sample of every call reaches its file, paired in order, and
+// the writers stop once the last recording is closed.
+func TestRecordersShareWriters(t *testing.T) {
+	const calls, bursts, perBurst = 40, 3, 10
+	base := runtime.NumGoroutine()
+	dir := t.TempDir()
+	recs := make([]*recorder, calls)
+	for i := range recs {
+		r, err := newRecorder(filepath.Join(dir, "rec", strconv.Itoa(i)+".wav"), media.Rate8k)
+		require.NoError(t, err)
+		recs[i] = r
+	}
+	require.LessOrEqual(t, runtime.NumGoroutine()-base, runtime.GOMAXPROCS(0), "at most one writer per shard")
+
+	n := media.SamplesPerFrame(media.Rate8k)
+	agentFrame := func(call, k int) []int16 {
+		f := make([]int16, n)
+		for j := range f {
+			f[j] = int16((call*7 + k*13 + j*5) % 2000)
+		}
+		return f
+	}
+	callerPCM := func(call, k int) []int16 {
+		f := make([]int16, callerFrame)
+		for j := range f {
+			f[j] = int16(call*100 + k*3 + j%7 + 1)
+		}
+		return f
+	}
+	// Each call's pacer and input sides feed it from their own goroutines,
+	// a burst at a time; between bursts the shared writers drain the rings.
+	for b := range bursts {
+		var wg sync.WaitGroup
+		for i, r := range recs {
+			wg.Add(2)
+			go func() {
+				defer wg.Done()
+				for k := b * perBurst; k < (b+1)*perBurst; k++ {
+					r.tick(agentFrame(i, k))
+				}
+			}()
+			go func() {
+				defer wg.Done()
+				for k := b * perBurst; k < (b+1)*perBurst; k++ {
+					r.callerFrame(callerPCM(i, k))
+				}
+			}()
+		}
+		wg.Wait()
+		require.Eventually(t, func() bool {
+			for _, r := range recs {
+				if r.agent.Len() != 0 || r.caller.Len() != 0 {
+					return false
+				}
+			}
+			return true
+		}, 5*time.Second, 5*time.Millisecond, "the writers drain every call")
+	}
+	for _, r := range recs {
+		require.NoError(t, r.close())
+		require.NoError(t, r.close(), "idempotent")
+	}
+	if !waitUntil(func() bool { return runtime.NumGoroutine() <= base }) {
+		buf := make([]byte, 1<<20)
+		t.Fatalf("the writers stop with the last recording: %d > %d\n%s", runtime.NumGoroutine(), base, buf[:runtime.Stack(buf, true)])
+	}
+
+	total := bursts * perBurst
+	for i := range recs {
+		f, err := os.Open(filepath.Join(dir, "rec", strconv.Itoa(i)+".wav"))
+		require.NoError(t, err)
+		format, pcm, err := wav.ReadAll(f)
+		f.Close()
+		require.NoError(t, err)
+		require.Equal(t, wav.Format{Encoding: wav.PCM16, SampleRate: 16000, Channels: 2}, format)
+		require.Len(t, pcm, 2*callerFrame*total)
+		rs, err := resample.New(media.Rate8k, media.Rate16k, resample.QualityHigh)
+		require.NoError(t, err)
+		a16 := make([]int16, callerFrame)
+		for k := range total {
+			_, err := rs.ProcessTo(a16, agentFrame(i, k))
+			require.NoError(t, err)
+			c := callerPCM(i, k)
+			for j := range callerFrame {
+				require.Equal(t, c[j], pcm[2*(k*callerFrame+j)], "call %d frame %d caller", i, k)
+				require.Equal(t, a16[j], pcm[2*(k*callerFrame+j)+1], "call %d frame %d agent", i, k)
+			}
+		}
+		rs.Close()
+	}
+}
+
+// A recording whose file cannot be written reports the error from close,
+// and the others on its shard are unaffected.
+func TestRecorderWriteErrorFromClose(t *testing.T) {
+	dir := t.TempDir()
+	bad, err := newRecorder(filepath.Join(dir, "bad.wav"), media.Rate8k)
+	require.NoError(t, err)
+	good, err := newRecorder(filepath.Join(dir, "good.wav"), media.Rate8k)
+	require.NoError(t, err)
+	require.NoError(t, bad.f.Close()) // every later write to it fails
+	n := media.SamplesPerFrame(media.Rate8k)
+	for range 200 { // 4 s: more than the 64 KB buffer of each file
+		bad.tick(make([]int16, n))
+		bad.callerFrame(make([]int16, callerFrame))
+		good.tick(make([]int16, n))
+		good.callerFrame(make([]int16, callerFrame))
+		if good.agent.Free() < 4*n {
+			time.Sleep(recDrainEvery)
+		}
+	}
+	require.Error(t, bad.close())
+	require.NoError(t, good.close())
+	f, err := os.Open(filepath.Join(dir, "good.wav"))
+	require.NoError(t, err)
+	defer f.Close()
+	_, pcm, err := wav.ReadAll(f)
+	require.NoError(t, err)
+	require.Len(t, pcm, 2*callerFrame*200)
+}
+
+// waitUntil polls f for up to 5 s on the calling goroutine
+// (require.Eventually's own goroutines would count in NumGoroutine).
+func waitUntil(f func() bool) bool {
+	for range 500 {
+		if f() {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return false
+}
