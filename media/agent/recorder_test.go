@@ -149,3 +149,26 @@ func waitUntil(f func() bool) bool {
 	}
 	return false
 }
+
+// BenchmarkRecorderDrain is one recorder's share of a shard's wake-up:
+// pairing and writing 100 ms of a 16 kHz call (the pacer's engine rate).
+// A shard's batch takes about this times its calls.
+func BenchmarkRecorderDrain(b *testing.B) {
+	r, err := newRecorder(filepath.Join(b.TempDir(), "call.wav"), media.Rate16k)
+	require.NoError(b, err)
+	agent, caller := make([]int16, callerFrame), make([]int16, callerFrame)
+	for i := range agent {
+		agent[i], caller[i] = int16(i), int16(-i)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		for range 5 {
+			r.tick(agent)
+			r.callerFrame(caller)
+		}
+		r.mu.Lock()
+		r.drain(false)
+		r.mu.Unlock()
+	}
+	require.NoError(b, r.close())
+}
