@@ -119,8 +119,8 @@ const recYieldEvery = 64
 
 // recWriter writes every call's recording of the process. A goroutine per
 // recorder waking every 100 ms cost a wake-up per call ten times a second
-// (about a tenth of the node's CPU at 300 calls, most of it the
-// scheduler's); instead the recorders are spread over one shard per CPU,
+// (about 3% of the node's CPU at 300 calls, beside the drains' own 8%:
+// bench/RESULTS-voicebench.md); instead the recorders are spread over one shard per CPU,
 // and each shard's goroutine drains all its recorders in one wake-up. A
 // shard's goroutine runs only while it has recorders. The rings hold 2 s
 // (agent) and 4 s (caller), so a slow write to one call's file delays the
