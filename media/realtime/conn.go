@@ -213,8 +213,8 @@ func (c *conn) buffer(msg []byte) {
 	c.pendingBytes += len(msg)
 }
 
-// start makes the call live: the engine session, the pacer, session.updated,
-// then the buffered events in order.
+// start makes the call live: session.updated, the engine session, the
+// pacer, then the buffered events in order.
 func (c *conn) start(adm Admission, eventID string) error {
 	if c.timer != nil {
 		c.timer.Stop()
@@ -247,6 +247,13 @@ func (c *conn) start(adm Admission, eventID string) error {
 	c.log = c.log.With("call_id", adm.CallID)
 	c.enc.beta, c.enc.out, c.enc.voice = c.beta, c.set.out, c.set.voice
 	c.binaryOutput.Store(c.set.binaryOutput)
+	// session.updated goes out before the engine exists: a saved agent
+	// that speaks first starts its response inside agent.New.
+	ev := map[string]any{"session": c.set.sessionObject(c.id, c.beta, adm.CallID)}
+	if eventID != "" {
+		ev["client_event_id"] = eventID
+	}
+	c.send(c.enc.marshal("session.updated", ev))
 	sess, err := agent.New(cfg, c.log, deps, c)
 	if err != nil {
 		return err
@@ -263,11 +270,6 @@ func (c *conn) start(adm Admission, eventID string) error {
 	}
 	c.handle = h
 	c.live = true
-	ev := map[string]any{"session": c.set.sessionObject(c.id, c.beta, adm.CallID)}
-	if eventID != "" {
-		ev["client_event_id"] = eventID
-	}
-	c.send(c.enc.marshal("session.updated", ev))
 	pending := c.pending
 	c.pending, c.pendingBytes = nil, 0
 	for _, msg := range pending {
