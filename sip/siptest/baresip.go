@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -68,7 +69,7 @@ func StartBaresip(t testing.TB, o BaresipOptions) *Baresip {
 		source = "aufile," + o.Source
 	}
 	bin := Binary(t, "baresip", "baresip-core")
-	b := &Baresip{dir: t.TempDir(), done: make(chan error, 1), Port: FreePort(t, "127.0.0.1")}
+	b := &Baresip{dir: t.TempDir(), done: make(chan error, 1), Port: freePortPair(t, "127.0.0.1")}
 	config := fmt.Sprintf(`poll_method epoll
 sip_listen 127.0.0.1:%d
 sip_trans_def udp
@@ -171,4 +172,27 @@ func (b *Baresip) Received() (rate int, mono []int16, err error) {
 		mono[i] = pcm[i*format.Channels]
 	}
 	return format.SampleRate, mono, nil
+}
+
+// freePortPair returns a port p such that p and p+1 were free for UDP and
+// TCP on ip a moment ago: baresip listens for SIP/TLS on sip_listen's
+// port plus one, and exits when that is taken.
+func freePortPair(t testing.TB, ip string) int {
+	t.Helper()
+	for range 50 {
+		p := FreePort(t, ip)
+		u, err := net.ListenPacket("udp", net.JoinHostPort(ip, strconv.Itoa(p+1)))
+		if err != nil {
+			continue
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(p+1)))
+		u.Close()
+		if err != nil {
+			continue
+		}
+		l.Close()
+		return p
+	}
+	t.Fatal("no free port pair")
+	return 0
 }
