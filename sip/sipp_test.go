@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"text/template"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -50,17 +49,10 @@ func TestSippInboundCall(t *testing.T) {
 	}
 }
 
-// scenario renders a templated scenario into a temporary file.
+// scenario renders a templated scenario of testdata/sipp into a
+// temporary file.
 func scenario(t *testing.T, name string, data any) string {
-	t.Helper()
-	tpl, err := template.ParseFiles("testdata/sipp/" + name + ".tmpl")
-	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), name)
-	f, err := os.Create(path)
-	require.NoError(t, err)
-	require.NoError(t, tpl.Execute(f, data))
-	require.NoError(t, f.Close())
-	return path
+	return siptest.Scenario(t, "testdata/sipp/"+name+".tmpl", data)
 }
 
 // TestSippRefusals: unknown numbers get 404, numbers without an agent or

@@ -6,11 +6,8 @@ import (
 	"math"
 	"net"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
-	"text/template"
 	"time"
 
 	prtp "github.com/pion/rtp"
@@ -116,15 +113,7 @@ func (m trunkOf) InboundTrunk(_ context.Context, n string) (sip.InboundTrunk, bo
 
 // renderScenario fills a templated sipp scenario of sip/testdata.
 func renderScenario(t *testing.T, name string, data any) string {
-	t.Helper()
-	tpl, err := template.ParseFiles("../../sip/testdata/sipp/" + name + ".tmpl")
-	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), name)
-	f, err := os.Create(path)
-	require.NoError(t, err)
-	require.NoError(t, tpl.Execute(f, data))
-	require.NoError(t, f.Close())
-	return path
+	return siptest.Scenario(t, "../../sip/testdata/sipp/"+name+".tmpl", data)
 }
 
 // TestTransferBridgeFallback: a caller (sipp for SIP, a Go RTP peer

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"syscall"
 	"testing"
-	"text/template"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -58,11 +57,7 @@ func TestSippLoad(t *testing.T) {
 	require.NoError(t, err)
 	pcap := filepath.Join(tmp, "speech.pcap")
 	require.NoError(t, siptest.WritePCMUPcap(pcap, pcm))
-	scenario := filepath.Join(tmp, "uac_load.xml")
-	sf, err := os.Create(scenario)
-	require.NoError(t, err)
-	require.NoError(t, template.Must(template.ParseFiles("../../sip/testdata/sipp/uac_load.xml.tmpl")).Execute(sf, struct{ Pcap string }{pcap}))
-	require.NoError(t, sf.Close())
+	scenario := renderScenario(t, "uac_load.xml", struct{ Pcap string }{pcap})
 
 	sv := startTelephonyServe(t, "--sip-trusted", "127.0.0.1", "--dev-credit-cents", "100000000", "--access-log=false")
 	st, conn := sv.call("POST", "/v1/voip-connections", `{"host":"127.0.0.1","allowed_inbound_addresses":["127.0.0.1"],"codecs":["PCMU"]}`)

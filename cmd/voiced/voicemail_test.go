@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"text/template"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -91,12 +90,7 @@ func voicemailCalls(t *testing.T, sv *served, machine, person string, pad, beepE
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			scen := filepath.Join(t.TempDir(), "uas.xml")
-			tpl := template.Must(template.ParseFiles("../../sip/testdata/sipp/uas_pcap.xml.tmpl"))
-			f, err := os.Create(scen)
-			require.NoError(t, err)
-			require.NoError(t, tpl.Execute(f, map[string]any{"Pcap": tc.pcap, "HangupMS": tc.hangupMS}))
-			require.NoError(t, f.Close())
+			scen := renderScenario(t, "uas_pcap.xml", map[string]any{"Pcap": tc.pcap, "HangupMS": tc.hangupMS})
 			uas := siptest.Sipp(t, scen, 30*time.Second, "-m", "1")
 
 			number := fmt.Sprintf("+1415555020%d", i)

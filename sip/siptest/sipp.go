@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"text/template"
 	"time"
 )
 
@@ -161,3 +162,25 @@ func (p *Proc) Addr() string { return "127.0.0.1:" + strconv.Itoa(p.Port) }
 
 // Dir is sipp's working directory (its statistics files land there).
 func (p *Proc) Dir() string { return p.dir }
+
+// Scenario renders the templated sipp scenario at path (a .tmpl file)
+// with data into a temporary file and returns that file's path.
+func Scenario(t testing.TB, path string, data any) string {
+	t.Helper()
+	tpl, err := template.ParseFiles(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), strings.TrimSuffix(filepath.Base(path), ".tmpl"))
+	f, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tpl.Execute(f, data); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
