@@ -19,7 +19,6 @@ import (
 	"github.com/voiced/voiced/ai/llm"
 	"github.com/voiced/voiced/control"
 	"github.com/voiced/voiced/control/webhook"
-	"github.com/voiced/voiced/media"
 	"github.com/voiced/voiced/media/agent"
 	"github.com/voiced/voiced/media/dsp"
 	"github.com/voiced/voiced/media/quality"
@@ -341,7 +340,7 @@ func (k callerSink) WriteFrame(pcm []int16) error {
 	if err := k.m.agent.WriteFrame(pcm); err != nil {
 		return err
 	}
-	k.m.talk.Observe(media.RMS(pcm) >= callerTalkRMS, k.m.agentTalking.Load(), media.FrameDuration)
+	k.m.talk.ObserveFrame(pcm, k.m.agentTalking.Load())
 	k.m.vm.frame(pcm)
 	return nil
 }

@@ -147,8 +147,3 @@ func (s *mediaStats) read() control.MediaStats {
 	}
 	return out
 }
-
-// callerTalkRMS is the frame RMS (about -40 dBFS) above which a phone
-// caller counts as speaking for dead air and talk-over, as for browser
-// calls (media/webrtc).
-const callerTalkRMS = 320

@@ -1,6 +1,14 @@
 package quality
 
-import "time"
+import (
+	"time"
+
+	"github.com/voiced/voiced/media"
+)
+
+// SpeakingRMS is the frame RMS (about -40 dBFS) above which a caller's
+// frame counts as speech for dead air and talk-over.
+const SpeakingRMS = 320
 
 // DefaultDeadAir is the silence on both sides after which Talk counts
 // dead air.
@@ -21,6 +29,12 @@ type Talk struct {
 	silent  time.Duration // current stretch of silence on both sides
 	counted bool          // the current stretch already passed the threshold
 	events  int
+}
+
+// ObserveFrame records one frame of the caller's audio (speech when its
+// RMS reaches SpeakingRMS) and whether the agent played audio in it.
+func (t *Talk) ObserveFrame(caller []int16, agent bool) {
+	t.Observe(media.RMS(caller) >= SpeakingRMS, agent, media.FrameDuration)
 }
 
 // Observe records d of audio in which the caller and the agent did or did

@@ -4,13 +4,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/voiced/voiced/media"
 	"github.com/voiced/voiced/media/quality"
 )
-
-// talkRMS is the frame RMS (about -40 dBFS) above which the caller counts
-// as speaking for dead air and talk-over.
-const talkRMS = 320
 
 // Conversation is the engine side of a call as Run drives it: the
 // conversation engine (media/agent, adapted by cmd/voiced) or Echo.
@@ -43,7 +38,7 @@ func (s *Session) Run(c Conversation) error {
 		}
 		c.ReadFrame(out)
 		if s.connected.Load() {
-			talk.Observe(media.RMS(in) >= talkRMS, !silent(out), media.FrameDuration)
+			talk.ObserveFrame(in, !silent(out))
 		}
 		if err := s.WriteFrame(out); err != nil {
 			if !errors.Is(err, ErrClosed) {
