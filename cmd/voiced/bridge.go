@@ -118,14 +118,7 @@ func (l *legMedia) Close() error {
 // watch hangs the leg up when its RTP stops for the media timeout.
 func (l *legMedia) watch() {
 	defer l.wg.Done()
-	select {
-	case <-l.rtp.Done():
-		if errors.Is(l.rtp.Err(), rtp.ErrMediaTimeout) {
-			l.log.Info("transfer leg media timeout")
-			l.call.Hangup("media_timeout")
-		}
-	case <-l.stop:
-	}
+	hangupOnMediaTimeout(l.rtp, l.stop, l.call, l.log, "transfer leg media timeout")
 }
 
 // rtpParams is the RTP session's configuration for a negotiated stream.

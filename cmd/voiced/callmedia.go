@@ -348,13 +348,19 @@ func (k callerSink) WriteFrame(pcm []int16) error {
 // watch hangs up when the peer's RTP stops for the media timeout.
 func (m *callMedia) watch() {
 	defer m.wg.Done()
+	hangupOnMediaTimeout(m.rtp, m.stop, m.call, m.log, "media timeout")
+}
+
+// hangupOnMediaTimeout waits until s ends or stop closes, and hangs c up
+// (logging msg) when s ended because the peer's RTP stopped.
+func hangupOnMediaTimeout(s *rtp.Session, stop <-chan struct{}, c *sip.Call, log *slog.Logger, msg string) {
 	select {
-	case <-m.rtp.Done():
-		if errors.Is(m.rtp.Err(), rtp.ErrMediaTimeout) {
-			m.log.Info("media timeout")
-			m.call.Hangup("media_timeout")
+	case <-s.Done():
+		if errors.Is(s.Err(), rtp.ErrMediaTimeout) {
+			log.Info(msg)
+			c.Hangup("media_timeout")
 		}
-	case <-m.stop:
+	case <-stop:
 	}
 }
 
