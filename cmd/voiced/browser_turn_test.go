@@ -1,52 +1,20 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"net"
-	"os"
-	"os/exec"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/voiced/voiced/media/mediatest"
 )
 
 // coturnWithSecret runs Debian's coturn on a free loopback port with the
 // TURN REST API's shared secret (use-auth-secret), relaying to loopback
 // peers, and returns its turn: URL.
 func coturnWithSecret(t *testing.T, secret string) string {
-	t.Helper()
-	bin, err := exec.LookPath("turnserver")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("coturn (turnserver) is required under CI=true")
-		}
-		t.Skip("coturn not installed")
-	}
-	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := pc.LocalAddr().(*net.UDPAddr).Port
-	pc.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	dir := t.TempDir()
-	cmd := exec.CommandContext(ctx, bin, "-n", "--listening-ip=127.0.0.1", fmt.Sprintf("--listening-port=%d", port), "--relay-ip=127.0.0.1",
-		"--realm=voiced.test", "--use-auth-secret", "--static-auth-secret="+secret, "--allow-loopback-peers", "--no-cli", "--no-tls",
-		"--no-dtls", "--no-tcp", "--min-port=49410", "--max-port=49600", "--log-file=stdout", "--userdb="+dir+"/turndb", "--pidfile="+dir+"/turn.pid")
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		cancel()
-		_ = cmd.Wait()
-	})
-	require.Eventually(t, func() bool {
-		c, err := net.ListenPacket("udp4", fmt.Sprintf("127.0.0.1:%d", port))
-		if err != nil {
-			return true // coturn holds the port
-		}
-		c.Close()
-		return false
-	}, 5*time.Second, 20*time.Millisecond, "coturn did not start")
-	return fmt.Sprintf("turn:127.0.0.1:%d?transport=udp", port)
+	return mediatest.Coturn(t, 49410, 49600, "--use-auth-secret", "--static-auth-secret="+secret)
 }
 
 // TestBrowserWidgetThroughTURN: with --webrtc-turn and --webrtc-turn-secret

@@ -1,15 +1,13 @@
 package webrtc
 
 import (
-	"context"
-	"fmt"
-	"net"
-	"os/exec"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/voiced/voiced/media/mediatest"
 )
 
 // startCoturn runs Debian's coturn on a free loopback port with one
@@ -24,34 +22,7 @@ func startCoturn(t *testing.T) ICEServer {
 // runCoturn runs coturn on a free loopback port with the authentication
 // options auth, relaying to loopback peers, and returns its URL.
 func runCoturn(t *testing.T, auth ...string) ICEServer {
-	t.Helper()
-	bin, err := exec.LookPath("turnserver")
-	ciRequires(t, err == nil, "coturn (turnserver)")
-	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := pc.LocalAddr().(*net.UDPAddr).Port
-	pc.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	args := append([]string{"-n", "--listening-ip=127.0.0.1", fmt.Sprintf("--listening-port=%d", port),
-		"--relay-ip=127.0.0.1", "--realm=voiced.test", "--allow-loopback-peers",
-		"--no-cli", "--no-tls", "--no-dtls", "--no-tcp", "--min-port=49160", "--max-port=49400", "--log-file=stdout",
-		"--userdb=" + t.TempDir() + "/turndb", "--pidfile=" + t.TempDir() + "/turn.pid"}, auth...)
-	cmd := exec.CommandContext(ctx, bin, args...)
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		cancel()
-		_ = cmd.Wait()
-	})
-	// Ready when the port is taken.
-	require.Eventually(t, func() bool {
-		c, err := net.ListenPacket("udp4", fmt.Sprintf("127.0.0.1:%d", port))
-		if err != nil {
-			return true
-		}
-		c.Close()
-		return false
-	}, 5*time.Second, 20*time.Millisecond, "coturn did not start")
-	return ICEServer{URLs: []string{fmt.Sprintf("turn:127.0.0.1:%d?transport=udp", port)}}
+	return ICEServer{URLs: []string{mediatest.Coturn(t, 49160, 49400, auth...)}}
 }
 
 func TestCallThroughTURN(t *testing.T) {
