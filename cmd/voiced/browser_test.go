@@ -401,7 +401,7 @@ func TestBrowserConversation(t *testing.T) {
 		ch.eval(`voicedWidget.transcript`, &lines)
 		agent, user, answer := false, false, false
 		for _, l := range lines {
-			agent = agent || (l.Role == "assistant" && l.Text == "Welcome to the shop.")
+			agent = agent || (l.Role == "assistant" && isGreeting(l.Text))
 			user = user || (l.Role == "user" && l.Text == heard)
 			answer = answer || (l.Role == "assistant" && l.Text == heard)
 		}
@@ -431,7 +431,15 @@ func TestBrowserConversation(t *testing.T) {
 	// talking before the greeting does, so look for the greeting anywhere.
 	greeted := false
 	for _, turn := range tr.Turns {
-		greeted = greeted || (turn.Role == "assistant" && turn.Text == "Welcome to the shop.")
+		greeted = greeted || (turn.Role == "assistant" && isGreeting(turn.Text))
 	}
 	require.True(t, greeted, "the greeting is in the recorded transcript: %+v", tr)
+}
+
+// isGreeting reports whether text is the agent's greeting, whole or cut
+// short: the fake microphone loops its speech and may barge in while the
+// greeting plays, which truncates the item to what was heard.
+func isGreeting(text string) bool {
+	const greeting = "Welcome to the shop."
+	return len(strings.Fields(text)) >= 2 && strings.HasPrefix(greeting, text)
 }
