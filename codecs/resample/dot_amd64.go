@@ -50,3 +50,61 @@ func dotPhases(out, coefs, x []float32, k int) {
 		out[p] = dotFMA(&coefs[p*k], &x[0], k)
 	}
 }
+
+// polyFMA, int16sToFloat and floatsToInt16 are implemented in dot_amd64.s:
+// the whole per-chunk loop of run, and the conversions at either end of it,
+// each in one call.
+//
+//go:noescape
+func polyFMA(out, coefs, x *float32, k, n, limit, up, stepBase, stepPhase int, pos *[2]int) int
+
+//go:noescape
+func int16sToFloat(dst *float32, src *int16, n int)
+
+//go:noescape
+func floatsToInt16(dst *int16, src *float32, n int)
+
+// toFloat sets x[i] = float32(src[i]).
+func toFloat(x []float32, src []int16) {
+	x = x[:len(src)]
+	i := 0
+	if hasFMA {
+		i = len(src) &^ 7
+		if i > 0 {
+			int16sToFloat(&x[0], &src[0], i)
+		}
+	}
+	for ; i < len(src); i++ {
+		x[i] = float32(src[i])
+	}
+}
+
+// polySIMD is runDot on CPUs with AVX2+FMA: the whole polyphase loop in
+// one assembly call. It reports false (and does nothing) elsewhere, and for
+// integer upsampling by more than 3, which runUp does for less (it reads each
+// input window once for three phases).
+func (r *Resampler) polySIMD(y []float32, n int, out *int) bool {
+	f := &r.f
+	if !hasFMA || f.down == 1 && f.up > 3 {
+		return false
+	}
+	pos := [2]int{r.base, r.phase}
+	*out = polyFMA(&y[0], &f.coefs[0], &r.buf[0], f.taps, n, len(y), f.up, f.down/f.up, f.down%f.up, &pos)
+	r.base, r.phase = pos[0], pos[1]
+	return true
+}
+
+// toInt16s converts y to dst (len(dst) == len(y)) with toInt16's rounding
+// and saturation, sixteen samples per vector step.
+func toInt16s(dst []int16, y []float32) {
+	i := 0
+	if hasFMA {
+		i = len(y) &^ 15
+		if i > 0 {
+			floatsToInt16(&dst[:i][0], &y[0], i)
+		}
+	}
+	for ; i < len(y); i++ {
+		dst[i] = toInt16(y[i])
+	}
+}

@@ -182,3 +182,145 @@ pairReduce:
 	VMOVSS X1, 4(SI)
 	VZEROUPPER
 	RET
+
+// func polyFMA(out, coefs, x *float32, k, n, limit, up, stepBase, stepPhase int, pos *[2]int) int
+//
+// The whole polyphase loop of Resampler.run: while pos[0] (base) < n and
+// fewer than limit outputs are written, out[i] is the inner product of phase
+// pos[1] of coefs (k coefficients, k a multiple of 8) with x[base:base+k];
+// then base and phase step by stepBase and stepPhase (phase wrapping at up
+// into base). pos is updated; the count of outputs is returned. One call per
+// chunk instead of one per output sample keeps the Go loop, the call and the
+// bounds checks out of the per-sample cost.
+TEXT ·polyFMA(SB), NOSPLIT, $0-88
+	MOVQ out+0(FP), R8
+	MOVQ coefs+8(FP), R9
+	MOVQ x+16(FP), R10
+	MOVQ k+24(FP), R11
+	MOVQ n+32(FP), R12
+	MOVQ limit+40(FP), R13
+	MOVQ pos+72(FP), BX
+	MOVQ 0(BX), CX
+	MOVQ 8(BX), DX
+	MOVQ R11, R14
+	SHLQ $2, R14
+	XORQ AX, AX
+
+polyNext:
+	CMPQ CX, R12
+	JGE  polyDone
+	CMPQ AX, R13
+	JGE  polyDone
+	MOVQ DX, SI
+	IMULQ R14, SI
+	ADDQ R9, SI
+	LEAQ (R10)(CX*4), DI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	MOVQ R11, BX
+
+poly16:
+	CMPQ BX, $16
+	JLT  poly8
+	VMOVUPS (SI), Y2
+	VMOVUPS 32(SI), Y3
+	VFMADD231PS (DI), Y2, Y0
+	VFMADD231PS 32(DI), Y3, Y1
+	ADDQ $64, SI
+	ADDQ $64, DI
+	SUBQ $16, BX
+	JMP  poly16
+
+poly8:
+	TESTQ BX, BX
+	JEQ   polyReduce
+	VMOVUPS (SI), Y2
+	VFMADD231PS (DI), Y2, Y0
+
+polyReduce:
+	VADDPS Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	VMOVSS X0, (R8)(AX*4)
+	INCQ AX
+	ADDQ stepBase+56(FP), CX
+	ADDQ stepPhase+64(FP), DX
+	CMPQ DX, up+48(FP)
+	JLT  polyNext
+	SUBQ up+48(FP), DX
+	INCQ CX
+	JMP  polyNext
+
+polyDone:
+	MOVQ pos+72(FP), BX
+	MOVQ CX, 0(BX)
+	MOVQ DX, 8(BX)
+	MOVQ AX, ret+80(FP)
+	VZEROUPPER
+	RET
+
+// func int16sToFloat(dst *float32, src *int16, n int)
+//
+// dst[i] = float32(src[i]) for n samples, n a multiple of 8.
+TEXT ·int16sToFloat(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+
+i2fLoop:
+	CMPQ CX, $8
+	JLT  i2fDone
+	VPMOVSXWD (SI), Y0
+	VCVTDQ2PS Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $16, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP  i2fLoop
+
+i2fDone:
+	VZEROUPPER
+	RET
+
+// func floatsToInt16(dst *int16, src *float32, n int)
+//
+// dst[i] = src[i] rounded to the nearest integer (ties to even, the CPU's
+// default rounding) and saturated to int16, for n samples, n a multiple of
+// 16. The values are clamped before the conversion so that nothing outside
+// the int32 range reaches VCVTPS2DQ; VPACKSSDW saturates and VPERMQ undoes
+// its lane interleaving.
+TEXT ·floatsToInt16(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	MOVL $0x46fffe00, AX // 32767.0
+	MOVQ AX, X4
+	VBROADCASTSS X4, Y4
+	MOVL $0xc7000000, AX // -32768.0
+	MOVQ AX, X5
+	VBROADCASTSS X5, Y5
+
+f2iLoop:
+	CMPQ CX, $16
+	JLT  f2iDone
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMINPS Y4, Y0, Y0
+	VMINPS Y4, Y1, Y1
+	VMAXPS Y5, Y0, Y0
+	VMAXPS Y5, Y1, Y1
+	VCVTPS2DQ Y0, Y0
+	VCVTPS2DQ Y1, Y1
+	VPACKSSDW Y1, Y0, Y0
+	VPERMQ $0xd8, Y0, Y0
+	VMOVDQU Y0, (DI)
+	ADDQ $64, SI
+	ADDQ $32, DI
+	SUBQ $16, CX
+	JMP  f2iLoop
+
+f2iDone:
+	VZEROUPPER
+	RET

@@ -8,3 +8,21 @@ func dot(a, b []float32) float32 { return dotGeneric(a, b) }
 // dotPhases sets out[p] to the inner product of phase p of coefs (k
 // coefficients per phase) with x[:k], for every p in out.
 func dotPhases(out, coefs, x []float32, k int) { dotPhasesGeneric(out, coefs, x, k) }
+
+// toFloat sets x[i] = float32(src[i]).
+func toFloat(x []float32, src []int16) {
+	x = x[:len(src)]
+	for i, v := range src {
+		x[i] = float32(v)
+	}
+}
+
+// polySIMD reports false: there is no assembly loop on this architecture.
+func (r *Resampler) polySIMD(y []float32, n int, out *int) bool { return false }
+
+// toInt16s converts y to dst (len(dst) == len(y)).
+func toInt16s(dst []int16, y []float32) {
+	for i, v := range y {
+		dst[i] = toInt16(v)
+	}
+}

@@ -23,7 +23,7 @@ var ttsPairs = [][2]int{{22050, 16000}, {22050, 24000}, {22050, 8000}, {22050, 4
 // callPairs are the conversions the call path uses (DESIGN.md section 4).
 var callPairs = [][2]int{
 	{8000, 16000}, {16000, 8000}, {24000, 8000}, {24000, 16000},
-	{48000, 16000}, {16000, 48000}, {8000, 48000},
+	{48000, 16000}, {16000, 24000}, {16000, 48000}, {8000, 48000},
 }
 
 // processor is anything that resamples a stream chunk by chunk.

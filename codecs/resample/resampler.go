@@ -1,6 +1,9 @@
 package resample
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // initialChunk is the input chunk the scratch buffer is sized for at New: 40 ms
 // at 48 kHz, so 20 ms frames at any supported rate never grow it.
@@ -19,6 +22,9 @@ type Resampler struct {
 	// buf holds taps-1 samples of history followed by the current chunk,
 	// converted to float32. It only grows.
 	buf []float32
+	// out is scratch for one chunk's outputs before conversion (the
+	// assembly loop); it only grows.
+	out []float32
 	// base and phase locate the next output sample: it ends its window at
 	// input base of the next chunk (relative to that chunk's start) and uses
 	// polyphase branch phase.
@@ -53,6 +59,7 @@ func New(inRate, outRate int, q Quality) (*Resampler, error) {
 	}
 	r.f = design(inRate, outRate, s)
 	r.buf = make([]float32, r.f.taps-1, r.f.taps-1+max(initialChunk, r.flushInput()))
+	r.out = make([]float32, r.OutputLen(cap(r.buf)-len(r.buf)))
 	return r, nil
 }
 
@@ -105,10 +112,7 @@ func (r *Resampler) ProcessTo(dst, src []int16) (int, error) {
 		r.buf = grown
 	}
 	r.buf = r.buf[:hist+len(src)]
-	x := r.buf[hist:]
-	for i, v := range src {
-		x[i] = float32(v)
-	}
+	toFloat(r.buf[hist:], src)
 	return r.run(dst, len(src), len(dst)), nil
 }
 
@@ -169,19 +173,44 @@ func (r *Resampler) Close() error {
 }
 
 // run computes up to limit output samples from the n new input samples at the
-// end of r.buf into dst, then keeps the last taps-1 inputs as history.
+// end of r.buf into dst, then keeps the last taps-1 inputs as history. The
+// filter writes float32 outputs to r.out; one conversion to int16 follows.
 func (r *Resampler) run(dst []int16, n, limit int) int {
 	f := &r.f
 	k := f.taps
-	if f.down == 1 && r.phase == 0 {
-		return r.runUp(dst, n, limit)
+	// At most ceil(n*up/down) outputs end their windows in this chunk.
+	limit = min(limit, len(dst), (n*f.up+f.down-1)/f.down)
+	if cap(r.out) < limit {
+		r.out = make([]float32, limit)
 	}
+	y := r.out[:limit]
+	out := 0
+	switch {
+	case len(y) == 0:
+	case r.polySIMD(y, n, &out):
+	case f.down == 1 && r.phase == 0:
+		out = r.runUp(y, n)
+	default:
+		out = r.runDot(y, n)
+	}
+	toInt16s(dst[:out], y[:out])
+	r.base -= n
+	copy(r.buf, r.buf[n:n+k-1])
+	r.buf = r.buf[:k-1]
+	return out
+}
+
+// runDot is the portable polyphase loop: one inner product per output, the
+// window and phase stepping by down/up. It leaves r.base relative to this
+// chunk's window start.
+func (r *Resampler) runDot(y []float32, n int) int {
+	f := &r.f
+	k := f.taps
 	stepBase, stepPhase := f.down/f.up, f.down%f.up
 	base, phase := r.base, r.phase
 	out := 0
-	for base < n && out < limit {
-		c := f.coefs[phase*k : phase*k+k]
-		dst[out] = toInt16(dot(c, r.buf[base:base+k]))
+	for base < n && out < len(y) {
+		y[out] = dot(f.coefs[phase*k:phase*k+k], r.buf[base:base+k])
 		out++
 		base += stepBase
 		phase += stepPhase
@@ -190,30 +219,24 @@ func (r *Resampler) run(dst []int16, n, limit int) int {
 			base++
 		}
 	}
-	r.base, r.phase = base-n, phase
-	copy(r.buf, r.buf[n:n+k-1])
-	r.buf = r.buf[:k-1]
+	r.base, r.phase = base, phase
 	return out
 }
 
-// runUp is run for integer upsampling (down == 1): every input sample starts
-// one window that yields up outputs, one per phase, computed together.
-func (r *Resampler) runUp(dst []int16, n, limit int) int {
+// runUp is runDot for integer upsampling (down == 1): every input sample
+// starts one window that yields up outputs, one per phase, computed
+// together.
+func (r *Resampler) runUp(y []float32, n int) int {
 	f := &r.f
 	k := f.taps
-	var y [6]float32 // up is at most 6 (8 kHz to 48 kHz)
+	var ph [6]float32 // up is at most 6 (8 kHz to 48 kHz)
 	out := 0
 	base := r.base
-	for ; base < n && out < limit; base++ {
-		dotPhases(y[:f.up], f.coefs, r.buf[base:base+k], k)
-		for p := 0; p < f.up && out < limit; p++ {
-			dst[out] = toInt16(y[p])
-			out++
-		}
+	for ; base < n && out < len(y); base++ {
+		dotPhases(ph[:f.up], f.coefs, r.buf[base:base+k], k)
+		out += copy(y[out:], ph[:f.up])
 	}
-	r.base = base - n
-	copy(r.buf, r.buf[n:n+k-1])
-	r.buf = r.buf[:k-1]
+	r.base = base
 	return out
 }
 
@@ -243,15 +266,9 @@ func dotGeneric(a, b []float32) float32 {
 	return (s0 + s1) + (s2 + s3)
 }
 
-// toInt16 rounds half away from zero and saturates.
+// toInt16 saturates and rounds to the nearest integer, ties to even (as the
+// vector conversion does, so a sample comes out the same whichever converts
+// it).
 func toInt16(v float32) int16 {
-	switch {
-	case v >= 32767:
-		return 32767
-	case v <= -32768:
-		return -32768
-	case v >= 0:
-		return int16(v + 0.5)
-	}
-	return int16(v - 0.5)
+	return int16(math.RoundToEven(float64(min(max(v, -32768), 32767))))
 }
