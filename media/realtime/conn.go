@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/gobwas/ws"
@@ -32,6 +33,7 @@ type conn struct {
 	nc  net.Conn
 	rd  wsReader
 	q   *outQueue
+	out sender
 	enc *encoder
 	wg  sync.WaitGroup
 	// done is closed at teardown: the writer and logger stop.
@@ -79,6 +81,12 @@ func newConn(s *Server, nc net.Conn, br *bufio.Reader, org int64, set settings, 
 	c.rd = wsReader{nc: nc, br: br, max: s.cfg.MaxMessageBytes, timeout: 2*s.cfg.PingInterval + 5*time.Second, closing: &c.closing}
 	c.enc = &encoder{beta: beta, tag: tag, out: set.out, voice: set.voice}
 	c.q = newOutQueue(s.cfg.MaxQueuedBytes, media.SamplesPerFrame(set.out.rate), s.cfg.DeltaFrames)
+	if sc, ok := nc.(syscall.Conn); ok {
+		if raw, err := sc.SyscallConn(); err == nil {
+			c.out.raw = raw
+			c.out.rawWrite = c.out.writeOnce
+		}
+	}
 	c.lastRecv.Store(time.Now().UnixNano())
 	return c
 }
@@ -335,14 +343,19 @@ func (c *conn) Tick(time.Time) {
 		if c.playing {
 			c.playing = false
 			c.q.seal()
+			c.sendNow()
 		}
 		return
 	}
-	c.q.pushAudio(c.tickBuf, p)
+	ready := c.q.pushAudio(c.tickBuf, p)
 	// The playout's last frame goes at once, not a tick later.
 	c.playing = !p.Drained()
 	if !c.playing {
 		c.q.seal()
+		ready = true
+	}
+	if ready {
+		c.sendNow()
 	}
 }
 

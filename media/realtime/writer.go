@@ -1,11 +1,13 @@
 package realtime
 
 import (
-	"bufio"
+	"encoding/binary"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gobwas/ws"
+	"golang.org/x/sys/unix"
 
 	"github.com/voiced/voiced/codecs/g711"
 	"github.com/voiced/voiced/codecs/pcm"
@@ -111,31 +113,25 @@ func (q *outQueue) push(kind uint8, data []byte) {
 }
 
 // pushAudio copies a frame into the open slot of its playout, or into a
-// new slot; the pacer's side. It wakes the writer when the slot is full.
-// It allocates nothing.
-func (q *outQueue) pushAudio(frame []int16, p *agent.Playout) {
+// new slot; the pacer's side. It reports whether there is something to
+// send now (the slot is full, an earlier item waits, or the client fell
+// behind); the caller sends it or wakes the writer. It allocates nothing.
+func (q *outQueue) pushAudio(frame []int16, p *agent.Playout) (ready bool) {
 	q.mu.Lock()
+	defer q.mu.Unlock()
 	if q.closed {
-		q.mu.Unlock()
-		return
+		return false
 	}
 	if last := len(q.items) - 1; last >= q.head {
 		if it := &q.items[last]; it.kind == outAudio && it.p == p && !it.sealed && it.n < q.perSlot {
 			copy(q.frames[it.slot][it.n*q.frameLen:], frame)
 			it.n++
-			full := it.n == q.perSlot
-			q.mu.Unlock()
-			if full {
-				q.notify()
-			}
-			return
+			return it.n == q.perSlot
 		}
 	}
 	if len(q.free) == 0 {
 		q.slow = true
-		q.mu.Unlock()
-		q.notify()
-		return
+		return true
 	}
 	slot := q.free[len(q.free)-1]
 	q.free = q.free[:len(q.free)-1]
@@ -144,34 +140,34 @@ func (q *outQueue) pushAudio(frame []int16, p *agent.Playout) {
 	// need not wait for it to fill.
 	behind := len(q.items) > q.head
 	q.items = append(q.items, outItem{kind: outAudio, slot: slot, p: p, n: 1})
-	q.mu.Unlock()
-	if q.perSlot == 1 || behind {
-		q.notify()
-	}
+	return q.perSlot == 1 || behind
 }
 
-// seal closes the open audio slot (the audio stopped) and wakes the
-// writer to send it.
+// seal closes the open audio slot (the audio stopped) so that it is sent
+// as it is; the caller sends it or wakes the writer.
 func (q *outQueue) seal() {
 	q.mu.Lock()
 	if last := len(q.items) - 1; last >= q.head && q.items[last].kind == outAudio {
 		q.items[last].sealed = true
 	}
 	q.mu.Unlock()
-	q.notify()
 }
 
 // pop takes the next item; ok is false when the queue is empty or holds
 // only an audio slot that may still grow. slow reports a client that fell
 // behind.
-func (q *outQueue) pop() (it outItem, ok, slow bool) {
+func (q *outQueue) pop() (it outItem, ok, slow bool) { return q.popUntil(outClose + 1) }
+
+// popUntil is pop that leaves an item of kind stop (or later kinds) at the
+// head of the queue.
+func (q *outQueue) popUntil(stop uint8) (it outItem, ok, slow bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.head == len(q.items) {
 		q.items, q.head = q.items[:0], 0
 		return outItem{}, false, q.slow
 	}
-	if h := &q.items[q.head]; q.head == len(q.items)-1 && h.kind == outAudio && !h.sealed && h.n < q.perSlot && !q.closed {
+	if h := &q.items[q.head]; h.kind >= stop || q.head == len(q.items)-1 && h.kind == outAudio && !h.sealed && h.n < q.perSlot && !q.closed {
 		return outItem{}, false, q.slow
 	}
 	it = q.items[q.head]
@@ -179,6 +175,13 @@ func (q *outQueue) pop() (it outItem, ok, slow bool) {
 	q.head++
 	q.bytes -= len(it.data)
 	return it, true, q.slow
+}
+
+// waiting reports whether items are queued (the writer has work).
+func (q *outQueue) waiting() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.head < len(q.items) && !(q.head == len(q.items)-1 && q.items[q.head].kind == outAudio && !q.items[q.head].sealed && q.items[q.head].n < q.perSlot)
 }
 
 // release returns an audio slot after its frame was written.
@@ -196,15 +199,153 @@ func (q *outQueue) close() {
 	q.notify()
 }
 
-// writer is the socket's only writer goroutine: it drains the queue,
-// encodes audio frames, pings, and closes the socket on a write error, a
-// slow client or a close request.
+// sender is the socket's write side. Two goroutines write, one at a time
+// under mu: the pacer's, from Tick, which encodes what is queued and hands
+// it to the kernel with one non-blocking write (a delta leaves at its tick,
+// with no goroutine to wake), and the writer goroutine, which sends events,
+// pings and closes, and whatever the pacer could not finish. pend[off:] are
+// encoded WebSocket frames not yet written; they go before anything else.
+type sender struct {
+	mu       sync.Mutex
+	pend     []byte
+	off      int
+	payload  []byte
+	scratch  []byte
+	hdr      []byte
+	raw      syscall.RawConn // nil: no non-blocking writes (not a socket)
+	rawWrite func(fd uintptr) bool
+	rawN     int
+	rawErr   error
+	// stopped: the writer goroutine is gone (a close was sent or the
+	// socket failed); nothing more is written.
+	stopped bool
+}
+
+// appendFrame appends one unmasked WebSocket frame (the server's) to b.
+func appendFrame(b []byte, op ws.OpCode, payload []byte) []byte {
+	n := len(payload)
+	b = append(b, 0x80|byte(op))
+	switch {
+	case n < 126:
+		b = append(b, byte(n))
+	case n <= 0xffff:
+		b = append(b, 126, byte(n>>8), byte(n))
+	default:
+		b = append(b, 127)
+		b = binary.BigEndian.AppendUint64(b, uint64(n))
+	}
+	return append(b, payload...)
+}
+
+// fill encodes queued items into pend, stopping before an item of kind
+// stop. It reports a client that fell behind.
+func (c *conn) fill(stop uint8) (closing *outItem, slow bool) {
+	o := &c.out
+	for {
+		it, ok, slow := c.q.popUntil(stop)
+		if slow {
+			return nil, true
+		}
+		if !ok {
+			return nil, false
+		}
+		switch it.kind {
+		case outJSON:
+			o.pend = appendFrame(o.pend, ws.OpText, it.data)
+		case outAudio:
+			frame := c.q.frames[it.slot][:it.n*c.q.frameLen]
+			o.payload = c.encodeAudio(o.payload[:0], frame)
+			c.q.release(it.slot)
+			if c.binaryOutput.Load() {
+				o.pend = appendFrame(o.pend, ws.OpBinary, o.payload)
+			} else {
+				o.scratch = c.enc.appendAudioDelta(o.scratch[:0], it.p, o.payload)
+				o.pend = appendFrame(o.pend, ws.OpText, o.scratch)
+			}
+		case outPing:
+			o.pend = appendFrame(o.pend, ws.OpPing, nil)
+		case outPong:
+			o.pend = appendFrame(o.pend, ws.OpPong, it.data)
+		case outClose:
+			o.pend = appendFrame(o.pend, ws.OpClose, it.data)
+			return &it, false
+		}
+	}
+}
+
+// sent drops the first n unwritten bytes of pend.
+func (o *sender) sent(n int) {
+	o.off += n
+	if o.off == len(o.pend) {
+		o.pend, o.off = o.pend[:0], 0
+	}
+}
+
+// sendNow is the pacer's send: the queue's ordinary items (not a close, not
+// a slow client's) are encoded and written without blocking. If the writer
+// goroutine holds the socket, or the kernel takes only part, or anything
+// else is left, the writer is woken to finish. It allocates nothing once
+// the buffers have grown.
+func (c *conn) sendNow() {
+	o := &c.out
+	if o.raw == nil || !o.mu.TryLock() {
+		c.q.notify()
+		return
+	}
+	if o.stopped {
+		o.mu.Unlock()
+		return
+	}
+	// What an earlier tick could not write goes first; while the socket is
+	// backed up the items stay queued, where a client that falls a second
+	// behind is found slow.
+	done := c.writeNow()
+	if done {
+		var slow bool
+		_, slow = c.fill(outClose)
+		done = !slow && c.writeNow()
+	}
+	o.mu.Unlock()
+	if !done || c.q.waiting() {
+		c.q.notify()
+	}
+}
+
+// writeNow writes what is pending with one non-blocking write and reports
+// whether nothing is left. Under o.mu.
+func (c *conn) writeNow() bool {
+	o := &c.out
+	if len(o.pend) == o.off {
+		return true
+	}
+	o.rawN, o.rawErr = 0, nil
+	err := o.raw.Write(o.rawWrite)
+	if o.rawN > 0 {
+		o.sent(o.rawN)
+	}
+	return err == nil && o.rawErr == nil && len(o.pend) == 0
+}
+
+// writeOnce is the RawConn callback of sendNow: one write(2) of what is
+// pending, never waiting for the socket to become writable.
+func (o *sender) writeOnce(fd uintptr) bool {
+	n, err := unix.Write(int(fd), o.pend[o.off:])
+	if err == unix.EAGAIN {
+		err = nil
+	}
+	o.rawN, o.rawErr = max(n, 0), err
+	return true
+}
+
+// writer is the socket's writer goroutine: it sends what the pacer does
+// not (events, pings, closes, and deltas the pacer could not finish),
+// blocking up to the write timeout, and closes the socket on a write
+// error, a slow client or a close request.
 func (c *conn) writer() {
 	defer c.wg.Done()
-	bw := bufio.NewWriterSize(c.nc, 32<<10)
+	o := &c.out
 	ping := time.NewTicker(c.srv.cfg.PingInterval)
 	defer ping.Stop()
-	var scratch, payload []byte
 	for {
 		select {
 		case <-c.done:
@@ -217,52 +358,35 @@ func (c *conn) writer() {
 			c.q.push(outPing, nil)
 			continue
 		}
-		_ = c.nc.SetWriteDeadline(time.Now().Add(c.srv.cfg.WriteTimeout))
-		for {
-			it, ok, slow := c.q.pop()
-			if slow {
-				_ = c.nc.SetWriteDeadline(time.Now().Add(time.Second))
-				_ = writeFrame(bw, ws.OpClose, closeBody(ws.StatusPolicyViolation, "slow consumer"))
-				_ = bw.Flush()
-				c.setEnd("error", "client too slow to read")
-				c.nc.Close()
-				return
-			}
-			if !ok {
-				break
-			}
-			var err error
-			switch it.kind {
-			case outJSON:
-				err = writeFrame(bw, ws.OpText, it.data)
-			case outAudio:
-				frame := c.q.frames[it.slot][:it.n*c.q.frameLen]
-				payload = c.encodeAudio(payload[:0], frame)
-				c.q.release(it.slot)
-				if c.binaryOutput.Load() {
-					err = writeFrame(bw, ws.OpBinary, payload)
-				} else {
-					scratch = c.enc.appendAudioDelta(scratch[:0], it.p, payload)
-					err = writeFrame(bw, ws.OpText, scratch)
-				}
-			case outPing:
-				err = writeFrame(bw, ws.OpPing, nil)
-			case outPong:
-				err = writeFrame(bw, ws.OpPong, it.data)
-			case outClose:
-				_ = writeFrame(bw, ws.OpClose, it.data)
-				_ = bw.Flush()
-				// The reader waits a moment for the client's close.
-				_ = c.nc.SetReadDeadline(time.Now().Add(time.Second))
-				return
-			}
-			if err != nil {
-				c.setEnd("caller_hangup", "write: "+err.Error())
-				c.nc.Close()
-				return
-			}
+		o.mu.Lock()
+		closing, slow := c.fill(outClose + 1)
+		if slow {
+			o.pend = appendFrame(o.pend, ws.OpClose, closeBody(ws.StatusPolicyViolation, "slow consumer"))
+			_ = c.nc.SetWriteDeadline(time.Now().Add(time.Second))
+			_, _ = c.nc.Write(o.pend[o.off:])
+			o.stopped = true
+			o.mu.Unlock()
+			c.setEnd("error", "client too slow to read")
+			c.nc.Close()
+			return
 		}
-		if err := bw.Flush(); err != nil {
+		var err error
+		if len(o.pend) > o.off {
+			_ = c.nc.SetWriteDeadline(time.Now().Add(c.srv.cfg.WriteTimeout))
+			var n int
+			n, err = c.nc.Write(o.pend[o.off:])
+			o.sent(n)
+			// No deadline left behind for the pacer's writes to trip on.
+			_ = c.nc.SetWriteDeadline(time.Time{})
+		}
+		o.stopped = closing != nil || err != nil
+		o.mu.Unlock()
+		if closing != nil {
+			// The reader waits a moment for the client's close.
+			_ = c.nc.SetReadDeadline(time.Now().Add(time.Second))
+			return
+		}
+		if err != nil {
 			c.setEnd("caller_hangup", "write: "+err.Error())
 			c.nc.Close()
 			return

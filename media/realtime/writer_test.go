@@ -1,10 +1,17 @@
 package realtime
 
 import (
+	"bytes"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
 	"testing"
+	"time"
 
+	"github.com/gobwas/ws"
 	"github.com/stretchr/testify/require"
 
 	"github.com/voiced/voiced/media/agent"
@@ -60,14 +67,14 @@ func TestOutQueueDeltasOfSeveralFrames(t *testing.T) {
 			return false
 		}
 	}
-	// A slot fills before the writer is woken, and not before.
-	q.pushAudio(frame(1), p)
-	q.pushAudio(frame(2), p)
-	require.False(t, pending())
+	// A slot is ready to send when it fills, and not before.
+	require.False(t, q.pushAudio(frame(1), p))
+	require.False(t, q.pushAudio(frame(2), p))
+	require.False(t, q.waiting())
 	_, ok, _ := q.pop()
 	require.False(t, ok, "a slot that may grow stays queued")
-	q.pushAudio(frame(3), p)
-	require.True(t, pending())
+	require.True(t, q.pushAudio(frame(3), p))
+	require.True(t, q.waiting())
 	it, ok, _ := q.pop()
 	require.True(t, ok)
 	require.Equal(t, 3, it.n)
@@ -91,9 +98,9 @@ func TestOutQueueDeltasOfSeveralFrames(t *testing.T) {
 	require.False(t, ok)
 
 	// The audio stopping seals the slot.
-	q.pushAudio(frame(6), p)
+	require.False(t, q.pushAudio(frame(6), p))
 	q.seal()
-	require.True(t, pending())
+	require.True(t, q.waiting())
 	it, _, _ = q.pop()
 	require.Equal(t, 2, it.n)
 	require.Equal(t, []int16{5, 5, 6, 6}, q.frames[it.slot][:it.n*2])
@@ -103,8 +110,7 @@ func TestOutQueueDeltasOfSeveralFrames(t *testing.T) {
 	require.False(t, ok, "a new slot after the seal")
 
 	// Another playout's frame starts its own slot and releases the last.
-	q.pushAudio(frame(8), p2)
-	require.True(t, pending())
+	require.True(t, q.pushAudio(frame(8), p2))
 	it, _, _ = q.pop()
 	require.Same(t, p, it.p)
 	require.Equal(t, 1, it.n)
@@ -168,3 +174,170 @@ func TestAudioPathsAllocateNothing(t *testing.T) {
 type nopSink struct{}
 
 func (nopSink) Event(agent.Event) {}
+
+func TestAppendFrameHeaders(t *testing.T) {
+	for _, n := range []int{0, 1, 125, 126, 127, 65535, 65536, 70000} {
+		payload := make([]byte, n)
+		for i := range payload {
+			payload[i] = byte(i * 7)
+		}
+		b := appendFrame([]byte("x"), ws.OpBinary, payload)[1:]
+		f, err := ws.ReadFrame(bytes.NewReader(b))
+		require.NoError(t, err, "n=%d", n)
+		require.True(t, f.Header.Fin)
+		require.False(t, f.Header.Masked)
+		require.Equal(t, ws.OpBinary, f.Header.OpCode)
+		require.Equal(t, n, len(f.Payload), "n=%d", n)
+		require.True(t, bytes.Equal(payload, f.Payload), "n=%d", n)
+	}
+}
+
+// senderPair is a conn whose socket is one end of a real loopback TCP
+// connection, with its writer goroutine running; the other end is
+// returned for reading.
+func senderPair(t *testing.T) (*conn, net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		nc, err := ln.Accept()
+		if err == nil {
+			accepted <- nc
+		}
+	}()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	require.NoError(t, err)
+	server := <-accepted
+	srv := &Server{cfg: Config{PingInterval: time.Hour, WriteTimeout: 10 * time.Second, MaxQueuedBytes: 64 << 20, DeltaFrames: 1}, log: slog.New(slog.DiscardHandler)}
+	set := defaultSettings()
+	set.out = format{codecPCM, 24000}
+	c := newConn(srv, server, nil, 1, set, false)
+	require.NotNil(t, c.out.raw, "a TCP socket gets the pacer's non-blocking writes")
+	c.wg.Add(1)
+	go c.writer()
+	t.Cleanup(func() {
+		close(c.done)
+		client.Close()
+		server.Close()
+		c.wg.Wait()
+	})
+	return c, client
+}
+
+// TestSendNowWritesAtTheTick checks the pacer's send: a delta (and an
+// event queued before it) reach the socket from sendNow itself, in order,
+// without the writer goroutine.
+func TestSendNowWritesAtTheTick(t *testing.T) {
+	c, client := senderPair(t)
+	// Hold the writer's side: whatever arrives was written by sendNow.
+	c.q.mu.Lock()
+	c.q.items = append(c.q.items, outItem{kind: outJSON, data: []byte(`{"type":"x"}`)})
+	c.q.mu.Unlock()
+	p := &agent.Playout{ResponseID: "resp_1", ItemID: "item_1"}
+	frame := make([]int16, 480)
+	for i := range frame {
+		frame[i] = int16(i)
+	}
+	require.True(t, c.q.pushAudio(frame, p))
+	c.sendNow()
+	require.False(t, c.q.waiting())
+	c.out.mu.Lock()
+	require.Empty(t, c.out.pend[c.out.off:], "the kernel took it all")
+	c.out.mu.Unlock()
+
+	_ = client.SetReadDeadline(time.Now().Add(5 * time.Second))
+	f, err := ws.ReadFrame(client)
+	require.NoError(t, err)
+	require.Equal(t, `{"type":"x"}`, string(f.Payload))
+	f, err = ws.ReadFrame(client)
+	require.NoError(t, err)
+	var ev struct {
+		Type  string `json:"type"`
+		Delta []byte `json:"delta"`
+	}
+	require.NoError(t, json.Unmarshal(f.Payload, &ev))
+	require.Equal(t, "response.output_audio.delta", ev.Type)
+	require.Len(t, ev.Delta, 960)
+	require.Equal(t, byte(1), ev.Delta[2])
+}
+
+// TestSendNowNeverBlocks fills the socket of a client that does not read:
+// sendNow returns at once every tick, and once the client reads, the
+// writer goroutine delivers everything, whole frames in order.
+func TestSendNowNeverBlocks(t *testing.T) {
+	c, client := senderPair(t)
+	require.NoError(t, client.(*net.TCPConn).SetReadBuffer(128<<10))
+	require.NoError(t, c.nc.(*net.TCPConn).SetWriteBuffer(128<<10))
+	p := &agent.Playout{ResponseID: "resp_1", ItemID: "item_1"}
+	frame := make([]int16, 480)
+	const n = 40 * audioFrames // far more than the socket buffers hold
+	var slowest time.Duration
+	sent := 0
+	for i := range n {
+		frame[0] = int16(i)
+		c.q.mu.Lock()
+		full := len(c.q.free) == 0
+		c.q.mu.Unlock()
+		if full {
+			break // the writer is stuck behind the client: the queue is full
+		}
+		c.q.pushAudio(frame, p)
+		t0 := time.Now()
+		c.sendNow()
+		slowest = max(slowest, time.Since(t0))
+		sent++
+	}
+	require.Less(t, slowest, 50*time.Millisecond, "sendNow waited for the client")
+	c.out.mu.Lock()
+	stuck := len(c.out.pend) > c.out.off
+	c.out.mu.Unlock()
+	require.True(t, stuck || sent < n, "the client's socket filled")
+	c.out.mu.Lock()
+	require.Less(t, len(c.out.pend), 2*audioFrames*1500, "a backed-up socket leaves the audio queued (where a slow client is found)")
+	c.out.mu.Unlock()
+
+	_ = client.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var ev struct {
+		Delta []byte `json:"delta"`
+	}
+	for i := range sent {
+		f, err := ws.ReadFrame(client)
+		require.NoError(t, err, "delta %d", i)
+		require.NoError(t, json.Unmarshal(f.Payload, &ev))
+		require.Equal(t, int16(i), int16(binary.LittleEndian.Uint16(ev.Delta)), "delta %d in order", i)
+	}
+}
+
+// TestSlowClientIsClosed: a client that stops reading while the agent
+// talks is closed once a second of audio waits for it, with the reason
+// recorded, and the pacer's sends never block on it.
+func TestSlowClientIsClosed(t *testing.T) {
+	c, client := senderPair(t)
+	require.NoError(t, client.(*net.TCPConn).SetReadBuffer(128<<10))
+	require.NoError(t, c.nc.(*net.TCPConn).SetWriteBuffer(128<<10))
+	p := &agent.Playout{ResponseID: "resp_1", ItemID: "item_1"}
+	frame := make([]int16, 480)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c.endMu.Lock()
+		reason, detail := c.endReason, c.endDetail
+		c.endMu.Unlock()
+		if reason != "" {
+			require.Equal(t, "error", reason)
+			require.Equal(t, "client too slow to read", detail)
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the slow client was not closed")
+		t0 := time.Now()
+		if c.q.pushAudio(frame, p) {
+			c.sendNow()
+		}
+		require.Less(t, time.Since(t0), 50*time.Millisecond)
+	}
+	// The socket is closed: the client reads what was sent, then EOF.
+	_ = client.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, err := io.Copy(io.Discard, client)
+	require.NoError(t, err)
+}

@@ -106,15 +106,6 @@ func (r *wsReader) read() (message, error) {
 	}
 }
 
-// writeFrame writes one unfragmented server frame (servers do not mask).
-func writeFrame(w *bufio.Writer, op ws.OpCode, payload []byte) error {
-	if err := ws.WriteHeader(w, ws.Header{Fin: true, OpCode: op, Length: int64(len(payload))}); err != nil {
-		return err
-	}
-	_, err := w.Write(payload)
-	return err
-}
-
 // closeBody is the payload of a close frame with code and reason (at most
 // 123 bytes of reason).
 func closeBody(code ws.StatusCode, reason string) []byte {
