@@ -39,10 +39,16 @@ import (
 //
 // (default 200 sessions, 20 s of steady state: VOICED_LOAD_SECONDS;
 // VOICED_LOAD_DELTA_FRAMES sets Config.DeltaFrames, the frames per audio
-// delta, default 1; VOICED_LOAD_PACER_WORKERS the pacer's workers). On a
-// machine shared with other work, run the test binary under `chrt -r 10`
-// (server and clients inherit it) so that the jitter measured is the
-// node's and not the neighbours'.
+// delta, default 1; VOICED_LOAD_PACER_WORKERS the pacer's workers).
+// VOICED_LOAD_SERVER_CPUS=0 runs the server under `taskset -c 0`, so that
+// with the test binary itself under `taskset -c 1` the node has one core
+// and the clients the other, as voicebench pins a node under test:
+//
+//	VOICED_LOAD_SERVER_CPUS=0 VOICED_LOAD_SESSIONS=1000 taskset -c 1 ./realtime.test -test.run '^$' -test.bench RealtimeLoad -test.benchtime 1x
+//
+// On a machine shared with other work, run the test binary under
+// `chrt -r 10` (server and clients inherit it) so that the jitter measured
+// is the node's and not the neighbours'.
 
 const loadServerEnv = "VOICED_REALTIME_LOAD_SERVER"
 
@@ -210,6 +216,11 @@ func BenchmarkRealtimeLoad(b *testing.B) {
 	}
 	frames := loadFrames(b, rate)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	if cpus := os.Getenv("VOICED_LOAD_SERVER_CPUS"); cpus != "" {
+		// taskset execs the server in its own process, so the pid (and the
+		// CPU time read from /proc) is the server's.
+		cmd = exec.Command("taskset", "-c", cpus, os.Args[0], "-test.run=^$")
+	}
 	cmd.Env = append(os.Environ(), loadServerEnv+"=1")
 	stdin, _ := cmd.StdinPipe()
 	stdoutPipe, _ := cmd.StdoutPipe()
