@@ -16,8 +16,10 @@ import (
 	"github.com/voiced/voiced/media"
 )
 
-// recorder writes a call as a 16 kHz stereo WAV: the caller on the left,
-// the agent on the right. The pacer's side (ReadFrame) puts one agent
+// recorder writes a call as a stereo WAV, the caller on the left, the
+// agent on the right, at 16 kHz, or at the call's own rate when that is
+// lower (8 kHz for G.711: the telephone band needs no more, and the file
+// and its write-out are half the size). The pacer's side (ReadFrame) puts one agent
 // frame per tick (silence too) into one ring, the input side the caller's
 // frames into another, and a writer goroutine shared by many calls (see
 // recWriter) pairs them every 100 ms and writes the file, so neither the
@@ -32,12 +34,16 @@ type recorder struct {
 	w      *wav.Writer
 	agent  *media.Ring // agent frames at rate, from the pacer
 	caller *media.Ring // caller frames at 16 kHz, from the input side
+	// rs brings agent frames up to 16 kHz, or crs caller frames down to
+	// the call's rate (the other is nil).
 	rs     *resample.Resampler
+	crs    *resample.Resampler
 	rate   int
 	zero   []int16 // a silent agent frame at rate, for ticks without speech
 	aFrame []int16
-	a16    []int16
+	a16    []int16 // agent frame at the file's rate
 	cFrame []int16
+	cOut   []int16 // caller frame at the file's rate
 	stereo []int16
 	sh     *recShard
 	// mu serialises the rings' consumer side and the file between the
@@ -69,28 +75,37 @@ func newRecorder(path string, rate int) (*recorder, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("agent: recording directory: %w", err)
 	}
-	rs, err := resample.New(rate, media.Rate16k, resample.QualityHigh)
+	fileRate := min(rate, media.Rate16k)
+	n, fn := media.SamplesPerFrame(rate), media.SamplesPerFrame(fileRate)
+	r := &recorder{rate: rate, zero: make([]int16, n), aFrame: make([]int16, n), a16: make([]int16, fn),
+		cFrame: make([]int16, callerFrame), cOut: make([]int16, fn), stereo: make([]int16, 2*fn)}
+	var err error
+	if rate != fileRate {
+		r.rs, err = resample.New(rate, fileRate, resample.QualityHigh)
+	} else if fileRate != media.Rate16k {
+		// The caller's audio came from this rate; QualityLow keeps its
+		// band (0.40 of 8 kHz is 3.2 kHz, with G.711's 3.4 kHz edge
+		// rolled off, not aliased).
+		r.crs, err = resample.New(media.Rate16k, fileRate, resample.QualityLow)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("agent: recording resampler: %w", err)
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
-		rs.Close()
+		r.closeResamplers()
 		return nil, fmt.Errorf("agent: recording: %w", err)
 	}
 	bf := &bufferedFile{f: f, bw: bufio.NewWriterSize(f, 64<<10)}
-	w, err := wav.NewWriter(bf, wav.Format{Encoding: wav.PCM16, SampleRate: media.Rate16k, Channels: 2})
+	w, err := wav.NewWriter(bf, wav.Format{Encoding: wav.PCM16, SampleRate: fileRate, Channels: 2})
 	if err != nil {
 		f.Close()
-		rs.Close()
+		r.closeResamplers()
 		return nil, fmt.Errorf("agent: recording: %w", err)
 	}
-	n := media.SamplesPerFrame(rate)
-	agent, _ := media.NewRing(2 * rate)
-	caller, _ := media.NewRing(4 * media.Rate16k)
-	r := &recorder{f: f, bf: bf, w: w, agent: agent, caller: caller, rs: rs, rate: rate,
-		zero: make([]int16, n), aFrame: make([]int16, n), a16: make([]int16, callerFrame),
-		cFrame: make([]int16, callerFrame), stereo: make([]int16, 2*callerFrame)}
+	r.f, r.bf, r.w = f, bf, w
+	r.agent, _ = media.NewRing(2 * rate)
+	r.caller, _ = media.NewRing(4 * media.Rate16k)
 	recWriter.add(r)
 	return r, nil
 }
@@ -213,21 +228,51 @@ func (r *recorder) drain(final bool) {
 			break
 		}
 		r.agent.ReadFull(r.aFrame)
-		if k, err := r.rs.ProcessTo(r.a16, r.aFrame); err != nil || k != len(r.a16) {
-			r.err = fmt.Errorf("agent: recording resampler: %v", err)
-			return
+		a := r.aFrame
+		if r.rs != nil {
+			if k, err := r.rs.ProcessTo(r.a16, r.aFrame); err != nil || k != len(r.a16) {
+				r.err = fmt.Errorf("agent: recording resampler: %v", err)
+				return
+			}
+			a = r.a16
 		}
 		if !haveCaller || !r.caller.ReadFull(r.cFrame) {
 			clear(r.cFrame)
 		}
-		r.write(r.cFrame, r.a16)
+		if c := r.callerOut(); c != nil {
+			r.write(c, a)
+		}
 	}
 	limit := 25 * callerFrame
 	if final {
 		limit = 0
 	}
 	for r.err == nil && r.caller.Len() > limit && r.caller.ReadFull(r.cFrame) {
-		r.write(r.cFrame, nil)
+		if c := r.callerOut(); c != nil {
+			r.write(c, nil)
+		}
+	}
+}
+
+// callerOut returns r.cFrame at the file's rate (nil after a resampler
+// error, which is kept in r.err).
+func (r *recorder) callerOut() []int16 {
+	if r.crs == nil {
+		return r.cFrame
+	}
+	if k, err := r.crs.ProcessTo(r.cOut, r.cFrame); err != nil || k != len(r.cOut) {
+		r.err = fmt.Errorf("agent: recording resampler: %v", err)
+		return nil
+	}
+	return r.cOut
+}
+
+func (r *recorder) closeResamplers() {
+	if r.rs != nil {
+		r.rs.Close()
+	}
+	if r.crs != nil {
+		r.crs.Close()
 	}
 }
 
@@ -254,7 +299,7 @@ func (r *recorder) close() error {
 	r.stopped = true
 	r.sh.remove(r)
 	r.drain(true)
-	r.rs.Close()
+	r.closeResamplers()
 	err := r.w.Close()
 	if _, serr := r.bf.Seek(0, io.SeekCurrent); err == nil {
 		err = serr

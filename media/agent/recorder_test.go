@@ -91,18 +91,20 @@ func TestRecordersShareWriters(t *testing.T) {
 		format, pcm, err := wav.ReadAll(f)
 		f.Close()
 		require.NoError(t, err)
-		require.Equal(t, wav.Format{Encoding: wav.PCM16, SampleRate: 16000, Channels: 2}, format)
-		require.Len(t, pcm, 2*callerFrame*total)
-		rs, err := resample.New(media.Rate8k, media.Rate16k, resample.QualityHigh)
+		// A G.711 call is recorded at its own 8 kHz: the agent's frames
+		// as they were played, the caller's brought down from 16 kHz.
+		require.Equal(t, wav.Format{Encoding: wav.PCM16, SampleRate: 8000, Channels: 2}, format)
+		require.Len(t, pcm, 2*n*total)
+		rs, err := resample.New(media.Rate16k, media.Rate8k, resample.QualityLow)
 		require.NoError(t, err)
-		a16 := make([]int16, callerFrame)
+		c8 := make([]int16, n)
 		for k := range total {
-			_, err := rs.ProcessTo(a16, agentFrame(i, k))
+			_, err := rs.ProcessTo(c8, callerPCM(i, k))
 			require.NoError(t, err)
-			c := callerPCM(i, k)
-			for j := range callerFrame {
-				require.Equal(t, c[j], pcm[2*(k*callerFrame+j)], "call %d frame %d caller", i, k)
-				require.Equal(t, a16[j], pcm[2*(k*callerFrame+j)+1], "call %d frame %d agent", i, k)
+			a := agentFrame(i, k)
+			for j := range n {
+				require.Equal(t, c8[j], pcm[2*(k*n+j)], "call %d frame %d caller", i, k)
+				require.Equal(t, a[j], pcm[2*(k*n+j)+1], "call %d frame %d agent", i, k)
 			}
 		}
 		rs.Close()
@@ -135,7 +137,7 @@ func TestRecorderWriteErrorFromClose(t *testing.T) {
 	defer f.Close()
 	_, pcm, err := wav.ReadAll(f)
 	require.NoError(t, err)
-	require.Len(t, pcm, 2*callerFrame*200)
+	require.Equal(t, 2*n*200, len(pcm), "every frame of the good file (8 kHz stereo)")
 }
 
 // waitUntil polls f for up to 5 s on the calling goroutine
@@ -154,9 +156,15 @@ func waitUntil(f func() bool) bool {
 // pairing and writing 100 ms of a 16 kHz call (the pacer's engine rate).
 // A shard's batch takes about this times its calls.
 func BenchmarkRecorderDrain(b *testing.B) {
-	r, err := newRecorder(filepath.Join(b.TempDir(), "call.wav"), media.Rate16k)
+	for _, rate := range []int{media.Rate8k, media.Rate16k, media.Rate24k} {
+		b.Run(strconv.Itoa(rate/1000)+"k", func(b *testing.B) { benchRecorderDrain(b, rate) })
+	}
+}
+
+func benchRecorderDrain(b *testing.B, rate int) {
+	r, err := newRecorder(filepath.Join(b.TempDir(), "call.wav"), rate)
 	require.NoError(b, err)
-	agent, caller := make([]int16, callerFrame), make([]int16, callerFrame)
+	agent, caller := make([]int16, media.SamplesPerFrame(rate)), make([]int16, callerFrame)
 	for i := range agent {
 		agent[i], caller[i] = int16(i), int16(-i)
 	}
