@@ -263,15 +263,21 @@ func TestSendNowWritesAtTheTick(t *testing.T) {
 	require.Equal(t, byte(1), ev.Delta[2])
 }
 
+// stalledPair is senderPair with socket buffers small enough for a client
+// that stops reading to back the socket up within a few hundred deltas,
+// and a playout and a 24 kHz frame to send.
+func stalledPair(t *testing.T) (*conn, net.Conn, *agent.Playout, []int16) {
+	c, client := senderPair(t)
+	require.NoError(t, client.(*net.TCPConn).SetReadBuffer(128<<10))
+	require.NoError(t, c.nc.(*net.TCPConn).SetWriteBuffer(128<<10))
+	return c, client, &agent.Playout{ResponseID: "resp_1", ItemID: "item_1"}, make([]int16, 480)
+}
+
 // TestSendNowNeverBlocks fills the socket of a client that does not read:
 // sendNow returns at once every tick, and once the client reads, the
 // writer goroutine delivers everything, whole frames in order.
 func TestSendNowNeverBlocks(t *testing.T) {
-	c, client := senderPair(t)
-	require.NoError(t, client.(*net.TCPConn).SetReadBuffer(128<<10))
-	require.NoError(t, c.nc.(*net.TCPConn).SetWriteBuffer(128<<10))
-	p := &agent.Playout{ResponseID: "resp_1", ItemID: "item_1"}
-	frame := make([]int16, 480)
+	c, client, p, frame := stalledPair(t)
 	const n = 40 * audioFrames // far more than the socket buffers hold
 	var slowest time.Duration
 	sent := 0
@@ -314,11 +320,7 @@ func TestSendNowNeverBlocks(t *testing.T) {
 // talks is closed once a second of audio waits for it, with the reason
 // recorded, and the pacer's sends never block on it.
 func TestSlowClientIsClosed(t *testing.T) {
-	c, client := senderPair(t)
-	require.NoError(t, client.(*net.TCPConn).SetReadBuffer(128<<10))
-	require.NoError(t, c.nc.(*net.TCPConn).SetWriteBuffer(128<<10))
-	p := &agent.Playout{ResponseID: "resp_1", ItemID: "item_1"}
-	frame := make([]int16, 480)
+	c, client, p, frame := stalledPair(t)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		c.endMu.Lock()
