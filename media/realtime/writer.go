@@ -211,7 +211,6 @@ type sender struct {
 	off      int
 	payload  []byte
 	scratch  []byte
-	hdr      []byte
 	raw      syscall.RawConn // nil: no non-blocking writes (not a socket)
 	rawWrite func(fd uintptr) bool
 	rawN     int
