@@ -10,32 +10,43 @@ import (
 // of each caller turn to the first audio of the agent's answer, fed with
 // the conversation engine's turn times (media/agent's Turn: a caller
 // turn's End is when the caller stopped speaking, an agent turn's Start
-// when its first audio played). An agent turn that began before the
-// caller's pending turn ended (talk-over, a cut answer) answers nothing;
-// the next one does. Safe for concurrent use; it is fed once per turn.
+// when its first audio played). An agent turn answers the latest caller
+// turn that ended before its first audio and is still unanswered; caller
+// turns that ended later wait for a later agent turn (talk-over, a cut
+// answer). The turns may be fed in any order: the engine reports an agent
+// turn when it ends, often after the caller's next turn was reported.
+// Safe for concurrent use; it is fed once per turn.
 type Latency struct {
 	mu      sync.Mutex
-	pending time.Time // end of the caller's unanswered turn, zero if none
+	pending []time.Time // ends of the caller's unanswered turns
 	samples []time.Duration
 }
 
 // CallerTurn records a caller turn that ended at end.
 func (l *Latency) CallerTurn(end time.Time) {
 	l.mu.Lock()
-	if end.After(l.pending) {
-		l.pending = end
-	}
+	l.pending = append(l.pending, end)
 	l.mu.Unlock()
 }
 
 // AgentTurn records an agent turn whose first audio played at start.
 func (l *Latency) AgentTurn(start time.Time) {
 	l.mu.Lock()
-	if !l.pending.IsZero() && !start.Before(l.pending) {
-		l.samples = append(l.samples, start.Sub(l.pending))
-		l.pending = time.Time{}
+	defer l.mu.Unlock()
+	var latest time.Time
+	kept := l.pending[:0]
+	for _, end := range l.pending {
+		switch {
+		case end.After(start):
+			kept = append(kept, end)
+		case end.After(latest):
+			latest = end
+		}
 	}
-	l.mu.Unlock()
+	if !latest.IsZero() {
+		l.samples = append(l.samples, start.Sub(latest))
+	}
+	l.pending = kept
 }
 
 // LatencySummary is the distribution of a call's response latencies
