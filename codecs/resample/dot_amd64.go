@@ -6,32 +6,16 @@ import "golang.org/x/sys/cpu"
 // CPU's features.
 var hasFMA = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 
-// dotFMA is implemented in dot_amd64.s. a and b must hold n samples each.
-//
-//go:noescape
-func dotFMA(a, b *float32, n int) float32
-
-// dot3FMA and dot2FMA are implemented in dot_amd64.s: several inner products
-// against one b, n a multiple of 8.
+// dot3FMA is implemented in dot_amd64.s: three inner products against one
+// b, n a multiple of 8 (upsampling by 6 reads each input window once for
+// three phases).
 //
 //go:noescape
 func dot3FMA(a0, a1, a2, b *float32, n int, out *[3]float32)
 
-//go:noescape
-func dot2FMA(a0, a1, b *float32, n int, out *[2]float32)
-
-// dot returns the inner product of a and b[:len(a)].
-func dot(a, b []float32) float32 {
-	if hasFMA && len(a) > 0 {
-		b = b[:len(a)]
-		return dotFMA(&a[0], &b[0], len(a))
-	}
-	return dotGeneric(a, b)
-}
-
 // dotPhases sets out[p] to the inner product of phase p of coefs (k
 // coefficients per phase, k a multiple of tapAlign) with x[:k], for every p
-// in out, reading x once per two or three phases.
+// in out, reading x once per three phases.
 func dotPhases(out, coefs, x []float32, k int) {
 	if !hasFMA {
 		dotPhasesGeneric(out, coefs, x, k)
@@ -43,12 +27,7 @@ func dotPhases(out, coefs, x []float32, k int) {
 	for ; p+3 <= len(out); p += 3 {
 		dot3FMA(&coefs[p*k], &coefs[(p+1)*k], &coefs[(p+2)*k], &x[0], k, (*[3]float32)(out[p:p+3]))
 	}
-	for ; p+2 <= len(out); p += 2 {
-		dot2FMA(&coefs[p*k], &coefs[(p+1)*k], &x[0], k, (*[2]float32)(out[p:p+2]))
-	}
-	for ; p < len(out); p++ {
-		out[p] = dotFMA(&coefs[p*k], &x[0], k)
-	}
+	dotPhasesGeneric(out[p:], coefs[p*k:], x, k)
 }
 
 // polyFMA, int16sToFloat and floatsToInt16 are implemented in dot_amd64.s:
@@ -83,15 +62,15 @@ func toFloat(x []float32, src []int16) {
 // one assembly call. It reports false (and does nothing) elsewhere, and for
 // integer upsampling by more than 3, which runUp does for less (it reads each
 // input window once for three phases).
-func (r *Resampler) polySIMD(y []float32, n int, out *int) bool {
+func (r *Resampler) polySIMD(y []float32, n int) (int, bool) {
 	f := &r.f
 	if !hasFMA || f.down == 1 && f.up > 3 {
-		return false
+		return 0, false
 	}
 	pos := [2]int{r.base, r.phase}
-	*out = polyFMA(&y[0], &f.coefs[0], &r.buf[0], f.taps, n, len(y), f.up, f.down/f.up, f.down%f.up, &pos)
+	out := polyFMA(&y[0], &f.coefs[0], &r.buf[0], f.taps, n, len(y), f.up, f.down/f.up, f.down%f.up, &pos)
 	r.base, r.phase = pos[0], pos[1]
-	return true
+	return out, true
 }
 
 // toInt16s converts y to dst (len(dst) == len(y)) with toInt16's rounding

@@ -2,9 +2,6 @@
 
 package resample
 
-// dot returns the inner product of a and b[:len(a)].
-func dot(a, b []float32) float32 { return dotGeneric(a, b) }
-
 // dotPhases sets out[p] to the inner product of phase p of coefs (k
 // coefficients per phase) with x[:k], for every p in out.
 func dotPhases(out, coefs, x []float32, k int) { dotPhasesGeneric(out, coefs, x, k) }
@@ -18,7 +15,7 @@ func toFloat(x []float32, src []int16) {
 }
 
 // polySIMD reports false: there is no assembly loop on this architecture.
-func (r *Resampler) polySIMD(y []float32, n int, out *int) bool { return false }
+func (r *Resampler) polySIMD(y []float32, n int) (int, bool) { return 0, false }
 
 // toInt16s converts y to dst (len(dst) == len(y)).
 func toInt16s(dst []int16, y []float32) {

@@ -1,6 +1,8 @@
 package resample
 
 import (
+	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -24,4 +26,56 @@ func TestPortableMatchesFMA(t *testing.T) {
 			require.InDelta(t, fma[i], portable[i], 1, "sample %d", i)
 		}
 	})
+}
+
+// TestPolyFMAMatchesGeneric runs the assembly polyphase loop against the
+// portable one (runDot) on random filters and inputs: every step pattern of
+// the supported ratios, several branch lengths, starting positions inside
+// a chunk, and output limits that stop the loop early.
+func TestPolyFMAMatchesGeneric(t *testing.T) {
+	if !hasFMA {
+		t.Skip("this CPU has no AVX2+FMA: there is no assembly loop to compare")
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, ratio := range [][2]int{{2, 1}, {3, 1}, {1, 2}, {1, 3}, {2, 3}, {3, 2}, {1, 6}, {6, 1}, {320, 441}, {160, 147}} {
+		up, down := ratio[0], ratio[1]
+		for _, k := range []int{8, 16, 24, 48, 64, 344} {
+			const n = 480
+			coefs := make([]float32, up*k)
+			for i := range coefs {
+				coefs[i] = float32(rng.NormFloat64())
+			}
+			buf := make([]float32, k-1+n)
+			for i := range buf {
+				buf[i] = float32(rng.NormFloat64() * 10000)
+			}
+			for _, start := range [][2]int{{0, 0}, {1, up - 1}, {2, up / 2}} {
+				for _, limit := range []int{1, 7, (n*up + down - 1) / down} {
+					r := &Resampler{f: filter{up: up, down: down, taps: k, coefs: coefs}, buf: buf}
+					r.base, r.phase = start[0], start[1]
+					want := make([]float32, limit)
+					wn := r.runDot(want, n)
+					wantPos := [2]int{r.base, r.phase}
+					r.base, r.phase = start[0], start[1]
+					got := make([]float32, limit)
+					gn, ok := r.polySIMD(got, n)
+					if up > 3 && down == 1 {
+						require.False(t, ok, "upsampling by %d stays with runUp", up)
+						continue
+					}
+					require.True(t, ok)
+					require.Equal(t, wn, gn, "up=%d down=%d k=%d limit=%d", up, down, k, limit)
+					require.Equal(t, wantPos, [2]int{r.base, r.phase})
+					for i := range wn {
+						row := coefs[((start[1]+i*(down%up))%up)*k:][:k]
+						mag := 0.0
+						for _, c := range row {
+							mag += math.Abs(float64(c)) * 40000
+						}
+						require.InDelta(t, want[i], got[i], 1e-6*mag, "up=%d down=%d k=%d output %d", up, down, k, i)
+					}
+				}
+			}
+		}
+	}
 }

@@ -185,13 +185,15 @@ func (r *Resampler) run(dst []int16, n, limit int) int {
 	}
 	y := r.out[:limit]
 	out := 0
-	switch {
-	case len(y) == 0:
-	case r.polySIMD(y, n, &out):
-	case f.down == 1 && r.phase == 0:
-		out = r.runUp(y, n)
-	default:
-		out = r.runDot(y, n)
+	if len(y) > 0 {
+		var ok bool
+		if out, ok = r.polySIMD(y, n); !ok {
+			if f.down == 1 && r.phase == 0 {
+				out = r.runUp(y, n)
+			} else {
+				out = r.runDot(y, n)
+			}
+		}
 	}
 	toInt16s(dst[:out], y[:out])
 	r.base -= n
@@ -201,8 +203,8 @@ func (r *Resampler) run(dst []int16, n, limit int) int {
 }
 
 // runDot is the portable polyphase loop: one inner product per output, the
-// window and phase stepping by down/up. It leaves r.base relative to this
-// chunk's window start.
+// window and phase stepping by down/up. It leaves r.base and r.phase at the
+// next output (run then makes r.base relative to the next chunk).
 func (r *Resampler) runDot(y []float32, n int) int {
 	f := &r.f
 	k := f.taps
@@ -210,7 +212,7 @@ func (r *Resampler) runDot(y []float32, n int) int {
 	base, phase := r.base, r.phase
 	out := 0
 	for base < n && out < len(y) {
-		y[out] = dot(f.coefs[phase*k:phase*k+k], r.buf[base:base+k])
+		y[out] = dotGeneric(f.coefs[phase*k:phase*k+k], r.buf[base:base+k])
 		out++
 		base += stepBase
 		phase += stepPhase
@@ -248,8 +250,7 @@ func dotPhasesGeneric(out, coefs, x []float32, k int) {
 }
 
 // dotGeneric returns the inner product of a and b[:len(a)] with four
-// independent accumulators so the additions pipeline. It is the portable
-// version of dot.
+// independent accumulators so the additions pipeline.
 func dotGeneric(a, b []float32) float32 {
 	b = b[:len(a)]
 	var s0, s1, s2, s3 float32
