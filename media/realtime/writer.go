@@ -123,7 +123,7 @@ func (q *outQueue) pushAudio(frame []int16, p *agent.Playout) (ready bool) {
 		return false
 	}
 	if last := len(q.items) - 1; last >= q.head {
-		if it := &q.items[last]; it.kind == outAudio && it.p == p && !it.sealed && it.n < q.perSlot {
+		if it := &q.items[last]; it.p == p && q.growing(it) {
 			copy(q.frames[it.slot][it.n*q.frameLen:], frame)
 			it.n++
 			return it.n == q.perSlot
@@ -167,7 +167,7 @@ func (q *outQueue) popUntil(stop uint8) (it outItem, ok, slow bool) {
 		q.items, q.head = q.items[:0], 0
 		return outItem{}, false, q.slow
 	}
-	if h := &q.items[q.head]; h.kind >= stop || q.head == len(q.items)-1 && h.kind == outAudio && !h.sealed && h.n < q.perSlot && !q.closed {
+	if !q.ready() || q.items[q.head].kind >= stop {
 		return outItem{}, false, q.slow
 	}
 	it = q.items[q.head]
@@ -181,7 +181,19 @@ func (q *outQueue) popUntil(stop uint8) (it outItem, ok, slow bool) {
 func (q *outQueue) waiting() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.head < len(q.items) && !(q.head == len(q.items)-1 && q.items[q.head].kind == outAudio && !q.items[q.head].sealed && q.items[q.head].n < q.perSlot)
+	return q.ready()
+}
+
+// growing reports whether it is an audio slot that may still take frames.
+func (q *outQueue) growing(it *outItem) bool {
+	return it.kind == outAudio && !it.sealed && it.n < q.perSlot
+}
+
+// ready reports whether the head item can be sent now: anything but an
+// audio slot that may still grow at the tail (unless the queue is closed).
+// Under q.mu.
+func (q *outQueue) ready() bool {
+	return q.head < len(q.items) && (q.head < len(q.items)-1 || q.closed || !q.growing(&q.items[q.head]))
 }
 
 // release returns an audio slot after its frame was written.
