@@ -36,7 +36,7 @@ var drainers = sync.Pool{New: func() any {
 func (s *Session) drain(now time.Time) {
 	d := drainers.Get().(*drainer)
 	for read := 0; read < drainMax; {
-		n := s.readBatch(&d.batch)
+		n := s.sock.readBatch(&d.batch)
 		for i := range n {
 			data, from, at := d.datagram(i, now)
 			s.handle(data, from, at, false, &d.pkt, &d.digits)

@@ -23,16 +23,14 @@ const drainBatch = 8
 const cmsgSpace = 64
 
 // batch is the memory of one drain: drainBatch datagrams with their
-// sources and kernel receive times, read by one recvmmsg call.
+// sources and kernel receive times, read by one recvmmsg call
+// (sock.readBatch).
 type batch struct {
 	msgs  [drainBatch]mmsghdr
 	iovs  [drainBatch]syscall.Iovec
 	names [drainBatch]syscall.RawSockaddrAny
 	ctl   [drainBatch][cmsgSpace]byte
 	bufs  [drainBatch][1500]byte
-	read  func(fd uintptr) bool // reads into the batch; set once by init
-	n     int                   // datagrams read by the last read
-	err   syscall.Errno
 }
 
 func (b *batch) init() {
@@ -40,43 +38,6 @@ func (b *batch) init() {
 		b.iovs[i].Base = &b.bufs[i][0]
 		b.iovs[i].SetLen(len(b.bufs[i]))
 	}
-	b.read = func(fd uintptr) bool {
-		for i := range b.msgs {
-			h := &b.msgs[i].hdr
-			h.Name = (*byte)(unsafe.Pointer(&b.names[i]))
-			h.Namelen = uint32(unsafe.Sizeof(b.names[i]))
-			h.Iov = &b.iovs[i]
-			h.Iovlen = 1
-			h.Control = &b.ctl[i][0]
-			h.SetControllen(cmsgSpace)
-			h.Flags = 0
-		}
-		r, _, e := syscall.Syscall6(syscall.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&b.msgs[0])), drainBatch,
-			syscall.MSG_DONTWAIT, 0, 0)
-		b.n, b.err = int(r), e
-		if e != 0 {
-			b.n = 0
-		}
-		return true // never park: an empty socket is the common answer
-	}
-}
-
-// enableTimestamps asks the kernel to stamp each datagram with its arrival
-// time (SO_TIMESTAMPNS), so that packets read a tick after they came keep
-// their true arrival time for the jitter statistics and the buffer.
-func (s *Session) enableTimestamps() {
-	_ = s.raw.Control(func(fd uintptr) {
-		_ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_TIMESTAMPNS, 1)
-	})
-}
-
-// readBatch reads up to drainBatch waiting datagrams without blocking and
-// returns how many it read; 0 when the socket is empty (or closed).
-func (s *Session) readBatch(b *batch) int {
-	if err := s.raw.Read(b.read); err != nil {
-		return 0
-	}
-	return b.n
 }
 
 // datagram returns the i-th datagram of the last read, its source and its

@@ -38,7 +38,7 @@ func (p *Ports) Range() (min, max int) { return p.min, p.max }
 
 // listen binds the next free even port on ip and, unless mux, the odd port
 // above it.
-func (p *Ports) listen(ip netip.Addr, mux bool) (rtp, rtcp *net.UDPConn, err error) {
+func (p *Ports) listen(ip netip.Addr, mux bool) (rtp *sock, rtcp *net.UDPConn, err error) {
 	pairs := (p.max - p.min + 1) / 2
 	for range pairs {
 		p.mu.Lock()
@@ -49,7 +49,7 @@ func (p *Ports) listen(ip netip.Addr, mux bool) (rtp, rtcp *net.UDPConn, err err
 		}
 		p.mu.Unlock()
 
-		rtp, err = net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(ip, uint16(port))))
+		rtp, err = listenSock(ip, port)
 		if err != nil {
 			if inUse(err) {
 				continue
@@ -61,7 +61,7 @@ func (p *Ports) listen(ip netip.Addr, mux bool) (rtp, rtcp *net.UDPConn, err err
 		}
 		rtcp, err = net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(ip, uint16(port+1))))
 		if err != nil {
-			rtp.Close()
+			rtp.close()
 			if inUse(err) {
 				continue
 			}

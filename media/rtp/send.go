@@ -210,7 +210,7 @@ func (s *Session) send(t *txState, pt uint8, ts uint32, marker bool, payload []b
 		copy(t.buf[n:], payload)
 	}
 	n += len(payload)
-	if _, err := s.conn.WriteToUDPAddrPort(t.buf[:n], t.dst); err != nil {
+	if err := s.sock.writeTo(t.buf[:n], t.dst); err != nil {
 		return
 	}
 	t.seq++
@@ -298,7 +298,7 @@ func (s *Session) sendBye() {
 func (s *Session) writeRTCP(t *txState, b []byte) {
 	if t.mux {
 		if t.dst.IsValid() {
-			_, _ = s.conn.WriteToUDPAddrPort(b, t.dst)
+			_ = s.sock.writeTo(b, t.dst)
 		}
 		return
 	}

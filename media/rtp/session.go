@@ -10,7 +10,6 @@ import (
 	"net/netip"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/voiced/voiced/media/jitter"
@@ -92,9 +91,8 @@ type Session struct {
 	cfg   Config
 	log   *slog.Logger
 	pacer *pace.Pacer
-	conn  *net.UDPConn    // RTP (and RTCP with mux)
-	raw   syscall.RawConn // conn's, for the non-blocking drain
-	rconn *net.UDPConn    // RTCP without mux, else nil
+	sock  *sock        // RTP (and RTCP with mux), drained by the pacer worker
+	rconn *net.UDPConn // RTCP without mux, else nil
 	local netip.AddrPort
 	ssrc  uint32
 	m     quality.Metrics
@@ -178,24 +176,15 @@ func NewSession(cfg Config, log *slog.Logger, pacer *pace.Pacer, ports *Ports) (
 	if err != nil {
 		return nil, err
 	}
-	raw, err := conn.SyscallConn()
-	if err != nil {
-		conn.Close()
-		if rconn != nil {
-			rconn.Close()
-		}
-		return nil, fmt.Errorf("rtp socket: %w", err)
-	}
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	s := &Session{
 		cfg:    cfg,
 		log:    log,
 		pacer:  pacer,
-		conn:   conn,
-		raw:    raw,
+		sock:   conn,
 		rconn:  rconn,
-		local:  conn.LocalAddr().(*net.UDPAddr).AddrPort(),
+		local:  conn.localAddr(),
 		ssrc:   binary.BigEndian.Uint32(b[:]),
 		wake:   make(chan struct{}, 1),
 		done:   make(chan struct{}),
@@ -204,7 +193,7 @@ func NewSession(cfg Config, log *slog.Logger, pacer *pace.Pacer, ports *Ports) (
 	}
 	s.tx.init(s)
 	s.lastRecv.Store(time.Now().UnixNano())
-	s.enableTimestamps()
+	s.sock.enableTimestamps()
 	if rconn != nil {
 		s.wg.Add(1)
 		go s.receiveRTCP(rconn)
@@ -349,7 +338,7 @@ func (s *Session) Close() error {
 }
 
 func (s *Session) closeSockets() {
-	s.conn.Close()
+	s.sock.close()
 	if s.rconn != nil {
 		s.rconn.Close()
 	}

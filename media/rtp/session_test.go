@@ -335,3 +335,29 @@ func TestDualStackDefault(t *testing.T) {
 	b.mu.Unlock()
 	require.Equal(t, netip.AddrPortFrom(localhost, a.LocalAddr().Port()), peer)
 }
+
+// TestIPv6Peer: a session on the default address (dual-stack) and one on
+// ::1 exchange media over IPv6, each latching the other's IPv6 source.
+func TestIPv6Peer(t *testing.T) {
+	pacer, ports := newPacer(t), newPorts(t)
+	a, err := NewSession(Config{}, quiet, pacer, ports)
+	require.NoError(t, err)
+	defer a.Close()
+	b, err := NewSession(Config{Local: netip.IPv6Loopback()}, quiet, pacer, ports)
+	require.NoError(t, err)
+	defer b.Close()
+	pa, pb := params(b, codecPCMU, Codec{}), params(a, codecPCMU, Codec{})
+	pa.Remote = netip.AddrPortFrom(netip.IPv6Loopback(), b.LocalAddr().Port())
+	pb.Remote = netip.AddrPortFrom(netip.IPv6Loopback(), a.LocalAddr().Port())
+	require.NoError(t, a.Update(pa))
+	require.NoError(t, b.Update(pb))
+	require.Eventually(t, func() bool {
+		return a.Metrics().PacketsReceived.Load() > 10 && b.Metrics().PacketsReceived.Load() > 10
+	}, 2*time.Second, 10*time.Millisecond)
+	require.Zero(t, a.Metrics().SourceDrops.Load())
+	require.Zero(t, b.Metrics().SourceDrops.Load())
+	a.mu.Lock()
+	peer := a.peer
+	a.mu.Unlock()
+	require.Equal(t, pa.Remote, peer)
+}
