@@ -16,6 +16,11 @@ type filter struct {
 	taps     int       // K: coefficients per phase
 	coefs    []float32 // up phases of taps coefficients each, time-reversed
 	delay    int       // group delay in output samples: center / down
+	// half marks a half-band filter for upsampling by two: phase 0 is a
+	// single unit coefficient at index copyAt (an input sample copied
+	// through), phase 1 a linear-phase inner product.
+	half   bool
+	copyAt int
 }
 
 // design builds the filter for converting inRate to outRate with spec s.
@@ -30,6 +35,12 @@ type filter struct {
 func design(inRate, outRate int, s spec) filter {
 	g := gcd(inRate, outRate)
 	up, down := outRate/g, inRate/g
+	if s.halfBand {
+		if up == 2 && down == 1 {
+			return designHalfBand(inRate, s)
+		}
+		s, _ = QualityLow.spec() // QualityPhone elsewhere
+	}
 	lower := float64(min(inRate, outRate))
 	fsI := float64(inRate * up)
 
@@ -106,4 +117,48 @@ func gcd(a, b int) int {
 		a, b = b, a%b
 	}
 	return a
+}
+
+// designHalfBand builds the half-band interpolator by two of QualityPhone:
+// a Kaiser-windowed sinc cut off at the input's Nyquist frequency (a
+// quarter of the output rate), with the transition band symmetric about
+// it, from s.passEdge to 1-s.passEdge of the input rate. Such a filter is
+// zero at every even distance from its center except the center itself,
+// so phase 0 (the center's, the center being even) is one coefficient, 1,
+// and phase 1 holds the odd taps, normalized to unit DC gain. Its length
+// follows the same Kaiser formula over the wider transition, so it is
+// about half as long as the QualityLow filter of the same pair.
+func designHalfBand(inRate int, s spec) filter {
+	fsI := float64(2 * inRate)
+	pass, stop := s.passEdge*float64(inRate), (1-s.passEdge)*float64(inRate)
+	dw := 2 * math.Pi * (stop - pass) / fsI
+	n := int(math.Ceil((s.attenuation-7.95)/(2.285*dw))) + 1
+	center := (n/2 + 1) / 2 * 2 // even, so the center falls in phase 0
+	length := 2*center + 1
+	taps := (length + 1) / 2
+	taps = (taps + tapAlign - 1) / tapAlign * tapAlign
+	beta := kaiserBeta(s.attenuation)
+	i0beta := besselI0(beta)
+
+	coefs := make([]float32, 2*taps)
+	odd := make([]float64, taps)
+	sum := 0.0
+	for t := range taps {
+		i := 1 + 2*t // phase 1: h[1], h[3], ...
+		if i >= length {
+			break
+		}
+		d := float64(i - center)
+		r := d / float64(center)
+		w := besselI0(beta*math.Sqrt(max(0, 1-r*r))) / i0beta
+		odd[t] = 0.5 * sinc(0.5*d) * w
+		sum += odd[t]
+	}
+	for t := range taps {
+		coefs[taps+taps-1-t] = float32(odd[t] / sum)
+	}
+	// Phase 0 holds h[center] at t = center/2, stored time-reversed.
+	copyAt := taps - 1 - center/2
+	coefs[copyAt] = 1
+	return filter{up: 2, down: 1, taps: taps, coefs: coefs, delay: center, half: true, copyAt: copyAt}
 }

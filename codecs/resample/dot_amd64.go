@@ -38,6 +38,22 @@ func dotPhases(out, coefs, x []float32, k int) {
 func polyFMA(out, coefs, x *float32, k, n, limit, up, stepBase, stepPhase int, pos *[2]int) int
 
 //go:noescape
+func interleaveFloats(dst, a, b *float32, n int)
+
+// interleave sets y[2i] = a[i] and y[2i+1] = b[i] for i < len(b), y
+// holding 2*len(b) and a at least len(b).
+func interleave(y, a, b []float32) {
+	i := 0
+	if hasFMA {
+		i = len(b) &^ 7
+		if i > 0 {
+			interleaveFloats(&y[:2*i][0], &a[:i][0], &b[:i][0], i)
+		}
+	}
+	interleaveGeneric(y[2*i:], a[i:], b[i:])
+}
+
+//go:noescape
 func int16sToFloat(dst *float32, src *int16, n int)
 
 //go:noescape
@@ -71,6 +87,22 @@ func (r *Resampler) polySIMD(y []float32, n int) (int, bool) {
 	out := polyFMA(&y[0], &f.coefs[0], &r.buf[0], f.taps, n, len(y), f.up, f.down/f.up, f.down%f.up, &pos)
 	r.base, r.phase = pos[0], pos[1]
 	return out, true
+}
+
+//go:noescape
+func firFMA(out, coefs, x *float32, k, n int)
+
+// halfSIMD sets odd[i] to the inner product of ph1 (k coefficients) with
+// r.buf[base+i:], for the len(odd) windows from base, in one firFMA call.
+// It reports false, doing nothing, where there is no AVX2+FMA.
+func (r *Resampler) halfSIMD(odd, ph1 []float32, base, windows int) bool {
+	if !hasFMA {
+		return false
+	}
+	k := len(ph1)
+	x := r.buf[base : base+windows+k-1]
+	firFMA(&odd[:windows][0], &ph1[0], &x[0], k, windows)
+	return true
 }
 
 // toInt16s converts y to dst (len(dst) == len(y)) with toInt16's rounding

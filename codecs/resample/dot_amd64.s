@@ -208,3 +208,127 @@ f2iLoop:
 f2iDone:
 	VZEROUPPER
 	RET
+
+// func interleaveFloats(dst, a, b *float32, n int)
+//
+// dst[2i] = a[i], dst[2i+1] = b[i] for i < n, n a multiple of 8: eight
+// pairs per step with vector stores (scalar stores followed by the vector
+// loads of floatsToInt16 would stall store forwarding).
+TEXT ·interleaveFloats(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ a+8(FP), SI
+	MOVQ b+16(FP), DX
+	MOVQ n+24(FP), CX
+
+ilvLoop:
+	CMPQ CX, $8
+	JLT  ilvDone
+	VMOVUPS (SI), Y0
+	VMOVUPS (DX), Y1
+	VUNPCKLPS Y1, Y0, Y2 // a0 b0 a1 b1 | a4 b4 a5 b5
+	VUNPCKHPS Y1, Y0, Y3 // a2 b2 a3 b3 | a6 b6 a7 b7
+	VPERM2F128 $0x20, Y3, Y2, Y0
+	VPERM2F128 $0x31, Y3, Y2, Y1
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	ADDQ $32, SI
+	ADDQ $32, DX
+	ADDQ $64, DI
+	SUBQ $8, CX
+	JMP  ilvLoop
+
+ilvDone:
+	VZEROUPPER
+	RET
+
+// func firFMA(out, coefs, x *float32, k, n int)
+//
+// out[i] is the inner product of coefs[:k] with x[i:i+k] for i < n (k > 0):
+// a plain FIR vectorized across outputs (each coefficient broadcast and
+// multiplied into 32 or 8 consecutive outputs), so no output needs a
+// horizontal sum. It is the half-band filter's phase 1.
+TEXT ·firFMA(SB), NOSPLIT, $0-40
+	MOVQ out+0(FP), DI
+	MOVQ coefs+8(FP), SI
+	MOVQ x+16(FP), DX
+	MOVQ k+24(FP), R8
+	MOVQ n+32(FP), CX
+
+fir32:
+	CMPQ CX, $32
+	JLT  fir8
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	MOVQ SI, R9
+	MOVQ DX, R10
+	MOVQ R8, R11
+
+fir32Tap:
+	VBROADCASTSS (R9), Y4
+	VFMADD231PS (R10), Y4, Y0
+	VFMADD231PS 32(R10), Y4, Y1
+	VFMADD231PS 64(R10), Y4, Y2
+	VFMADD231PS 96(R10), Y4, Y3
+	ADDQ $4, R9
+	ADDQ $4, R10
+	DECQ R11
+	JNZ  fir32Tap
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	ADDQ $128, DI
+	ADDQ $128, DX
+	SUBQ $32, CX
+	JMP  fir32
+
+fir8:
+	CMPQ CX, $8
+	JLT  fir1
+	VXORPS Y0, Y0, Y0
+	MOVQ SI, R9
+	MOVQ DX, R10
+	MOVQ R8, R11
+
+fir8Tap:
+	VBROADCASTSS (R9), Y4
+	VFMADD231PS (R10), Y4, Y0
+	ADDQ $4, R9
+	ADDQ $4, R10
+	DECQ R11
+	JNZ  fir8Tap
+	VMOVUPS Y0, (DI)
+	ADDQ $32, DI
+	ADDQ $32, DX
+	SUBQ $8, CX
+	JMP  fir8
+
+	// The last outputs one at a time, each the same chain of fused
+	// multiply-adds as a vector lane above, so an output does not depend
+	// on where a chunk ends.
+fir1:
+	TESTQ CX, CX
+	JEQ   firDone
+	VXORPS X0, X0, X0
+	MOVQ SI, R9
+	MOVQ DX, R10
+	MOVQ R8, R11
+
+fir1Tap:
+	VMOVSS (R9), X4
+	VFMADD231SS (R10), X4, X0
+	ADDQ $4, R9
+	ADDQ $4, R10
+	DECQ R11
+	JNZ  fir1Tap
+	VMOVSS X0, (DI)
+	ADDQ $4, DI
+	ADDQ $4, DX
+	DECQ CX
+	JMP  fir1
+
+firDone:
+	VZEROUPPER
+	RET

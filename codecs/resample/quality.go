@@ -15,6 +15,20 @@ const (
 	// lower Nyquist frequency, and a passband flat within 0.01 dB up to 0.40
 	// of the lower rate (3.2 kHz at 8 kHz, more than telephone bandwidth).
 	QualityLow
+	// QualityPhone is QualityLow with a half-band filter for upsampling by
+	// two (8 to 16 kHz, 24 to 48 kHz), for telephone-band input such as
+	// G.711, whose channel ends near 3.4 kHz (ITU-T G.712): every other
+	// output sample is an input sample copied through, the rest take an
+	// inner product of half QualityLow's length, for about a quarter of
+	// its CPU and half its delay. The passband is QualityLow's (flat to
+	// 0.40 of the input rate) and images of it are rejected by at least
+	// 60 dB; the transition band is symmetric about the input's Nyquist
+	// frequency (0.40 to 0.60 of the input rate), so the image of a tone
+	// between 0.40 and 0.50 of the input rate lands in 0.50 to 0.60 of it
+	// (4 to 4.8 kHz at 8 kHz) only partly attenuated: by 20 dB for a tone
+	// at 0.45 of the input rate (3.6 kHz at 8 kHz), by 6 dB at the Nyquist
+	// frequency itself. Other pairs get QualityLow's filter.
+	QualityPhone
 )
 
 // spec is the filter design of one quality: the passband edge as a fraction
@@ -23,6 +37,7 @@ const (
 type spec struct {
 	passEdge    float64
 	attenuation float64
+	halfBand    bool // a half-band filter when upsampling by two
 }
 
 func (q Quality) spec() (spec, bool) {
@@ -31,6 +46,8 @@ func (q Quality) spec() (spec, bool) {
 		return spec{passEdge: 0.45, attenuation: 90}, true
 	case QualityLow:
 		return spec{passEdge: 0.40, attenuation: 65}, true
+	case QualityPhone:
+		return spec{passEdge: 0.425, attenuation: 65, halfBand: true}, true
 	}
 	return spec{}, false
 }
@@ -42,6 +59,8 @@ func (q Quality) String() string {
 		return "High"
 	case QualityLow:
 		return "Low"
+	case QualityPhone:
+		return "Phone"
 	}
 	return "Quality(?)"
 }

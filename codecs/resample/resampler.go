@@ -25,6 +25,9 @@ type Resampler struct {
 	// out is scratch for one chunk's outputs before conversion (the
 	// assembly loop); it only grows.
 	out []float32
+	// half holds runHalf's inner products (a half-band filter's phase 1)
+	// before they are interleaved with the copied samples.
+	half []float32
 	// base and phase locate the next output sample: it ends its window at
 	// input base of the next chunk (relative to that chunk's start) and uses
 	// polyphase branch phase.
@@ -60,6 +63,9 @@ func New(inRate, outRate int, q Quality) (*Resampler, error) {
 	r.f = design(inRate, outRate, s)
 	r.buf = make([]float32, r.f.taps-1, r.f.taps-1+max(initialChunk, r.flushInput()))
 	r.out = make([]float32, r.OutputLen(cap(r.buf)-len(r.buf)))
+	if r.f.half {
+		r.half = make([]float32, cap(r.buf)-len(r.buf))
+	}
 	return r, nil
 }
 
@@ -187,7 +193,9 @@ func (r *Resampler) run(dst []int16, n, limit int) int {
 	out := 0
 	if len(y) > 0 {
 		var ok bool
-		if out, ok = r.polySIMD(y, n); !ok {
+		if f.half {
+			out = r.runHalf(y, n)
+		} else if out, ok = r.polySIMD(y, n); !ok {
 			if f.down == 1 && r.phase == 0 {
 				out = r.runUp(y, n)
 			} else {
@@ -240,6 +248,48 @@ func (r *Resampler) runUp(y []float32, n int) int {
 	}
 	r.base = base
 	return out
+}
+
+// runHalf is runUp for a half-band filter (QualityPhone): for every input
+// window the phase 0 output is the sample at copyAt, copied, and the phase
+// 1 output one inner product (by polyFMA or dotGeneric, into r.half); then
+// the two are interleaved into y.
+func (r *Resampler) runHalf(y []float32, n int) int {
+	f := &r.f
+	k := f.taps
+	base := r.base
+	windows := min(n-base, (len(y)+1)/2)
+	if windows <= 0 {
+		return 0
+	}
+	if len(r.half) < windows {
+		r.half = make([]float32, windows)
+	}
+	odd := r.half[:windows]
+	ph1 := f.coefs[k : 2*k]
+	if !r.halfSIMD(odd, ph1, base, windows) {
+		for i := range windows {
+			odd[i] = dotGeneric(ph1, r.buf[base+i:base+i+k])
+		}
+	}
+	copies := r.buf[base+f.copyAt:]
+	pairs := min(windows, len(y)/2)
+	interleave(y, copies, odd[:pairs])
+	out := 2 * pairs
+	if pairs < windows { // an odd limit: the last window gives only its copy
+		y[out] = copies[pairs]
+		out++
+	}
+	r.base = base + windows
+	return out
+}
+
+// interleaveGeneric is the portable interleave.
+func interleaveGeneric(y, a, b []float32) {
+	for i, v := range b {
+		y[2*i] = a[i]
+		y[2*i+1] = v
+	}
 }
 
 // dotPhasesGeneric is the portable version of dotPhases.

@@ -50,8 +50,9 @@
 //
 // After the drain, the frame that is due comes out of the jitter buffer's
 // playout (decoded, concealed where packets are missing, resampled once:
-// G.711 8 kHz to 16 kHz with resample.QualityLow, whose aliases stay far
-// below G.711's own noise; Opus decodes at 16 kHz directly) and goes to
+// G.711 8 kHz to 16 kHz with resample.QualityPhone, a half-band filter
+// flat over the whole telephone band whose images stay far below G.711's
+// own noise; Opus decodes at 16 kHz directly) and goes to
 // the Sink, on the same goroutine: for a call's engine, that is its input
 // processing (VAD, turn detection, recording) done in the tick too. Without
 // a Sink, ReadFrame hands the frame to a goroutine that waits for it.

@@ -176,7 +176,7 @@ func (s *Session) readFrame(dst []int16, now time.Time) (int, error) {
 	if r.gen != rc.gen {
 		r.up = nil
 		if rate := rc.play.Rate(); rate != EngineRate {
-			up, err := resample.New(rate, EngineRate, resampleQuality(min(rate, EngineRate)))
+			up, err := resample.New(rate, EngineRate, receiveQuality(rate))
 			if err != nil {
 				return 0, fmt.Errorf("resample %d->%d: %w", rate, EngineRate, err)
 			}
