@@ -55,10 +55,23 @@ type recorder struct {
 }
 
 // bufferedFile buffers writes to a file and flushes before seeking, so the
-// WAV writer's per-frame writes become a few large ones.
+// WAV writer's per-frame writes become a few large ones. fw counts them.
 type bufferedFile struct {
 	f  *os.File
 	bw *bufio.Writer
+	fw fileWrites
+}
+
+// fileWrites passes writes to f and counts them: each is a write(2),
+// which the shard writer yields after (recShard.run).
+type fileWrites struct {
+	f *os.File
+	n int
+}
+
+func (w *fileWrites) Write(p []byte) (int, error) {
+	w.n++
+	return w.f.Write(p)
 }
 
 func (b *bufferedFile) Write(p []byte) (int, error) { return b.bw.Write(p) }
@@ -96,7 +109,9 @@ func newRecorder(path string, rate int) (*recorder, error) {
 		r.closeResamplers()
 		return nil, fmt.Errorf("agent: recording: %w", err)
 	}
-	bf := &bufferedFile{f: f, bw: bufio.NewWriterSize(f, 64<<10)}
+	bf := &bufferedFile{f: f}
+	bf.fw.f = f
+	bf.bw = bufio.NewWriterSize(&bf.fw, 64<<10)
 	w, err := wav.NewWriter(bf, wav.Format{Encoding: wav.PCM16, SampleRate: fileRate, Channels: 2})
 	if err != nil {
 		f.Close()
@@ -129,7 +144,13 @@ const recDrainEvery = 100 * time.Millisecond
 // other goroutines run: a drain takes about 3.5 µs per call
 // (BenchmarkRecorderDrain), so a batch of 1000 calls would otherwise hold
 // its P for some 3.5 ms, and with one P (a node pinned to one core) the
-// pacer's tick would wait that long.
+// pacer's tick would wait that long. The shard also yields after every
+// drain that wrote to its file: a goroutine in a system call keeps its P
+// until the runtime's monitor takes it back, which can be 10 ms later,
+// and a 64 KB write(2) of new page-cache pages took 0.3 ms on a VM node
+// at 345 calls (each fresh page faults in the hypervisor), so the ten
+// writes of one batch held the pacer's tick back 3.4 ms (runtime/trace;
+// p99 tick lateness 5.6 ms).
 const recYieldEvery = 64
 
 // recWriter writes every call's recording of the process. A goroutine per
@@ -204,12 +225,15 @@ func (sh *recShard) run() {
 		sh.mu.Unlock()
 		for i, r := range sh.batch {
 			r.mu.Lock()
+			wrote := false
 			if !r.stopped {
+				n := r.bf.fw.n
 				r.drain(false)
+				wrote = r.bf.fw.n != n
 			}
 			r.mu.Unlock()
 			sh.batch[i] = nil
-			if i%recYieldEvery == recYieldEvery-1 {
+			if wrote || i%recYieldEvery == recYieldEvery-1 {
 				runtime.Gosched()
 			}
 		}
