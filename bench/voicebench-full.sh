@@ -89,10 +89,39 @@ echo_s1=(--mode echo --echo-list "$work/echo.addrs" --pid "$ECHO_PID" --codec PC
 
 log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
-# run NAME ARGS...: one voicebench run into $OUT/NAME, its command kept.
+# cpu_ticks PID...: the CPU time the processes have used, in clock ticks.
+cpu_ticks() {
+  local t=0 p
+  for p in "$@"; do
+    [ -r "/proc/$p/stat" ] && t=$((t + $(sed 's/.*) //' "/proc/$p/stat" | awk '{print $12 + $13}')))
+  done
+  echo "$t"
+}
+
+# quiet: wait (at most two minutes) until our node and the echo floor use
+# under 3% of a core over a second. Our node ends hundreds of calls after a
+# knee search (recordings, call records, transcripts), and that work on
+# the shared core must not land in the next system's window: it once
+# failed rtpengine's first knee step at 300 calls on p99 |D| 15 ms with
+# rtpengine itself at 20% of the core.
+quiet() {
+  local hz prev now
+  hz=$(getconf CLK_TCK)
+  for _ in $(seq 120); do
+    prev=$(cpu_ticks "$VOICED_PID" "$ECHO_PID")
+    sleep 1
+    now=$(cpu_ticks "$VOICED_PID" "$ECHO_PID")
+    [ $(((now - prev) * 100)) -le $((3 * hz)) ] && return 0
+  done
+  log "the systems under test did not quiet down in two minutes"
+}
+
+# run NAME ARGS...: one voicebench run into $OUT/NAME, its command kept,
+# once the systems under test are quiet.
 run() {
   local name=$1
   shift
+  quiet
   log "$name: $*"
   "${gen[@]}" --out "$OUT/$name" "$@" >"$OUT/$name.log" 2>&1 || { log "$name failed:"; tail -5 "$OUT/$name.log" >&2; }
   tail -n +2 "$OUT/$name.log" | sed 's/^/    /' >&2
