@@ -183,6 +183,6 @@ cmp s2.md "S2, PCMU↔Opus transcoding, $N_S2 calls" s2 ours rtpengine
 cmp knee-s1.md "S1, largest sustained N" knee-s1 ours rtpengine echo
 cmp knee-s2.md "S2, largest sustained N" knee-s2 ours rtpengine
 
-export ROUNDS N_S1 N_S2 HOLD WINDOW FACTOR NICE
+export ROUNDS N_S1 N_S2 HOLD WINDOW FACTOR START_S1 START_S2 NICE
 bench/voicebench-results.sh "$OUT" >bench/RESULTS-voicebench.md
 log "wrote bench/RESULTS-voicebench.md"

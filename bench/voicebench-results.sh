@@ -32,7 +32,7 @@ Each system under test ran pinned to one core (\`taskset -c \$SUT_CPU\`), voiceb
 \`${NICE:-normal priority}\`, on a machine shared with other work (load average at the start of each run is in its
 summary). Figures are means over the interleaved rounds, with the range in parentheses.
 
-Exact command: \`ROUNDS=${ROUNDS:-2} N_S1=${N_S1:-200} N_S2=${N_S2:-30} HOLD=${HOLD:-20s} WINDOW=${WINDOW:-15s} FACTOR=${FACTOR:-1.4} bench/voicebench-full.sh\`;
+Exact command: \`ROUNDS=${ROUNDS:-2} N_S1=${N_S1:-200} N_S2=${N_S2:-30} HOLD=${HOLD:-20s} WINDOW=${WINDOW:-15s} FACTOR=${FACTOR:-1.4} START_S1=${START_S1:-100} START_S2=${START_S2:-20} bench/voicebench-full.sh\`;
 every voicebench command line is listed under its table. Per-run summaries and charts are in [$rel]($rel/).
 
 How the systems do comparable work: per call and per 20 ms each receives one RTP packet and sends one. Ours
