@@ -72,7 +72,7 @@ func bindSock(family int, ip netip.Addr, port int) (*sock, error) {
 	return &sock{fd: fd, v6: family == syscall.AF_INET6, local: netip.AddrPortFrom(ip, uint16(port))}, nil
 }
 
-// LocalAddr returns the bound address.
+// localAddr returns the bound address.
 func (s *sock) localAddr() netip.AddrPort { return s.local }
 
 // writeTo sends one datagram to, without blocking: a full send buffer
