@@ -47,24 +47,17 @@ func design(inRate, outRate int, s spec) filter {
 	pass, stop := s.passEdge*lower, 0.5*lower
 	fc := (pass + stop) / 2 / fsI // normalized cutoff, cycles per sample
 	dw := 2 * math.Pi * (stop - pass) / fsI
-	n := int(math.Ceil((s.attenuation-7.95)/(2.285*dw))) + 1
-	center := n / 2 // ceil((n-1)/2): half the minimum length
+	center := kaiserLength(s.attenuation, dw) / 2 // ceil((n-1)/2): half the minimum length
 	center = (center + down - 1) / down * down
 	length := 2*center + 1
-	taps := (length + up - 1) / up
-	// Zero taps at the oldest end round each phase up to a whole number of
-	// SIMD blocks; they do not change the output.
-	taps = (taps + tapAlign - 1) / tapAlign * tapAlign
-	beta := kaiserBeta(s.attenuation)
+	taps := alignTaps((length + up - 1) / up)
+	win := newKaiser(s.attenuation, center)
 
 	h := make([]float64, taps*up)
 	sum := 0.0
-	i0beta := besselI0(beta)
 	for i := range length {
 		t := float64(i - center)
-		r := t / float64(center)
-		w := besselI0(beta*math.Sqrt(max(0, 1-r*r))) / i0beta
-		h[i] = 2 * fc * sinc(2*fc*t) * w
+		h[i] = 2 * fc * sinc(2*fc*t) * win.at(t)
 		sum += h[i]
 	}
 	// Each of the up phases must have unit DC gain, so the whole filter sums
@@ -78,6 +71,37 @@ func design(inRate, outRate int, s spec) filter {
 		}
 	}
 	return filter{up: up, down: down, taps: taps, coefs: coefs, delay: center / down}
+}
+
+// kaiserLength is Kaiser's estimate of the length N of a low-pass filter
+// with attenuation a dB over a transition of dw radians per sample:
+// N-1 = (a-7.95) / (2.285*dw).
+func kaiserLength(a, dw float64) int {
+	return int(math.Ceil((a-7.95)/(2.285*dw))) + 1
+}
+
+// alignTaps rounds a phase's length up to a whole number of SIMD blocks;
+// the zero taps added at its oldest end do not change the output.
+func alignTaps(taps int) int {
+	return (taps + tapAlign - 1) / tapAlign * tapAlign
+}
+
+// kaiser is the Kaiser window for an attenuation, over a filter whose
+// center is center taps from either end.
+type kaiser struct {
+	beta, i0beta float64
+	center       float64
+}
+
+func newKaiser(a float64, center int) kaiser {
+	beta := kaiserBeta(a)
+	return kaiser{beta: beta, i0beta: besselI0(beta), center: float64(center)}
+}
+
+// at is the window's value t taps from the center.
+func (k kaiser) at(t float64) float64 {
+	r := t / k.center
+	return besselI0(k.beta*math.Sqrt(max(0, 1-r*r))) / k.i0beta
 }
 
 func kaiserBeta(a float64) float64 {
@@ -126,19 +150,16 @@ func gcd(a, b int) int {
 // zero at every even distance from its center except the center itself,
 // so phase 0 (the center's, the center being even) is one coefficient, 1,
 // and phase 1 holds the odd taps, normalized to unit DC gain. Its length
-// follows the same Kaiser formula over the wider transition, so it is
-// about half as long as the QualityLow filter of the same pair.
+// follows the same Kaiser formula over the wider transition: 57 taps at
+// 8 to 16 kHz, of which 28 are not zero, against QualityLow's 81.
 func designHalfBand(inRate int, s spec) filter {
 	fsI := float64(2 * inRate)
 	pass, stop := s.passEdge*float64(inRate), (1-s.passEdge)*float64(inRate)
 	dw := 2 * math.Pi * (stop - pass) / fsI
-	n := int(math.Ceil((s.attenuation-7.95)/(2.285*dw))) + 1
-	center := (n/2 + 1) / 2 * 2 // even, so the center falls in phase 0
+	center := (kaiserLength(s.attenuation, dw)/2 + 1) / 2 * 2 // even, so the center falls in phase 0
 	length := 2*center + 1
-	taps := (length + 1) / 2
-	taps = (taps + tapAlign - 1) / tapAlign * tapAlign
-	beta := kaiserBeta(s.attenuation)
-	i0beta := besselI0(beta)
+	taps := alignTaps((length + 1) / 2)
+	win := newKaiser(s.attenuation, center)
 
 	coefs := make([]float32, 2*taps)
 	odd := make([]float64, taps)
@@ -149,9 +170,7 @@ func designHalfBand(inRate int, s spec) filter {
 			break
 		}
 		d := float64(i - center)
-		r := d / float64(center)
-		w := besselI0(beta*math.Sqrt(max(0, 1-r*r))) / i0beta
-		odd[t] = 0.5 * sinc(0.5*d) * w
+		odd[t] = 0.5 * sinc(0.5*d) * win.at(d)
 		sum += odd[t]
 	}
 	for t := range taps {

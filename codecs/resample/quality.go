@@ -15,19 +15,19 @@ const (
 	// lower Nyquist frequency, and a passband flat within 0.01 dB up to 0.40
 	// of the lower rate (3.2 kHz at 8 kHz, more than telephone bandwidth).
 	QualityLow
-	// QualityPhone is QualityLow with a half-band filter for upsampling by
-	// two (8 to 16 kHz, 24 to 48 kHz), for telephone-band input such as
-	// G.711, whose channel ends near 3.4 kHz (ITU-T G.712): every other
-	// output sample is an input sample copied through, the rest take an
-	// inner product of half QualityLow's length, for about a quarter of
-	// its CPU and half its delay. The passband is QualityLow's (flat to
-	// 0.40 of the input rate) and images of it are rejected by at least
-	// 60 dB; the transition band is symmetric about the input's Nyquist
-	// frequency (0.40 to 0.60 of the input rate), so the image of a tone
-	// between 0.40 and 0.50 of the input rate lands in 0.50 to 0.60 of it
-	// (4 to 4.8 kHz at 8 kHz) only partly attenuated: by 20 dB for a tone
-	// at 0.45 of the input rate (3.6 kHz at 8 kHz), by 6 dB at the Nyquist
-	// frequency itself. Other pairs get QualityLow's filter.
+	// QualityPhone is a half-band filter for upsampling by two (8 to
+	// 16 kHz, 24 to 48 kHz), for telephone-band input such as G.711, whose
+	// channel ends near 3.4 kHz (ITU-T G.712): every other output sample
+	// is an input sample copied through, the rest take a 28-tap inner
+	// product, for a quarter of QualityLow's CPU and 28 samples of delay
+	// instead of 40. The passband reaches 0.425 of the input rate (3.4 kHz
+	// at 8 kHz), flat within 0.01 dB, and images of it are rejected by at
+	// least 60 dB; the transition band is symmetric about the input's
+	// Nyquist frequency (0.425 to 0.575 of the input rate), so the image of
+	// a tone between 0.425 and 0.50 of the input rate lands in 0.50 to
+	// 0.575 of it (4 to 4.6 kHz at 8 kHz) only partly attenuated: by 30 dB
+	// for a tone at 0.45 of the input rate (3.6 kHz at 8 kHz), by 6 dB at
+	// the Nyquist frequency itself. Other pairs get QualityLow's filter.
 	QualityPhone
 )
 

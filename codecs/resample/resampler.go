@@ -252,7 +252,7 @@ func (r *Resampler) runUp(y []float32, n int) int {
 
 // runHalf is runUp for a half-band filter (QualityPhone): for every input
 // window the phase 0 output is the sample at copyAt, copied, and the phase
-// 1 output one inner product (by polyFMA or dotGeneric, into r.half); then
+// 1 output one inner product (by firFMA or dotGeneric, into r.half); then
 // the two are interleaved into y.
 func (r *Resampler) runHalf(y []float32, n int) int {
 	f := &r.f
