@@ -55,9 +55,9 @@ type recorder struct {
 }
 
 // bufferedFile buffers writes to a file and flushes before seeking, so the
-// WAV writer's per-frame writes become a few large ones. fw counts them.
+// WAV writer's per-frame writes become a few large ones, which fw makes
+// and counts.
 type bufferedFile struct {
-	f  *os.File
 	bw *bufio.Writer
 	fw fileWrites
 }
@@ -80,7 +80,7 @@ func (b *bufferedFile) Seek(off int64, whence int) (int64, error) {
 	if err := b.bw.Flush(); err != nil {
 		return 0, err
 	}
-	return b.f.Seek(off, whence)
+	return b.fw.f.Seek(off, whence)
 }
 
 // newRecorder creates the file and hands the recorder to a shard's writer.
@@ -109,8 +109,7 @@ func newRecorder(path string, rate int) (*recorder, error) {
 		r.closeResamplers()
 		return nil, fmt.Errorf("agent: recording: %w", err)
 	}
-	bf := &bufferedFile{f: f}
-	bf.fw.f = f
+	bf := &bufferedFile{fw: fileWrites{f: f}}
 	bf.bw = bufio.NewWriterSize(&bf.fw, 64<<10)
 	w, err := wav.NewWriter(bf, wav.Format{Encoding: wav.PCM16, SampleRate: fileRate, Channels: 2})
 	if err != nil {
