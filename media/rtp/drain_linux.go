@@ -33,10 +33,18 @@ type batch struct {
 	bufs  [drainBatch][1500]byte
 }
 
+// init points each message header at its buffers, once: a batch is
+// pooled, not moved, and the kernel writes back only the lengths, which
+// sock.readBatch resets before each read.
 func (b *batch) init() {
 	for i := range b.msgs {
 		b.iovs[i].Base = &b.bufs[i][0]
 		b.iovs[i].SetLen(len(b.bufs[i]))
+		h := &b.msgs[i].hdr
+		h.Name = (*byte)(unsafe.Pointer(&b.names[i]))
+		h.Iov = &b.iovs[i]
+		h.Iovlen = 1
+		h.Control = &b.ctl[i][0]
 	}
 }
 

@@ -87,11 +87,12 @@ func (s *sock) writeTo(b []byte, to netip.AddrPort) error {
 		s.sa = syscall.RawSockaddrInet6{Family: syscall.AF_INET6, Addr: a.As16()}
 		salen = syscall.SizeofSockaddrInet6
 	} else {
-		if !a.Unmap().Is4() {
+		a = a.Unmap()
+		if !a.Is4() {
 			return fmt.Errorf("send to %v from an IPv4 socket: %w", to, syscall.EAFNOSUPPORT)
 		}
 		sa4 := (*syscall.RawSockaddrInet4)(unsafe.Pointer(&s.sa))
-		*sa4 = syscall.RawSockaddrInet4{Family: syscall.AF_INET, Addr: a.Unmap().As4()}
+		*sa4 = syscall.RawSockaddrInet4{Family: syscall.AF_INET, Addr: a.As4()}
 		salen = syscall.SizeofSockaddrInet4
 	}
 	// The port is at the same offset in both layouts, in network order.
@@ -113,13 +114,8 @@ func (s *sock) writeTo(b []byte, to netip.AddrPort) error {
 func (s *sock) readBatch(b *batch) int {
 	for i := range b.msgs {
 		h := &b.msgs[i].hdr
-		h.Name = (*byte)(unsafe.Pointer(&b.names[i]))
 		h.Namelen = uint32(unsafe.Sizeof(b.names[i]))
-		h.Iov = &b.iovs[i]
-		h.Iovlen = 1
-		h.Control = &b.ctl[i][0]
 		h.SetControllen(cmsgSpace)
-		h.Flags = 0
 	}
 	r, _, e := syscall.RawSyscall6(syscall.SYS_RECVMMSG, uintptr(s.fd), uintptr(unsafe.Pointer(&b.msgs[0])), drainBatch,
 		syscall.MSG_DONTWAIT, 0, 0)
