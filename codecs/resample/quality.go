@@ -18,9 +18,9 @@ const (
 	// QualityPhone is a half-band filter for upsampling by two (8 to
 	// 16 kHz, 24 to 48 kHz), for telephone-band input such as G.711, whose
 	// channel ends near 3.4 kHz (ITU-T G.712): every other output sample
-	// is an input sample copied through, the rest take a 28-tap inner
-	// product, for a quarter of QualityLow's CPU and 28 samples of delay
-	// instead of 40. The passband reaches 0.425 of the input rate (3.4 kHz
+	// is an input sample copied through, the rest take an inner product of
+	// 32 taps (28 not zero), for a quarter of QualityLow's CPU and 28
+	// samples of delay instead of 40. The passband reaches 0.425 of the input rate (3.4 kHz
 	// at 8 kHz), flat within 0.01 dB, and images of it are rejected by at
 	// least 60 dB; the transition band is symmetric about the input's
 	// Nyquist frequency (0.425 to 0.575 of the input rate), so the image of
