@@ -147,9 +147,9 @@ const recDrainEvery = 100 * time.Millisecond
 // drain that wrote to its file: a goroutine in a system call keeps its P
 // until the runtime's monitor takes it back, which can be 10 ms later,
 // and a 64 KB write(2) of new page-cache pages took 0.3 ms on a VM node
-// at 345 calls (each fresh page faults in the hypervisor), so the ten
-// writes of one batch held the pacer's tick back 3.4 ms (runtime/trace;
-// p99 tick lateness 5.6 ms).
+// at 345 calls (20 µs on an idle one: likely fresh pages faulting in the
+// hypervisor, not measured), so the ten writes of one batch held the
+// pacer's tick back 3.4 ms (runtime/trace; p99 tick lateness 5.6 ms).
 const recYieldEvery = 64
 
 // recWriter writes every call's recording of the process. A goroutine per
