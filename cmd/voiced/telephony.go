@@ -104,7 +104,9 @@ func (t *telephony) start(c *config, explicit bool) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("--rtp-ports: %w", err)
 	}
-	pacer, err := pace.New(pace.Config{Workers: runtime.GOMAXPROCS(0)}, t.log) // calls receive and process on the pacer (media/rtp)
+	// Calls receive and process on the pacer (media/rtp), and each worker
+	// sends its calls' packets of a tick together (rtp.NewPacerWorker).
+	pacer, err := pace.New(pace.Config{Workers: runtime.GOMAXPROCS(0), NewWorker: rtp.NewPacerWorker}, t.log)
 	if err != nil {
 		return false, err
 	}

@@ -38,6 +38,17 @@ type Handle struct {
 	gen  uint32
 }
 
+// Worker is the per-worker part of one kind of stream (Config.NewWorker):
+// what the streams of a worker's share gather during their Ticks and
+// finish together, such as sending all their packets in one system call
+// (media/rtp). AfterTicks runs on the worker's goroutine once per tick,
+// after every Tick of its share and before any PostTick, under the share's
+// lock, so that when Unregister returns the work a stream left in its
+// Worker during its last Tick is done too. It has the rules of Tick.
+type Worker interface {
+	AfterTicks(now time.Time)
+}
+
 // Config tunes a Pacer. The zero value is the production setting.
 type Config struct {
 	// Period is the interval between ticks; 0 means 20 ms (one frame).
@@ -57,6 +68,10 @@ type Config struct {
 	// whose streams also receive and process in PostTick (media/rtp) wants
 	// runtime.GOMAXPROCS(0).
 	Workers int
+	// NewWorker, when set, makes each worker's Worker (see the type),
+	// given the worker's index; Pacer.Worker hands it to the streams of
+	// that worker. It may return nil, for no per-worker work.
+	NewWorker func(i int) Worker
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -140,6 +155,7 @@ type shard struct {
 	handles []Handle     // dense index -> its registration
 	broken  []Handle     // streams whose Tick or PostTick panicked this tick
 	wake    chan time.Time
+	worker  Worker // nil without Config.NewWorker
 }
 
 // New starts a Pacer whose first tick is one Period from now, and its
@@ -162,6 +178,9 @@ func New(cfg Config, log *slog.Logger) (*Pacer, error) {
 	}
 	for i := range cfg.Workers {
 		sh := &shard{}
+		if cfg.NewWorker != nil {
+			sh.worker = cfg.NewWorker(i)
+		}
 		if i > 0 {
 			sh.wake = make(chan time.Time, 1)
 			p.workers.Add(1)
@@ -243,6 +262,19 @@ func (p *Pacer) Unregister(h Handle) {
 	p.pos[h.slot] = -1
 	p.free = append(p.free, h.slot)
 	p.count.Add(-1)
+}
+
+// Worker returns the Worker (Config.NewWorker) of the worker that ticks
+// the stream registered under h, or nil: no NewWorker, or h names no
+// registered stream. Its stream's Ticks may start before Register's caller
+// has asked, so a stream must cope with not knowing its Worker yet.
+func (p *Pacer) Worker(h Handle) Worker {
+	p.reg.Lock()
+	defer p.reg.Unlock()
+	if h.gen == 0 || int(h.slot) >= len(p.pos) || p.gen[h.slot] != h.gen || p.pos[h.slot] < 0 {
+		return nil
+	}
+	return p.shards[p.shardOf[h.slot]].worker
 }
 
 // Close stops the tick loop and the workers and waits for them; no Tick
@@ -354,8 +386,9 @@ func (p *Pacer) work(sh *shard) {
 }
 
 // tickShard is the per-period loop over one shard: Tick on every stream,
-// then PostTick on the PostTickers. It holds the shard's lock so that
-// Unregister can promise that a removed stream is not ticking.
+// the shard's Worker, then PostTick on the PostTickers. It holds the
+// shard's lock so that Unregister can promise that a removed stream is not
+// ticking.
 func (p *Pacer) tickShard(sh *shard, now time.Time) {
 	sh.mu.Lock()
 	streams := sh.streams
@@ -363,6 +396,9 @@ func (p *Pacer) tickShard(sh *shard, now time.Time) {
 		if !p.call(streams[i], now, false) {
 			sh.broken = append(sh.broken, sh.handles[i])
 		}
+	}
+	if sh.worker != nil {
+		p.afterTicks(sh.worker, now)
 	}
 	for i, pt := range sh.posts {
 		if pt != nil && !p.call(pt, now, true) {
@@ -379,6 +415,18 @@ func (p *Pacer) tickShard(sh *shard, now time.Time) {
 		p.Unregister(h)
 	}
 	sh.broken = sh.broken[:0]
+}
+
+// afterTicks runs a Worker's AfterTicks; a panic is logged and counted
+// like a stream's, and the Worker stays (it is no stream to unregister).
+func (p *Pacer) afterTicks(w Worker, now time.Time) {
+	defer func() {
+		if r := recover(); r != nil {
+			p.panics.Add(1)
+			p.log.Error("pace: worker panicked in AfterTicks", "panic", fmt.Sprint(r), "worker", fmt.Sprintf("%T", w))
+		}
+	}()
+	w.AfterTicks(now)
 }
 
 func (p *Pacer) call(s Stream, now time.Time, post bool) (ok bool) {

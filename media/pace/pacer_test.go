@@ -422,3 +422,96 @@ func TestPostTickFollowsEveryTick(t *testing.T) {
 	require.Equal(t, []string{"tick", "post"}, journal, "the panicking stream is gone")
 	require.EqualValues(t, 3, plain.n.Load())
 }
+
+// journalWorker is a Worker that notes its AfterTicks in a journal.
+type journalWorker struct {
+	i       int
+	journal *[]string
+	boom    bool
+}
+
+func (w *journalWorker) AfterTicks(time.Time) {
+	*w.journal = append(*w.journal, "after")
+	if w.boom {
+		panic("boom")
+	}
+}
+
+// TestWorkerAfterTicks: each worker's AfterTicks runs once per tick,
+// between its share's Ticks and PostTicks; Worker hands a stream its
+// worker's, and nothing for a handle that names no stream; a panicking
+// AfterTicks is counted and the clock goes on.
+func TestWorkerAfterTicks(t *testing.T) {
+	var journal []string
+	var made []*journalWorker
+	p, err := New(Config{Period: time.Hour, NewWorker: func(i int) Worker {
+		w := &journalWorker{i: i, journal: &journal}
+		made = append(made, w)
+		return w
+	}}, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	defer p.Close()
+	require.Len(t, made, 1)
+	var nows []time.Time
+	a := &phased{id: 1, journal: &journal, nows: &nows}
+	b := &phased{id: 2, journal: &journal, nows: &nows}
+	ha, err := p.Register(a)
+	require.NoError(t, err)
+	_, err = p.Register(b)
+	require.NoError(t, err)
+	require.Same(t, made[0], p.Worker(ha))
+	require.Nil(t, p.Worker(Handle{}))
+
+	now := time.Now()
+	p.tick(now)
+	require.Equal(t, []string{"tick", "tick", "after", "post", "post"}, journal)
+
+	made[0].boom = true
+	journal = journal[:0]
+	p.tick(now.Add(time.Second))
+	require.Equal(t, []string{"tick", "tick", "after", "post", "post"}, journal, "the streams run on")
+	require.EqualValues(t, 1, p.Stats().Panics)
+	require.Equal(t, 2, p.Stats().Streams)
+
+	p.Unregister(ha)
+	require.Nil(t, p.Worker(ha), "an unregistered handle has no worker")
+}
+
+// TestWorkerPerShard: with several workers each share has its own Worker,
+// given its index, and a nil Worker means no AfterTicks.
+func TestWorkerPerShard(t *testing.T) {
+	var mu sync.Mutex
+	runs := map[int]int{}
+	p, err := New(Config{Period: time.Hour, Workers: 3, NewWorker: func(i int) Worker {
+		if i == 2 {
+			return nil
+		}
+		return afterFunc(func() {
+			mu.Lock()
+			runs[i]++
+			mu.Unlock()
+		})
+	}}, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	defer p.Close()
+	var hs []Handle
+	for range 3 {
+		h, err := p.Register(&counter{})
+		require.NoError(t, err)
+		hs = append(hs, h)
+	}
+	p.tick(time.Now())
+	p.tick(time.Now())
+	require.Equal(t, map[int]int{0: 2, 1: 2}, runs)
+	nils := 0
+	for _, h := range hs {
+		if p.Worker(h) == nil {
+			nils++
+		}
+	}
+	require.Equal(t, 1, nils, "one stream sits on the worker without a Worker")
+}
+
+type afterFunc func()
+
+func (f afterFunc) AfterTicks(time.Time) { f() }

@@ -27,9 +27,11 @@ var (
 	dtmf48k   = Codec{PT: 101, Name: NameDTMF, ClockRate: 48000, Channels: 1}
 )
 
+// newPacer is a node's pacer, with the send batch (NewPacerWorker) where
+// the system has io_uring; newPacerRaw has none.
 func newPacer(t testing.TB) *pace.Pacer {
 	t.Helper()
-	p, err := pace.New(pace.Config{}, nil)
+	p, err := pace.New(pace.Config{NewWorker: NewPacerWorker}, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { p.Close() })
 	return p

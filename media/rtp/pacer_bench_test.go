@@ -30,8 +30,16 @@ func BenchmarkPacer1000Sessions2Workers(b *testing.B) { benchSessions(b, 2) }
 // the tick timing it reports the process's CPU time per tick and per
 // packet (rusage: user plus system, so the send and receive system calls
 // count), the figure that does not depend on how loaded the machine is.
-func BenchmarkPacer1000SessionsDuplex(b *testing.B) {
-	pacer, err := pace.New(pace.Config{Workers: 1}, nil)
+func BenchmarkPacer1000SessionsDuplex(b *testing.B) { benchDuplex(b, nil) }
+
+// BenchmarkPacer1000SessionsDuplexBatch is the same with the node's send
+// batch (NewPacerWorker): each tick's 1000 packets leave through one
+// io_uring submission (eight, of batchSlots each) instead of 1000 sendto
+// calls. Compare its cpu-µs/packet with the plain run's.
+func BenchmarkPacer1000SessionsDuplexBatch(b *testing.B) { benchDuplex(b, NewPacerWorker) }
+
+func benchDuplex(b *testing.B, worker func(int) pace.Worker) {
+	pacer, err := pace.New(pace.Config{Workers: 1, NewWorker: worker}, nil)
 	require.NoError(b, err)
 	defer pacer.Close()
 	ports := newPorts(b)

@@ -42,6 +42,10 @@ type txState struct {
 
 	dtmf dtmfTx
 
+	// batch is the pacer worker's send batch (NewPacerWorker), or nil:
+	// send then writes each packet with its own system call.
+	batch *sendBatch
+
 	nextRTCP time.Time
 	buf      [1500]byte
 	rbuf     [256]byte
@@ -210,7 +214,12 @@ func (s *Session) send(t *txState, pt uint8, ts uint32, marker bool, payload []b
 		copy(t.buf[n:], payload)
 	}
 	n += len(payload)
-	if err := s.sock.writeTo(t.buf[:n], t.dst); err != nil {
+	if t.batch != nil && n <= maxBatchPacket {
+		err = t.batch.add(s.sock, t.buf[:n], t.dst) // sent at the end of the worker's Ticks
+	} else {
+		err = s.sock.writeTo(t.buf[:n], t.dst)
+	}
+	if err != nil {
 		return
 	}
 	t.seq++

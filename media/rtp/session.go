@@ -205,6 +205,12 @@ func NewSession(cfg Config, log *slog.Logger, pacer *pace.Pacer, ports *Ports) (
 		return nil, fmt.Errorf("register with pacer: %w", err)
 	}
 	s.paceH = h
+	if b, ok := pacer.Worker(h).(*sendBatch); ok {
+		// The first Ticks may have sent alone; the rest join the batch.
+		s.txMu.Lock()
+		s.tx.batch = b
+		s.txMu.Unlock()
+	}
 	return s, nil
 }
 

@@ -81,23 +81,10 @@ func (s *sock) writeTo(b []byte, to netip.AddrPort) error {
 	if len(b) == 0 {
 		return nil
 	}
-	a := to.Addr()
-	var salen uintptr
-	if s.v6 {
-		s.sa = syscall.RawSockaddrInet6{Family: syscall.AF_INET6, Addr: a.As16()}
-		salen = syscall.SizeofSockaddrInet6
-	} else {
-		a = a.Unmap()
-		if !a.Is4() {
-			return fmt.Errorf("send to %v from an IPv4 socket: %w", to, syscall.EAFNOSUPPORT)
-		}
-		sa4 := (*syscall.RawSockaddrInet4)(unsafe.Pointer(&s.sa))
-		*sa4 = syscall.RawSockaddrInet4{Family: syscall.AF_INET, Addr: a.As4()}
-		salen = syscall.SizeofSockaddrInet4
+	salen, err := s.sockaddr(&s.sa, to)
+	if err != nil {
+		return err
 	}
-	// The port is at the same offset in both layouts, in network order.
-	p := to.Port()
-	s.sa.Port = p>>8 | p<<8
 	// A raw system call: the socket never blocks, so the runtime need not
 	// hand the P off, which saves the scheduler's bookkeeping per packet.
 	_, _, e := syscall.RawSyscall6(syscall.SYS_SENDTO, uintptr(s.fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)),
@@ -106,6 +93,29 @@ func (s *sock) writeTo(b []byte, to netip.AddrPort) error {
 		return e
 	}
 	return nil
+}
+
+// sockaddr writes to into sa in the socket's address family and returns
+// its length.
+func (s *sock) sockaddr(sa *syscall.RawSockaddrInet6, to netip.AddrPort) (uintptr, error) {
+	a := to.Addr()
+	var salen uintptr
+	if s.v6 {
+		*sa = syscall.RawSockaddrInet6{Family: syscall.AF_INET6, Addr: a.As16()}
+		salen = syscall.SizeofSockaddrInet6
+	} else {
+		a = a.Unmap()
+		if !a.Is4() {
+			return 0, fmt.Errorf("send to %v from an IPv4 socket: %w", to, syscall.EAFNOSUPPORT)
+		}
+		sa4 := (*syscall.RawSockaddrInet4)(unsafe.Pointer(sa))
+		*sa4 = syscall.RawSockaddrInet4{Family: syscall.AF_INET, Addr: a.As4()}
+		salen = syscall.SizeofSockaddrInet4
+	}
+	// The port is at the same offset in both layouts, in network order.
+	p := to.Port()
+	sa.Port = p>>8 | p<<8
+	return salen, nil
 }
 
 // readBatch reads up to drainBatch waiting datagrams into b without

@@ -1,0 +1,127 @@
+package rtp
+
+import (
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+
+	prtp "github.com/pion/rtp"
+	"github.com/stretchr/testify/require"
+	"github.com/voiced/voiced/media/pace"
+)
+
+// TestSendBatch: 300 sessions on a pacer with send batches (more than
+// batchSlots, so a tick's batch goes out in parts) each send 25 ticks of
+// audio to one sink; every packet arrives, each session's sequence numbers
+// are consecutive and its timestamps step by a frame, and no batched send
+// failed.
+func TestSendBatch(t *testing.T) {
+	pacer, err := pace.New(pace.Config{NewWorker: NewPacerWorker}, nil)
+	require.NoError(t, err)
+	defer pacer.Close()
+	sink, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	defer sink.Close()
+	require.NoError(t, sink.SetReadBuffer(8<<20))
+	ports := newPorts(t)
+	const calls, ticks = 300, 25
+	src := newTableSource(16000)
+	p := Params{Remote: sink.LocalAddr().(*net.UDPAddr).AddrPort(), RTCPMux: true, Codec: codecPCMU, RecvPT: 0, Send: true, Receive: true}
+	var batch *sendBatch
+	sessions := make(map[uint32]*Session)
+	for range calls {
+		s := newSession(t, Config{RTCPMux: true, MediaTimeout: -1}, pacer, ports)
+		require.NoError(t, s.Update(p))
+		require.NoError(t, s.SetSource(src, 16000))
+		s.txMu.Lock()
+		b := s.tx.batch
+		s.txMu.Unlock()
+		require.NotNil(t, b, "io_uring is available here, so every session sends through its worker's batch")
+		if batch == nil {
+			batch = b
+		}
+		require.Same(t, batch, b, "one worker, one batch")
+		sessions[s.SSRC()] = s
+	}
+
+	type stream struct {
+		seq, ts uint32
+		n       int
+	}
+	got := map[uint32]*stream{}
+	buf := make([]byte, 1500)
+	var pkt prtp.Packet
+	require.NoError(t, sink.SetReadDeadline(time.Now().Add(10*time.Second)))
+	for total := 0; total < calls*ticks; total++ {
+		n, err := sink.Read(buf)
+		require.NoError(t, err, "after %d packets", total)
+		require.NoError(t, pkt.Unmarshal(buf[:n]))
+		require.Contains(t, sessions, pkt.SSRC)
+		require.Equal(t, uint8(0), pkt.PayloadType)
+		require.Len(t, pkt.Payload, 160)
+		st := got[pkt.SSRC]
+		if st == nil {
+			got[pkt.SSRC] = &stream{seq: uint32(pkt.SequenceNumber), ts: pkt.Timestamp, n: 1}
+			continue
+		}
+		require.Equal(t, uint16(st.seq+1), pkt.SequenceNumber, "ssrc %x: consecutive sequence numbers", pkt.SSRC)
+		require.Equal(t, st.ts+160, pkt.Timestamp, "ssrc %x: one frame per packet", pkt.SSRC)
+		st.seq, st.ts = uint32(pkt.SequenceNumber), pkt.Timestamp
+		st.n++
+	}
+	require.Len(t, got, calls, "every session sent")
+	require.Zero(t, batch.failed.Load())
+	for _, s := range sessions {
+		require.GreaterOrEqual(t, s.Metrics().PacketsSent.Load(), uint64(1))
+	}
+}
+
+// TestSendBatchFailureCounted: a send the kernel refuses (to a port of
+// 0) is counted as failed, and the batch goes on sending what follows.
+func TestSendBatchFailureCounted(t *testing.T) {
+	b, err := newSendBatch()
+	require.NoError(t, err)
+	defer b.ring.close()
+	sk, err := listenSock(localhost, 0)
+	require.NoError(t, err)
+	defer sk.close()
+	sink, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	defer sink.Close()
+	to := sink.LocalAddr().(*net.UDPAddr).AddrPort()
+	require.NoError(t, b.add(sk, []byte("first"), to))
+	require.NoError(t, b.add(sk, []byte("refused"), netip.AddrPortFrom(to.Addr(), 0)))
+	require.NoError(t, b.add(sk, []byte("third"), to))
+	b.AfterTicks(time.Now())
+	require.EqualValues(t, 1, b.failed.Load())
+	buf := make([]byte, 100)
+	require.NoError(t, sink.SetReadDeadline(time.Now().Add(5*time.Second)))
+	for _, want := range []string{"first", "third"} {
+		n, err := sink.Read(buf)
+		require.NoError(t, err)
+		require.Equal(t, want, string(buf[:n]))
+	}
+	require.Zero(t, b.n, "the batch is empty after AfterTicks")
+}
+
+// TestSendBatchLeavesEachTick: a lone session's packet does not wait for
+// the batch to fill; it leaves in the tick that made it.
+func TestSendBatchLeavesEachTick(t *testing.T) {
+	pacer := newPacer(t)
+	sink, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	defer sink.Close()
+	s := newSession(t, Config{RTCPMux: true, MediaTimeout: -1}, pacer, newPorts(t))
+	require.NoError(t, s.Update(Params{Remote: sink.LocalAddr().(*net.UDPAddr).AddrPort(), RTCPMux: true, Codec: codecPCMU, RecvPT: 0, Send: true, Receive: true}))
+	buf := make([]byte, 1500)
+	require.NoError(t, sink.SetReadDeadline(time.Now().Add(10*time.Second)))
+	start := time.Now()
+	for range 10 {
+		_, err := sink.Read(buf)
+		require.NoError(t, err)
+	}
+	// Ten ticks take 200 ms; a batch that waited to fill would take 2.5 s
+	// to send its first packet.
+	require.Less(t, time.Since(start), time.Second)
+}
