@@ -1,6 +1,7 @@
 package rtp
 
 import (
+	"net/netip"
 	"sync"
 	"time"
 
@@ -35,20 +36,41 @@ var drainers = sync.Pool{New: func() any {
 // calls per 20 ms and no goroutine wake-up.
 func (s *Session) drain(now time.Time) {
 	d := drainers.Get().(*drainer)
-	for read := 0; read < drainMax; {
+	defer func() {
+		d.digits.fn = nil
+		drainers.Put(d)
+	}()
+	read := 0
+	if in := s.rin.Load(); in != nil {
+		// The worker has read the first datagrams already (workerIO).
+		n, more, ok := in.take()
+		for i := range n {
+			data, from, at := in.datagram(i, now)
+			s.handleDatagram(data, from, at, d)
+		}
+		if ok && !more {
+			return // the socket is empty
+		}
+		read = n
+	}
+	for read < drainMax {
 		n := s.sock.readBatch(&d.batch)
 		for i := range n {
 			data, from, at := d.datagram(i, now)
-			s.handle(data, from, at, false, &d.pkt, &d.digits)
-			if d.digits.n > 0 {
-				s.deliver(&d.digits)
-			}
+			s.handleDatagram(data, from, at, d)
 		}
 		if n < drainBatch {
-			break // the socket is empty
+			return // the socket is empty
 		}
 		read += n
 	}
-	d.digits.fn = nil
-	drainers.Put(d)
+}
+
+// handleDatagram handles one datagram of a drain, then hands on the
+// digits it completed.
+func (s *Session) handleDatagram(data []byte, from netip.AddrPort, at time.Time, d *drainer) {
+	s.handle(data, from, at, false, &d.pkt, &d.digits)
+	if d.digits.n > 0 {
+		s.deliver(&d.digits)
+	}
 }

@@ -49,13 +49,19 @@ func (b *batch) init() {
 }
 
 // datagram returns the i-th datagram of the last read, its source and its
-// arrival: the kernel's stamp placed on the monotonic clock of now (the
-// time of the drain, taken after the read).
+// arrival.
 func (b *batch) datagram(i int, now time.Time) ([]byte, netip.AddrPort, time.Time) {
 	m := &b.msgs[i]
-	data := b.bufs[i][:min(int(m.n), len(b.bufs[i]))]
+	return parseDatagram(b.bufs[i][:min(int(m.n), len(b.bufs[i]))], &b.names[i], b.ctl[i][:min(int(m.hdr.Controllen), cmsgSpace)], now)
+}
+
+// parseDatagram returns a datagram as read with its source sa and control
+// messages ctl: its data, its source and its arrival, the kernel's stamp
+// placed on the monotonic clock of now (the time of the drain, taken
+// after the read).
+func parseDatagram(data []byte, sa *syscall.RawSockaddrAny, ctl []byte, now time.Time) ([]byte, netip.AddrPort, time.Time) {
 	var from netip.AddrPort
-	switch sa := &b.names[i]; sa.Addr.Family {
+	switch sa.Addr.Family {
 	case syscall.AF_INET:
 		p := (*syscall.RawSockaddrInet4)(unsafe.Pointer(sa))
 		from = netip.AddrPortFrom(netip.AddrFrom4(p.Addr), port(p.Port))
@@ -64,7 +70,7 @@ func (b *batch) datagram(i int, now time.Time) ([]byte, netip.AddrPort, time.Tim
 		from = netip.AddrPortFrom(netip.AddrFrom16(p.Addr).Unmap(), port(p.Port))
 	}
 	at := now
-	if ctl := b.ctl[i][:min(int(m.hdr.Controllen), cmsgSpace)]; len(ctl) >= syscall.SizeofCmsghdr+16 {
+	if len(ctl) >= syscall.SizeofCmsghdr+16 {
 		h := (*syscall.Cmsghdr)(unsafe.Pointer(&ctl[0]))
 		if h.Level == syscall.SOL_SOCKET && h.Type == syscall.SCM_TIMESTAMPNS {
 			ts := (*syscall.Timespec)(unsafe.Pointer(&ctl[syscall.SizeofCmsghdr]))

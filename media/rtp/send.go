@@ -42,9 +42,9 @@ type txState struct {
 
 	dtmf dtmfTx
 
-	// batch is the pacer worker's send batch (NewPacerWorker), or nil:
-	// send then writes each packet with its own system call.
-	batch *sendBatch
+	// batch is the pacer worker's io_uring (NewPacerWorker), or nil: send
+	// then writes each packet with its own system call.
+	batch *workerIO
 
 	nextRTCP time.Time
 	buf      [1500]byte

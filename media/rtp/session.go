@@ -91,7 +91,11 @@ type Session struct {
 	cfg   Config
 	log   *slog.Logger
 	pacer *pace.Pacer
-	sock  *sock        // RTP (and RTCP with mux), drained by the pacer worker
+	sock  *sock // RTP (and RTCP with mux), drained by the pacer worker
+	// wio is the pacer worker's io_uring (NewPacerWorker), when it has
+	// one; rin is then what it read for this session this tick (drain).
+	wio   *workerIO
+	rin   atomic.Pointer[ringRecv]
 	rconn *net.UDPConn // RTCP without mux, else nil
 	local netip.AddrPort
 	ssrc  uint32
@@ -205,11 +209,14 @@ func NewSession(cfg Config, log *slog.Logger, pacer *pace.Pacer, ports *Ports) (
 		return nil, fmt.Errorf("register with pacer: %w", err)
 	}
 	s.paceH = h
-	if b, ok := pacer.Worker(h).(*sendBatch); ok {
-		// The first Ticks may have sent alone; the rest join the batch.
+	if w, ok := pacer.Worker(h).(*workerIO); ok {
+		// The first ticks may have sent and read alone; the rest go
+		// through the worker's ring.
 		s.txMu.Lock()
-		s.tx.batch = b
+		s.tx.batch = w
 		s.txMu.Unlock()
+		s.wio = w
+		w.join(s)
 	}
 	return s, nil
 }
@@ -331,6 +338,9 @@ func (s *Session) Close() error {
 	s.closeOnce.Do(func() {
 		s.closing.Store(true)
 		s.pacer.Unregister(s.paceH)
+		if s.wio != nil {
+			s.wio.leave(s)
+		}
 		s.txMu.Lock()
 		s.sendBye()
 		s.tx.close()

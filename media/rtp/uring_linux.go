@@ -7,16 +7,17 @@ import (
 	"unsafe"
 )
 
-// uring is the least of io_uring(7) the send batch needs: one submission
-// queue of sendmsg requests, submitted and completed by one
+// uring is the least of io_uring(7) a pacer worker needs: a submission
+// queue of sendmsg and recvmsg requests, submitted and completed by one
 // io_uring_enter(2). It belongs to one pacer worker, whose goroutine alone
 // touches it, one tick at a time.
 //
 // Why: on a virtual machine each system call's entry and exit is dear (the
 // hypervisor's interrupt and MSR work, which perf shows as pvm_irq_enable
 // and pvm_write_msr). A node sending one packet per call per tick pays it
-// per packet with sendto(2); through the ring it pays it once per tick.
-// BenchmarkSendBatch measures both on the machine at hand.
+// per packet with sendto(2) and per call with recvmmsg(2); through the
+// ring it pays it a few times per tick. BenchmarkPacer1000SessionsDuplex
+// and its Batch twin measure both on the machine at hand.
 type uring struct {
 	fd     int
 	sqTail *uint32 // shared with the kernel, which reads it
@@ -49,7 +50,7 @@ type uringCQOffsets struct {
 	userAddr                                                        uint64
 }
 
-// uringSQE is struct io_uring_sqe (64 bytes) as a sendmsg uses it.
+// uringSQE is struct io_uring_sqe (64 bytes) as sendmsg and recvmsg use it.
 type uringSQE struct {
 	opcode      uint8
 	flags       uint8
@@ -79,6 +80,8 @@ const (
 	sysIOUringEnter = 426
 
 	uringOpSendmsg      = 9
+	uringOpRecvmsg      = 10
+	uringSQELink        = 1 << 2 // IOSQE_IO_LINK
 	uringEnterGetEvents = 1
 	uringOffSQES        = 0x10000000
 	uringFeatSingleMmap = 1 << 0
@@ -136,12 +139,29 @@ func newURing(entries uint32) (*uring, error) {
 // sendmsg fills the next submission slot with a non-blocking sendmsg of
 // msg on fd; msg and what it points at must stay put until submit returns.
 func (r *uring) sendmsg(fd int, msg *syscall.Msghdr, userData uint64) {
+	r.push(uringOpSendmsg, fd, msg, userData, 0)
+}
+
+// recvmsg fills the next submission slot with a non-blocking recvmsg into
+// msg; link chains it to the next request, which then runs only if this
+// one read a datagram (one that finds the socket empty fails with EAGAIN,
+// and the rest of its chain completes with ECANCELED).
+func (r *uring) recvmsg(fd int, msg *syscall.Msghdr, userData uint64, link bool) {
+	var flags uint8
+	if link {
+		flags = uringSQELink
+	}
+	r.push(uringOpRecvmsg, fd, msg, userData, flags)
+}
+
+func (r *uring) push(op uint8, fd int, msg *syscall.Msghdr, userData uint64, flags uint8) {
 	r.sqes[r.tail&r.sqMask] = uringSQE{
-		opcode:   uringOpSendmsg,
+		opcode:   op,
+		flags:    flags,
 		fd:       int32(fd),
 		addr:     uint64(uintptr(unsafe.Pointer(msg))),
 		len:      1,
-		msgFlags: syscall.MSG_DONTWAIT, // a full socket buffer fails the send (EAGAIN) instead of queueing it
+		msgFlags: syscall.MSG_DONTWAIT, // fail with EAGAIN rather than wait for the socket
 		userData: userData,
 	}
 	r.tail++

@@ -3,6 +3,7 @@ package rtp
 import (
 	"net"
 	"net/netip"
+	"syscall"
 	"testing"
 	"time"
 
@@ -28,7 +29,7 @@ func TestSendBatch(t *testing.T) {
 	const calls, ticks = 300, 25
 	src := newTableSource(16000)
 	p := Params{Remote: sink.LocalAddr().(*net.UDPAddr).AddrPort(), RTCPMux: true, Codec: codecPCMU, RecvPT: 0, Send: true, Receive: true}
-	var batch *sendBatch
+	var batch *workerIO
 	sessions := make(map[uint32]*Session)
 	for range calls {
 		s := newSession(t, Config{RTCPMux: true, MediaTimeout: -1}, pacer, ports)
@@ -80,7 +81,7 @@ func TestSendBatch(t *testing.T) {
 // TestSendBatchFailureCounted: a send the kernel refuses (to a port of
 // 0) is counted as failed, and the batch goes on sending what follows.
 func TestSendBatchFailureCounted(t *testing.T) {
-	b, err := newSendBatch()
+	b, err := newWorkerIO()
 	require.NoError(t, err)
 	defer b.ring.close()
 	sk, err := listenSock(localhost, 0)
@@ -124,4 +125,103 @@ func TestSendBatchLeavesEachTick(t *testing.T) {
 	// Ten ticks take 200 ms; a batch that waited to fill would take 2.5 s
 	// to send its first packet.
 	require.Less(t, time.Since(start), time.Second)
+}
+
+// TestRingReads: the worker reads up to ringReads datagrams per session
+// per tick, each with its source and kernel arrival time; take says
+// whether the socket may hold more, and a session that left is not read
+// for.
+func TestRingReads(t *testing.T) {
+	w, err := newWorkerIO()
+	require.NoError(t, err)
+	defer w.ring.close()
+	sk, err := listenSock(localhost, 0)
+	require.NoError(t, err)
+	defer sk.close()
+	sk.enableTimestamps()
+	s := &Session{sock: sk}
+	w.join(s)
+	in := s.rin.Load()
+
+	peer, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	defer peer.Close()
+	sa, err := syscall.Getsockname(sk.fd)
+	require.NoError(t, err)
+	to := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: sa.(*syscall.SockaddrInet4).Port}
+	for _, p := range []string{"one", "two", "three"} {
+		_, err := peer.WriteTo([]byte(p), to)
+		require.NoError(t, err)
+	}
+	time.Sleep(30 * time.Millisecond)
+
+	_, _, ok := in.take()
+	require.False(t, ok, "nothing read before the first AfterTicks")
+	w.AfterTicks(time.Now())
+	n, more, ok := in.take()
+	require.True(t, ok)
+	require.Equal(t, 2, n)
+	require.True(t, more, "both reads found a datagram: the socket may hold more")
+	now := time.Now()
+	for i, want := range []string{"one", "two"} {
+		data, from, at := in.datagram(i, now)
+		require.Equal(t, want, string(data))
+		require.Equal(t, peer.LocalAddr().(*net.UDPAddr).AddrPort(), from)
+		require.Greater(t, now.Sub(at), 25*time.Millisecond, "the kernel's arrival time, not the read's")
+	}
+	_, _, ok = in.take()
+	require.False(t, ok, "a tick's reads are taken once")
+
+	w.AfterTicks(time.Now())
+	n, more, ok = in.take()
+	require.True(t, ok)
+	require.Equal(t, 1, n)
+	require.False(t, more, "the second read found the socket empty")
+	data, _, _ := in.datagram(0, time.Now())
+	require.Equal(t, "three", string(data))
+
+	w.AfterTicks(time.Now())
+	n, more, ok = in.take()
+	require.Equal(t, []any{0, false, true}, []any{n, more, ok}, "an empty socket")
+
+	w.leave(s)
+	_, err = peer.WriteTo([]byte("four"), to)
+	require.NoError(t, err)
+	time.Sleep(10 * time.Millisecond)
+	w.AfterTicks(time.Now())
+	_, _, ok = in.take()
+	require.False(t, ok, "no reads for a session that left")
+	b := new(batch)
+	b.init()
+	require.Equal(t, 1, sk.readBatch(b), "the datagram waits for the session's own read")
+}
+
+// TestDrainThroughRing: a peer that sends five packets a tick (more than
+// the ring reads) to a session on a worker with a ring loses none and
+// falls no further behind than a tick: drain reads the rest itself.
+func TestDrainThroughRing(t *testing.T) {
+	pacer := newPacer(t)
+	s := newSession(t, Config{RTCPMux: true, MediaTimeout: -1, Jitter: jitterCfg(60, 400)}, pacer, newPorts(t))
+	require.NotNil(t, s.rin.Load(), "the session reads through its worker's ring")
+	peer, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	defer peer.Close()
+	require.NoError(t, s.Update(Params{Remote: peer.LocalAddr().(*net.UDPAddr).AddrPort(), RTCPMux: true, Codec: codecPCMU, RecvPT: 0, Send: false, Receive: true}))
+	to := net.UDPAddrFromAddrPort(s.LocalAddr())
+	to.IP = net.IPv4(127, 0, 0, 1)
+	payload := make([]byte, 160)
+	const bursts, per = 10, 5
+	for b := range bursts {
+		for i := range per {
+			k := b*per + i
+			_, err := peer.WriteTo(rtpPacket(0, uint16(k), uint32(k)*160, 0x1234, payload), to)
+			require.NoError(t, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Within a few ticks of the last burst: reading only what the ring
+	// reads (two a tick) would still be 20 packets behind.
+	require.Eventually(t, func() bool { return s.Metrics().PacketsReceived.Load() == bursts*per },
+		150*time.Millisecond, 5*time.Millisecond, "received %d", s.Metrics().PacketsReceived.Load())
+	require.Zero(t, s.Metrics().PacketsLost.Load())
 }

@@ -1,0 +1,249 @@
+package rtp
+
+import (
+	"log/slog"
+	"net/netip"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/voiced/voiced/media/pace"
+)
+
+// batchSlots is how many packets a send batch holds before it goes out
+// mid-tick; the rest of a tick's packets follow at the end of the Ticks.
+// It is also the size of the worker's io_uring.
+const batchSlots = 256
+
+// maxBatchPacket is the largest packet a batch slot holds: an RTP header
+// and the largest payload (maxPayload) fit; anything larger is sent alone.
+const maxBatchPacket = 512
+
+// ringReads is how many datagrams a worker reads for each of its sessions
+// per tick through the ring: a chain of reads that stops at the first
+// that finds the socket empty. A call brings one packet per tick, so the
+// second read usually finds nothing, which tells the session that its
+// socket is drained without a system call of its own; after two packets
+// the session reads the rest itself (drain).
+const ringReads = 2
+
+// workerIO is one pacer worker's io_uring (pace.Worker): it does the
+// worker's socket work of a tick in a few io_uring_enter(2) calls instead
+// of one system call per packet.
+//
+//   - Sends: the RTP packets that the worker's sessions send during their
+//     Ticks are copied into slots and go out when the Ticks are done
+//     (AfterTicks), or when the slots run out.
+//   - Receives: then, for each of its sessions, it reads up to ringReads
+//     datagrams into the session's ringRecv, which the session's PostTick
+//     (drain) handles.
+//
+// What it changes on the wire: a session's packet leaves at the end of its
+// worker's Ticks (or when the batch fills) rather than during its own Tick,
+// the same offset in every tick, so the spacing of a call's packets is
+// unchanged. A send that fails (a full socket buffer, EAGAIN) is counted in
+// failed, after the session has already counted the packet as sent: to the
+// peer it is a lost packet, which its sequence number gap shows.
+type workerIO struct {
+	ring   *uring
+	n      int // queued sends
+	slots  []sendSlot
+	failed atomic.Uint64
+	sent   func(userData uint64, res int32)
+	got    func(userData uint64, res int32)
+
+	// mu guards the sessions that read through the ring: they join and
+	// leave from their own goroutines (NewSession, Close); AfterTicks
+	// reads under it, so a session that has left is not read for again
+	// and may close its socket.
+	mu     sync.Mutex
+	recv   []*Session
+	part   []*Session // the sessions of the submission in progress
+	broken bool       // a submission of reads failed: no more reads here
+}
+
+// sendSlot is one queued packet and the msghdr that sends it.
+type sendSlot struct {
+	msg  syscall.Msghdr
+	iov  syscall.Iovec
+	name syscall.RawSockaddrInet6
+	buf  [maxBatchPacket]byte
+}
+
+// ringRecv is a session's share of its worker's reads: ringReads
+// datagrams, filled in AfterTicks and handled in the session's PostTick.
+type ringRecv struct {
+	slots [ringReads]recvSlot
+	ready bool // slots hold this tick's reads
+}
+
+// recvSlot is one datagram read through the ring, with its source and
+// control message (the kernel's arrival time).
+type recvSlot struct {
+	msg  syscall.Msghdr
+	iov  syscall.Iovec
+	name syscall.RawSockaddrAny
+	ctl  [cmsgSpace]byte
+	buf  [1500]byte
+	res  int32 // bytes read, or a negated errno (EAGAIN: the socket was empty)
+}
+
+// NewPacerWorker is pace.Config.NewWorker for a pacer that drives
+// sessions (Config.Pacer): each worker gets a workerIO on its own
+// io_uring. Where io_uring is unavailable (an old kernel, a sandbox that
+// forbids it) it returns nil and the sessions make a system call per
+// packet, as they do on any other pacer.
+func NewPacerWorker(i int) pace.Worker {
+	w, err := newWorkerIO()
+	if err != nil {
+		slog.Debug("rtp: no io_uring; a system call per packet", "worker", i, "err", err)
+		return nil
+	}
+	return w
+}
+
+func newWorkerIO() (*workerIO, error) {
+	r, err := newURing(batchSlots)
+	if err != nil {
+		return nil, err
+	}
+	w := &workerIO{ring: r, slots: make([]sendSlot, batchSlots)}
+	for i := range w.slots {
+		sl := &w.slots[i]
+		sl.iov.Base = &sl.buf[0]
+		sl.msg.Name = (*byte)(unsafe.Pointer(&sl.name))
+		sl.msg.Iov = &sl.iov
+		sl.msg.Iovlen = 1
+	}
+	w.sent = func(_ uint64, res int32) {
+		if res < 0 {
+			w.failed.Add(1)
+		}
+	}
+	w.got = func(userData uint64, res int32) {
+		w.part[userData/ringReads].rin.Load().slots[userData%ringReads].res = res
+	}
+	return w, nil
+}
+
+// add queues p for to from sk's socket. It fails only as sock.writeTo
+// would before sending: a destination the socket cannot reach.
+func (w *workerIO) add(sk *sock, p []byte, to netip.AddrPort) error {
+	sl := &w.slots[w.n]
+	salen, err := sk.sockaddr(&sl.name, to)
+	if err != nil {
+		return err
+	}
+	sl.msg.Namelen = uint32(salen)
+	sl.iov.SetLen(copy(sl.buf[:], p))
+	w.ring.sendmsg(sk.fd, &sl.msg, 0)
+	if w.n++; w.n == len(w.slots) {
+		w.flush()
+	}
+	return nil
+}
+
+// AfterTicks sends what the worker's Ticks queued, then reads for every
+// session that joined.
+func (w *workerIO) AfterTicks(_ time.Time) {
+	w.flush()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.broken {
+		return
+	}
+	per := batchSlots / ringReads
+	for i := 0; i < len(w.recv); i += per {
+		w.read(w.recv[i:min(i+per, len(w.recv))])
+	}
+}
+
+// read reads up to ringReads datagrams for each session of ss in one
+// submission: per session a chain of reads linked so that the first to
+// find the socket empty cancels the rest.
+func (w *workerIO) read(ss []*Session) {
+	for i, s := range ss {
+		in := s.rin.Load()
+		for k := range in.slots {
+			sl := &in.slots[k]
+			sl.msg.Namelen = uint32(unsafe.Sizeof(sl.name))
+			sl.msg.SetControllen(cmsgSpace)
+			w.ring.recvmsg(s.sock.fd, &sl.msg, uint64(i*ringReads+k), k < ringReads-1)
+		}
+	}
+	w.part = ss
+	err := w.ring.submit(len(ss)*ringReads, w.got)
+	w.part = nil
+	if err != nil {
+		// Reads may still be in flight into the sessions' slots, which
+		// only the sessions' own drains may use from now on: stop reading
+		// through the ring for good.
+		slog.Warn("rtp: io_uring reads failed; sessions read for themselves from now on", "err", err)
+		w.broken = true
+		return
+	}
+	for _, s := range ss {
+		s.rin.Load().ready = true
+	}
+}
+
+// join makes the worker read for s from the next tick on.
+func (w *workerIO) join(s *Session) {
+	in := new(ringRecv)
+	for k := range in.slots {
+		sl := &in.slots[k]
+		sl.iov.Base = &sl.buf[0]
+		sl.iov.SetLen(len(sl.buf))
+		sl.msg.Name = (*byte)(unsafe.Pointer(&sl.name))
+		sl.msg.Iov = &sl.iov
+		sl.msg.Iovlen = 1
+		sl.msg.Control = &sl.ctl[0]
+	}
+	s.rin.Store(in)
+	w.mu.Lock()
+	w.recv = append(w.recv, s)
+	w.mu.Unlock()
+}
+
+// leave stops the reads for s; when it returns, no read of s's socket is
+// in progress, so s may close it.
+func (w *workerIO) leave(s *Session) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if i := slices.Index(w.recv, s); i >= 0 {
+		last := len(w.recv) - 1
+		w.recv[i] = w.recv[last]
+		w.recv[last] = nil
+		w.recv = w.recv[:last]
+	}
+}
+
+// take hands drain the datagrams read for it this tick: how many, and
+// whether the socket may hold more (every read found one). ok is false
+// when nothing was read for it (it joined after this tick's reads).
+func (in *ringRecv) take() (n int, more, ok bool) {
+	if in == nil || !in.ready {
+		return 0, false, false
+	}
+	in.ready = false
+	for n < len(in.slots) && in.slots[n].res >= 0 {
+		n++
+	}
+	return n, n == len(in.slots), true
+}
+
+// datagram returns the i-th datagram read, as batch.datagram does.
+func (in *ringRecv) datagram(i int, now time.Time) ([]byte, netip.AddrPort, time.Time) {
+	sl := &in.slots[i]
+	return parseDatagram(sl.buf[:min(int(sl.res), len(sl.buf))], &sl.name, sl.ctl[:min(int(sl.msg.Controllen), cmsgSpace)], now)
+}
+
+func (w *workerIO) flush() {
+	if err := w.ring.submit(w.n, w.sent); err != nil {
+		w.failed.Add(uint64(w.n))
+	}
+	w.n = 0
+}

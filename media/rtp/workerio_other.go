@@ -1,0 +1,35 @@
+//go:build !linux
+
+package rtp
+
+import (
+	"net/netip"
+	"time"
+
+	"github.com/voiced/voiced/media/pace"
+)
+
+// maxBatchPacket: there is no send batch here.
+const maxBatchPacket = 0
+
+// workerIO is Linux's io_uring per pacer worker; elsewhere no session
+// has one.
+type workerIO struct{}
+
+func (*workerIO) add(*sock, []byte, netip.AddrPort) error { panic("rtp: no io_uring on this system") }
+
+func (*workerIO) leave(*Session) {}
+
+// ringRecv is what a workerIO read for a session: never anything here.
+type ringRecv struct{}
+
+func (*ringRecv) take() (n int, more, ok bool) { return 0, false, false }
+
+func (*ringRecv) datagram(int, time.Time) ([]byte, netip.AddrPort, time.Time) {
+	panic("rtp: no io_uring on this system")
+}
+
+// NewPacerWorker is pace.Config.NewWorker for a pacer that drives
+// sessions; without io_uring there is no per-worker work, so it returns
+// nil and each packet is its own system call.
+func NewPacerWorker(int) pace.Worker { return nil }
