@@ -43,6 +43,7 @@ type config struct {
 	LogLevel       string
 	LogFormat      string
 	AccessLog      bool
+	PprofAddr      string
 	DIDPool        string
 	Products       string
 	AudioURLTTL    string
@@ -99,6 +100,7 @@ func bindFlags(fs *flag.FlagSet, c *config, names ...string) []flagSpec {
 		{"log-level", "VOICED_LOG_LEVEL", "info", "debug, info, warn or error", &c.LogLevel},
 		{"log-format", "VOICED_LOG_FORMAT", "text", "text or json", &c.LogFormat},
 		{"access-log", "VOICED_ACCESS_LOG", "true", "log one line per HTTP request", &c.AccessLog},
+		{"pprof-addr", "VOICED_PPROF_ADDR", "", "listen address (host:port) for Go's profiler (/debug/pprof/, unauthenticated: keep it on loopback); empty = off", &c.PprofAddr},
 		{"did-pool", "VOICED_DID_POOL", "", "CSV file of demo numbers routed to this service: number[,area_code[,city[,state]]] per line; empty = no demo numbers", &c.DIDPool},
 		{"products", "VOICED_PRODUCTS", "storm-mini=5,storm-base=9,storm-pro=15", "agent product tiers as name=cents_per_minute, comma-separated (storm-base, else the first, is the default)", &c.Products},
 		{"audio-url-ttl", "VOICED_AUDIO_URL_TTL", "1h", "how long a signed call-recording URL stays valid (Go duration, 1m to 168h)", &c.AudioURLTTL},

@@ -38,6 +38,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := firstUse(ctx, env.store, &c, stdout, log); err != nil {
 		return err
 	}
+	if c.PprofAddr != "" {
+		stop, err := servePprof(c.PprofAddr, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	ln, err := net.Listen("tcp", c.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on --http-addr %s: %w", c.HTTPAddr, err)
