@@ -22,7 +22,9 @@ type PLC struct {
 	rate                int
 	pitchMin, pitchMax  int
 	corrLen             int
-	hist                []int16 // the most recent output, oldest first
+	hist                []int16 // the most recent output, oldest first: histBuf[histOff:][:histLen]
+	histBuf             []int16 // hist and room to append to it (remember)
+	histOff, histLen    int
 	frozen              []int16 // hist as it was when the current loss began
 	pbuf                []int16 // the repeated span, seam already smoothed
 	pitch, periods, pos int
@@ -41,8 +43,10 @@ func NewPLC(rate int) *PLC {
 		corrLen:  160 * k,
 		ms10:     rate / 100,
 	}
-	p.hist = make([]int16, 3*p.pitchMax+p.pitchMax/4)
-	p.frozen = make([]int16, len(p.hist))
+	p.histLen = 3*p.pitchMax + p.pitchMax/4
+	p.histBuf = make([]int16, p.histLen+histRoom*p.ms10)
+	p.hist = p.histBuf[:p.histLen]
+	p.frozen = make([]int16, p.histLen)
 	p.pbuf = make([]int16, 3*p.pitchMax)
 	p.corrX = make([]float32, p.pitchMax+p.corrLen)
 	return p
@@ -152,15 +156,29 @@ func (p *PLC) findPitch() int {
 	return best
 }
 
+// histRoom is the room after the history, in 10 ms steps: remember
+// appends a frame by moving the history's window along its buffer and
+// moves the history back to the start only when the room runs out, once
+// every few frames, instead of shifting it on every frame.
+const histRoom = 16
+
 // remember appends audio to the history.
 func (p *PLC) remember(a []int16) {
-	n := len(p.hist)
+	n := p.histLen
 	if len(a) >= n {
-		copy(p.hist, a[len(a)-n:])
-		return
+		copy(p.histBuf, a[len(a)-n:])
+		p.histOff = 0
+	} else {
+		if p.histOff+n+len(a) > len(p.histBuf) {
+			copy(p.histBuf, p.histBuf[p.histOff+len(a):p.histOff+n])
+			p.histOff = 0
+			copy(p.histBuf[n-len(a):], a)
+		} else {
+			copy(p.histBuf[p.histOff+n:], a)
+			p.histOff += len(a)
+		}
 	}
-	copy(p.hist, p.hist[len(a):])
-	copy(p.hist[n-len(a):], a)
+	p.hist = p.histBuf[p.histOff : p.histOff+n]
 }
 
 func copy16f(dst []float32, src []int16) {
