@@ -2,6 +2,7 @@ package pace
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -44,7 +45,9 @@ type Handle struct {
 // (media/rtp). AfterTicks runs on the worker's goroutine once per tick,
 // after every Tick of its share and before any PostTick, under the share's
 // lock, so that when Unregister returns the work a stream left in its
-// Worker during its last Tick is done too. It has the rules of Tick.
+// Worker during its last Tick is done too. It has the rules of Tick. A
+// Worker that is also an io.Closer is closed by Pacer.Close, after the
+// last tick.
 type Worker interface {
 	AfterTicks(now time.Time)
 }
@@ -138,6 +141,8 @@ type Pacer struct {
 	tickDone chan struct{} // workers report the end of their share of a tick
 	workers  sync.WaitGroup
 	once     sync.Once
+
+	closeWorkers sync.Once
 
 	count   atomic.Int64
 	ticks   atomic.Uint64
@@ -277,8 +282,9 @@ func (p *Pacer) Worker(h Handle) Worker {
 	return p.shards[p.shardOf[h.slot]].worker
 }
 
-// Close stops the tick loop and the workers and waits for them; no Tick
-// runs after Close returns. Registered streams are dropped, not notified.
+// Close stops the tick loop and the workers and waits for them, then
+// closes the Workers that are io.Closers; no Tick runs after Close
+// returns. Registered streams are dropped, not notified.
 // Close is idempotent and always returns nil.
 func (p *Pacer) Close() error {
 	p.once.Do(func() {
@@ -289,6 +295,13 @@ func (p *Pacer) Close() error {
 	})
 	<-p.done
 	p.workers.Wait()
+	p.closeWorkers.Do(func() {
+		for _, sh := range p.shards {
+			if c, ok := sh.worker.(io.Closer); ok {
+				_ = c.Close()
+			}
+		}
+	})
 	return nil
 }
 

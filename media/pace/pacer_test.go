@@ -515,3 +515,33 @@ func TestWorkerPerShard(t *testing.T) {
 type afterFunc func()
 
 func (f afterFunc) AfterTicks(time.Time) { f() }
+
+// closingWorker counts its AfterTicks and Closes.
+type closingWorker struct{ ticks, closes atomic.Int64 }
+
+func (w *closingWorker) AfterTicks(time.Time) { w.ticks.Add(1) }
+func (w *closingWorker) Close() error         { w.closes.Add(1); return nil }
+
+// TestWorkerClosedAfterLastTick: Close closes each Worker that is an
+// io.Closer once, after the last tick, however often Close is called.
+func TestWorkerClosedAfterLastTick(t *testing.T) {
+	var ws []*closingWorker
+	p, err := New(Config{Period: time.Millisecond, Workers: 2, NewWorker: func(int) Worker {
+		w := &closingWorker{}
+		ws = append(ws, w)
+		return w
+	}}, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return ws[0].ticks.Load() > 3 && ws[1].ticks.Load() > 3 }, 5*time.Second, time.Millisecond)
+	for _, w := range ws {
+		require.Zero(t, w.closes.Load())
+	}
+	require.NoError(t, p.Close())
+	require.NoError(t, p.Close())
+	for _, w := range ws {
+		n := w.ticks.Load()
+		require.EqualValues(t, 1, w.closes.Load())
+		time.Sleep(5 * time.Millisecond)
+		require.Equal(t, n, w.ticks.Load(), "no tick after Close")
+	}
+}

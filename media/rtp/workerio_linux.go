@@ -241,6 +241,19 @@ func (in *ringRecv) datagram(i int, now time.Time) ([]byte, netip.AddrPort, time
 	return parseDatagram(sl.buf[:min(int(sl.res), len(sl.buf))], &sl.name, sl.ctl[:min(int(sl.msg.Controllen), cmsgSpace)], now)
 }
 
+// Close releases the ring; the pacer calls it after its last tick (no
+// session sends or reads through the worker after that).
+func (w *workerIO) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ring != nil {
+		w.ring.close()
+		w.ring = nil
+		w.broken = true
+	}
+	return nil
+}
+
 func (w *workerIO) flush() {
 	if err := w.ring.submit(w.n, w.sent); err != nil {
 		w.failed.Add(uint64(w.n))

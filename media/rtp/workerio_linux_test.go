@@ -83,7 +83,7 @@ func TestSendBatch(t *testing.T) {
 func TestSendBatchFailureCounted(t *testing.T) {
 	b, err := newWorkerIO()
 	require.NoError(t, err)
-	defer b.ring.close()
+	defer b.Close()
 	sk, err := listenSock(localhost, 0)
 	require.NoError(t, err)
 	defer sk.close()
@@ -134,7 +134,7 @@ func TestSendBatchLeavesEachTick(t *testing.T) {
 func TestRingReads(t *testing.T) {
 	w, err := newWorkerIO()
 	require.NoError(t, err)
-	defer w.ring.close()
+	defer w.Close()
 	sk, err := listenSock(localhost, 0)
 	require.NoError(t, err)
 	defer sk.close()
