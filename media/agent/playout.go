@@ -27,6 +27,13 @@ const (
 // producer (TTS) waits when it is full.
 const playoutSeconds = 2
 
+// refillDivisor sets when a producer waiting on a full ring is woken: once
+// a 1/refillDivisor of the ring (500 ms) is free, not after every frame.
+// Woken per frame, the producer of a long response ran once per call per
+// tick, a goroutine wake-up from the pacer each time, and it wrote 20 ms;
+// now it wakes every 25 ticks and writes 500 ms, still 1.5 s ahead.
+const refillDivisor = 4
+
 // Playout is the agent's speech for one response on its way to the
 // transport: a ring the response's speaker fills and the pacer drains one
 // frame per tick. ReadFrame returns it so transports know which response
@@ -50,8 +57,8 @@ type Playout struct {
 	firstAt atomic.Int64
 	// done is set by the producer after its last write.
 	done atomic.Bool
-	// waiting is set by a producer blocked on a full ring; the pacer then
-	// signals space after reading.
+	// waiting is set by a producer blocked on a full ring; the pacer
+	// signals space once a read leaves refill() free.
 	waiting atomic.Bool
 	space   chan struct{}
 
@@ -123,7 +130,7 @@ func (p *Playout) read(dst []int16, now time.Time) (ok, finished bool) {
 		if p.played.Add(int64(len(dst))) == int64(len(dst)) {
 			p.firstAt.Store(now.UnixNano())
 		}
-		if p.waiting.Load() && p.waiting.CompareAndSwap(true, false) {
+		if p.waiting.Load() && p.ring.Free() >= p.refill() && p.waiting.CompareAndSwap(true, false) {
 			select {
 			case p.space <- struct{}{}:
 			default:
@@ -189,8 +196,11 @@ func (p *Playout) write(ctx context.Context, pcm []int16) error {
 		if len(pcm) == 0 {
 			return nil
 		}
+		// Publish the wait before looking at the room again, so that a
+		// read that frees the refill room either sees waiting or is seen
+		// here: no wake-up is lost.
 		p.waiting.Store(true)
-		if p.ring.Free() > 0 {
+		if p.ring.Free() >= p.refill() {
 			p.waiting.Store(false)
 			continue
 		}
@@ -202,6 +212,9 @@ func (p *Playout) write(ctx context.Context, pcm []int16) error {
 	}
 	return nil
 }
+
+// refill is the free room at which a waiting producer is woken.
+func (p *Playout) refill() int { return p.ring.Cap() / refillDivisor }
 
 // finish pads the written audio to a whole frame and marks the producer
 // done.
