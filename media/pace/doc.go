@@ -15,6 +15,16 @@
 // Skipped rather than replayed, so receivers never see a burst of more
 // than one packet per MinGap from any stream.
 //
+// The runtime's timers wake through epoll, in whole milliseconds, so a tick
+// on the timer alone starts up to a millisecond late; Config.PreciseWake
+// sleeps the last millisecond with nanosleep instead, for a media node
+// whose every packet would carry that lateness as jitter.
+//
+// Config.NewWorker gives each worker a Worker, run after its share's Ticks
+// and before its PostTicks: where a kind of stream finishes together what
+// its Ticks gathered (media/rtp sends a tick's packets through one
+// io_uring).
+//
 // # Cost per tick
 //
 // A tick is one tight loop over a dense slice of streams: no goroutine,
