@@ -1,6 +1,8 @@
 package rtp
 
 import (
+	"errors"
+	"fmt"
 	"log/slog"
 	"net/netip"
 	"slices"
@@ -126,7 +128,53 @@ func newWorkerIO() (*workerIO, error) {
 	w.got = func(userData uint64, res int32) {
 		w.part[userData/ringReads].rin.Load().slots[userData%ringReads].res = res
 	}
+	if err := w.probe(); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("io_uring probe: %w", err)
+	}
 	return w, nil
+}
+
+// probe sends a datagram to itself through the ring and reads it back
+// through the ring, so that a kernel or sandbox whose io_uring sets up but
+// cannot do socket I/O (one without sendmsg or recvmsg requests, or one
+// that refuses them) is found out before any call's audio goes that way.
+func (w *workerIO) probe() error {
+	sk, err := listenSock(netip.IPv4Unspecified(), 0)
+	if err != nil {
+		return err
+	}
+	defer sk.close()
+	sa, err := syscall.Getsockname(sk.fd)
+	if err != nil {
+		return err
+	}
+	sa4, ok := sa.(*syscall.SockaddrInet4)
+	if !ok {
+		return fmt.Errorf("bound to %T", sa)
+	}
+	to := netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), uint16(sa4.Port))
+	msg := []byte("voiced io_uring probe")
+	if err := w.add(sk, msg, to); err != nil {
+		return err
+	}
+	w.flush()
+	if n := w.failed.Load(); n != 0 {
+		return errors.New("sendmsg through the ring failed")
+	}
+	s := &Session{sock: sk}
+	w.join(s)
+	defer w.leave(s)
+	w.AfterTicks(time.Time{})
+	in := s.rin.Load()
+	n, _, ok := in.take()
+	switch {
+	case w.broken || !ok:
+		return errors.New("recvmsg through the ring failed")
+	case n != 1 || in.slots[0].res != int32(len(msg)) || string(in.slots[0].buf[:len(msg)]) != string(msg):
+		return fmt.Errorf("read back %d datagrams (first: %d bytes), not the one sent", n, in.slots[0].res)
+	}
+	return nil
 }
 
 // add queues p for to from sk's socket. It fails only as sock.writeTo
