@@ -53,6 +53,9 @@ type MediaStats struct {
 	Sessions map[string]int
 	// Packets are RTP packet totals by front door.
 	Packets map[string]PacketCounts
+	// SendErrors counts RTP packets the kernel refused to send (a full
+	// socket buffer, an unreachable peer).
+	SendErrors uint64
 }
 
 // PacerStats are the node pacer's counters and tick lateness quantiles.
@@ -77,6 +80,7 @@ var (
 		"How late the node pacer's ticks started: quantile 0.5 and 0.99 of the recent distribution, 1 the maximum seen.", []string{"quantile"}, nil)
 	descPacerTicks   = prometheus.NewDesc("voiced_media_pacer_ticks_total", "Ticks the node pacer ran.", nil, nil)
 	descPacerSkipped = prometheus.NewDesc("voiced_media_pacer_ticks_skipped_total", "Ticks the node pacer dropped because it fell too far behind.", nil, nil)
+	descSendErrors   = prometheus.NewDesc("voiced_media_rtp_send_errors_total", "RTP packets the kernel refused to send (a full socket buffer, an unreachable peer).", nil, nil)
 	descPacerStreams = prometheus.NewDesc("voiced_media_pacer_streams", "Streams on the node pacer.", nil, nil)
 	descSessions     = prometheus.NewDesc("voiced_media_sessions", "Media sessions in progress by front door.", []string{"front_door"}, nil)
 	descPackets      = prometheus.NewDesc("voiced_media_rtp_packets_total", "RTP packets by front door and direction (in, out).", []string{"front_door", "direction"}, nil)
@@ -87,7 +91,7 @@ var (
 type mediaCollector struct{ read func() MediaStats }
 
 func (c mediaCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descPacerLate, descPacerTicks, descPacerSkipped, descPacerStreams, descSessions, descPackets, descLost} {
+	for _, d := range []*prometheus.Desc{descPacerLate, descPacerTicks, descPacerSkipped, descPacerStreams, descSessions, descPackets, descLost, descSendErrors} {
 		ch <- d
 	}
 }
@@ -102,6 +106,7 @@ func (c mediaCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descPacerSkipped, prometheus.CounterValue, float64(p.Skipped))
 		ch <- prometheus.MustNewConstMetric(descPacerStreams, prometheus.GaugeValue, float64(p.Streams))
 	}
+	ch <- prometheus.MustNewConstMetric(descSendErrors, prometheus.CounterValue, float64(st.SendErrors))
 	for door, n := range st.Sessions {
 		ch <- prometheus.MustNewConstMetric(descSessions, prometheus.GaugeValue, float64(n), door)
 	}

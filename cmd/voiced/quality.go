@@ -9,6 +9,7 @@ import (
 	"github.com/voiced/voiced/media/agent"
 	"github.com/voiced/voiced/media/pace"
 	"github.com/voiced/voiced/media/quality"
+	"github.com/voiced/voiced/media/rtp"
 )
 
 // Front doors as the node's media metrics name them.
@@ -141,6 +142,7 @@ func (s *mediaStats) read() control.MediaStats {
 	for door, n := range s.sessions {
 		out.Sessions[door] = n()
 	}
+	out.SendErrors = rtp.SendErrors()
 	if s.pacer != nil {
 		st := s.pacer.Stats()
 		out.Pacer = &control.PacerStats{Streams: st.Streams, Ticks: st.Ticks, Skipped: st.Skipped, LateP50: st.LateP50, LateP99: st.LateP99, LateMax: st.LateMax}

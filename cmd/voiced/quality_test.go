@@ -81,6 +81,7 @@ func scrape(t *testing.T, base string) map[string]float64 {
 // The node's media series (control.SetMediaStats).
 const (
 	seriesTicks    = `voiced_media_pacer_ticks_total`
+	seriesSendErrs = `voiced_media_rtp_send_errors_total`
 	seriesLateP50  = `voiced_media_pacer_tick_lateness_seconds{quantile="0.5"}`
 	seriesLateP99  = `voiced_media_pacer_tick_lateness_seconds{quantile="0.99"}`
 	seriesLateMax  = `voiced_media_pacer_tick_lateness_seconds{quantile="1"}`

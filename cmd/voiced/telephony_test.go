@@ -47,7 +47,7 @@ func TestServeTelephony(t *testing.T) {
 
 	// The node's media series are on /metrics before any call.
 	m0 := scrape(t, sv.base)
-	requireSeries(t, m0, seriesTicks, seriesLateP50, seriesLateP99, seriesLateMax, seriesPhoneIn, seriesPhoneOut, seriesPhoneSes)
+	requireSeries(t, m0, seriesTicks, seriesLateP50, seriesLateP99, seriesLateMax, seriesPhoneIn, seriesPhoneOut, seriesPhoneSes, seriesSendErrs)
 	require.Zero(t, m0[seriesPhoneIn])
 	require.Zero(t, m0[seriesPhoneSes])
 

@@ -3,6 +3,7 @@ package rtp
 import (
 	"math/rand/v2"
 	"net/netip"
+	"sync/atomic"
 	"time"
 
 	prtp "github.com/pion/rtp"
@@ -199,6 +200,17 @@ func (s *Session) nextAudio(t *txState) []byte {
 	return t.buf[12 : 12+n]
 }
 
+// sendErrors counts the RTP packets the process's sessions failed to send.
+var sendErrors atomic.Uint64
+
+// SendErrors returns how many RTP packets the process's sessions failed to
+// send since it started: refused by the kernel (a full socket buffer, an
+// unreachable destination), whether sent alone or through a pacer
+// worker's io_uring. A packet that failed alone was not counted as sent
+// and took no sequence number; one that failed in a batch was (its peer
+// sees a gap, as for loss).
+func SendErrors() uint64 { return sendErrors.Load() }
+
 // send writes one RTP packet with the next sequence number.
 func (s *Session) send(t *txState, pt uint8, ts uint32, marker bool, payload []byte, now time.Time) {
 	if !t.dst.IsValid() {
@@ -220,6 +232,7 @@ func (s *Session) send(t *txState, pt uint8, ts uint32, marker bool, payload []b
 		err = s.sock.writeTo(t.buf[:n], t.dst)
 	}
 	if err != nil {
+		sendErrors.Add(1)
 		return
 	}
 	t.seq++

@@ -123,6 +123,7 @@ func newWorkerIO() (*workerIO, error) {
 	w.sent = func(_ uint64, res int32) {
 		if res < 0 {
 			w.failed.Add(1)
+			sendErrors.Add(1)
 		}
 	}
 	w.got = func(userData uint64, res int32) {
@@ -305,6 +306,7 @@ func (w *workerIO) Close() error {
 func (w *workerIO) flush() {
 	if err := w.ring.submit(w.n, w.sent); err != nil {
 		w.failed.Add(uint64(w.n))
+		sendErrors.Add(uint64(w.n))
 	}
 	w.n = 0
 }

@@ -91,11 +91,13 @@ func TestSendBatchFailureCounted(t *testing.T) {
 	require.NoError(t, err)
 	defer sink.Close()
 	to := sink.LocalAddr().(*net.UDPAddr).AddrPort()
+	errs := SendErrors()
 	require.NoError(t, b.add(sk, []byte("first"), to))
 	require.NoError(t, b.add(sk, []byte("refused"), netip.AddrPortFrom(to.Addr(), 0)))
 	require.NoError(t, b.add(sk, []byte("third"), to))
 	b.AfterTicks(time.Now())
 	require.EqualValues(t, 1, b.failed.Load())
+	require.Equal(t, errs+1, SendErrors(), "counted for /metrics too")
 	buf := make([]byte, 100)
 	require.NoError(t, sink.SetReadDeadline(time.Now().Add(5*time.Second)))
 	for _, want := range []string{"first", "third"} {
