@@ -44,7 +44,8 @@ type txState struct {
 	dtmf dtmfTx
 
 	// batch is the pacer worker's io_uring (NewPacerWorker), or nil: send
-	// then writes each packet with its own system call.
+	// then writes each packet with its own system call, and drain reads
+	// for itself.
 	batch *workerIO
 
 	nextRTCP time.Time

@@ -92,9 +92,8 @@ type Session struct {
 	log   *slog.Logger
 	pacer *pace.Pacer
 	sock  *sock // RTP (and RTCP with mux), drained by the pacer worker
-	// wio is the pacer worker's io_uring (NewPacerWorker), when it has
-	// one; rin is then what it read for this session this tick (drain).
-	wio   *workerIO
+	// rin is what the pacer worker's io_uring (tx.batch) read for this
+	// session this tick (drain), when the worker has one.
 	rin   atomic.Pointer[ringRecv]
 	rconn *net.UDPConn // RTCP without mux, else nil
 	local netip.AddrPort
@@ -215,7 +214,6 @@ func NewSession(cfg Config, log *slog.Logger, pacer *pace.Pacer, ports *Ports) (
 		s.txMu.Lock()
 		s.tx.batch = w
 		s.txMu.Unlock()
-		s.wio = w
 		w.join(s)
 	}
 	return s, nil
@@ -338,10 +336,10 @@ func (s *Session) Close() error {
 	s.closeOnce.Do(func() {
 		s.closing.Store(true)
 		s.pacer.Unregister(s.paceH)
-		if s.wio != nil {
-			s.wio.leave(s)
-		}
 		s.txMu.Lock()
+		if s.tx.batch != nil {
+			s.tx.batch.leave(s) // before the socket closes
+		}
 		s.sendBye()
 		s.tx.close()
 		s.txMu.Unlock()

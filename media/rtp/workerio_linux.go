@@ -62,9 +62,16 @@ type workerIO struct {
 	// reads under it, so a session that has left is not read for again
 	// and may close its socket.
 	mu     sync.Mutex
-	recv   []*Session
-	part   []*Session // the sessions of the submission in progress
-	broken bool       // a submission of reads failed: no more reads here
+	recv   []reader
+	part   []reader // the readers of the submission in progress
+	broken bool     // a submission of reads failed: no more reads here
+}
+
+// reader is a session the worker reads for: its socket and its slots.
+type reader struct {
+	s  *Session
+	fd int
+	in *ringRecv
 }
 
 // sendSlot is one queued packet and the msghdr that sends it.
@@ -127,7 +134,7 @@ func newWorkerIO() (*workerIO, error) {
 		}
 	}
 	w.got = func(userData uint64, res int32) {
-		w.part[userData/ringReads].rin.Load().slots[userData%ringReads].res = res
+		w.part[userData/ringReads].in.slots[userData%ringReads].res = res
 	}
 	if err := w.probe(); err != nil {
 		w.Close()
@@ -210,21 +217,20 @@ func (w *workerIO) AfterTicks(_ time.Time) {
 	}
 }
 
-// read reads up to ringReads datagrams for each session of ss in one
-// submission: per session a chain of reads linked so that the first to
+// read reads up to ringReads datagrams for each reader of rs in one
+// submission: per reader a chain of reads linked so that the first to
 // find the socket empty cancels the rest.
-func (w *workerIO) read(ss []*Session) {
-	for i, s := range ss {
-		in := s.rin.Load()
-		for k := range in.slots {
-			sl := &in.slots[k]
+func (w *workerIO) read(rs []reader) {
+	for i, r := range rs {
+		for k := range r.in.slots {
+			sl := &r.in.slots[k]
 			sl.msg.Namelen = uint32(unsafe.Sizeof(sl.name))
 			sl.msg.SetControllen(cmsgSpace)
-			w.ring.recvmsg(s.sock.fd, &sl.msg, uint64(i*ringReads+k), k < ringReads-1)
+			w.ring.recvmsg(r.fd, &sl.msg, uint64(i*ringReads+k), k < ringReads-1)
 		}
 	}
-	w.part = ss
-	err := w.ring.submit(len(ss)*ringReads, w.got)
+	w.part = rs
+	err := w.ring.submit(len(rs)*ringReads, w.got)
 	w.part = nil
 	if err != nil {
 		// Reads may still be in flight into the sessions' slots, which
@@ -234,8 +240,8 @@ func (w *workerIO) read(ss []*Session) {
 		w.broken = true
 		return
 	}
-	for _, s := range ss {
-		s.rin.Load().ready = true
+	for _, r := range rs {
+		r.in.ready = true
 	}
 }
 
@@ -253,7 +259,7 @@ func (w *workerIO) join(s *Session) {
 	}
 	s.rin.Store(in)
 	w.mu.Lock()
-	w.recv = append(w.recv, s)
+	w.recv = append(w.recv, reader{s: s, fd: s.sock.fd, in: in})
 	w.mu.Unlock()
 }
 
@@ -262,10 +268,10 @@ func (w *workerIO) join(s *Session) {
 func (w *workerIO) leave(s *Session) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if i := slices.Index(w.recv, s); i >= 0 {
+	if i := slices.IndexFunc(w.recv, func(r reader) bool { return r.s == s }); i >= 0 {
 		last := len(w.recv) - 1
 		w.recv[i] = w.recv[last]
-		w.recv[last] = nil
+		w.recv[last] = reader{}
 		w.recv = w.recv[:last]
 	}
 }
@@ -274,7 +280,7 @@ func (w *workerIO) leave(s *Session) {
 // whether the socket may hold more (every read found one). ok is false
 // when nothing was read for it (it joined after this tick's reads).
 func (in *ringRecv) take() (n int, more, ok bool) {
-	if in == nil || !in.ready {
+	if !in.ready {
 		return 0, false, false
 	}
 	in.ready = false
