@@ -151,8 +151,6 @@ type Pacer struct {
 	workers  sync.WaitGroup
 	once     sync.Once
 
-	closeWorkers sync.Once
-
 	count   atomic.Int64
 	ticks   atomic.Uint64
 	skipped atomic.Uint64
@@ -253,7 +251,7 @@ func (p *Pacer) Register(s Stream) (Handle, error) {
 func (p *Pacer) Unregister(h Handle) {
 	p.reg.Lock()
 	defer p.reg.Unlock()
-	if h.gen == 0 || int(h.slot) >= len(p.pos) || p.gen[h.slot] != h.gen || p.pos[h.slot] < 0 {
+	if !p.registered(h) {
 		return
 	}
 	sh := p.shards[p.shardOf[h.slot]]
@@ -285,10 +283,16 @@ func (p *Pacer) Unregister(h Handle) {
 func (p *Pacer) Worker(h Handle) Worker {
 	p.reg.Lock()
 	defer p.reg.Unlock()
-	if h.gen == 0 || int(h.slot) >= len(p.pos) || p.gen[h.slot] != h.gen || p.pos[h.slot] < 0 {
+	if !p.registered(h) {
 		return nil
 	}
 	return p.shards[p.shardOf[h.slot]].worker
+}
+
+// registered reports whether h names a stream registered now; p.reg is
+// held.
+func (p *Pacer) registered(h Handle) bool {
+	return h.gen != 0 && int(h.slot) < len(p.pos) && p.gen[h.slot] == h.gen && p.pos[h.slot] >= 0
 }
 
 // Close stops the tick loop and the workers and waits for them, then
@@ -304,13 +308,6 @@ func (p *Pacer) Close() error {
 	})
 	<-p.done
 	p.workers.Wait()
-	p.closeWorkers.Do(func() {
-		for _, sh := range p.shards {
-			if c, ok := sh.worker.(io.Closer); ok {
-				_ = c.Close()
-			}
-		}
-	})
 	return nil
 }
 
@@ -343,6 +340,13 @@ func (p *Pacer) run() {
 	defer func() {
 		for _, sh := range p.shards[1:] {
 			close(sh.wake)
+		}
+		// Every tick waits for all its shards, so no worker is ticking:
+		// the Workers can go before Close returns.
+		for _, sh := range p.shards {
+			if c, ok := sh.worker.(io.Closer); ok {
+				_ = c.Close()
+			}
 		}
 		close(p.done)
 	}()
