@@ -22,9 +22,9 @@ type PLC struct {
 	rate                int
 	pitchMin, pitchMax  int
 	corrLen             int
-	hist                []int16 // the most recent output, oldest first: histBuf[histOff:][:histLen]
+	hist                []int16 // the most recent output, oldest first: a window on histBuf
 	histBuf             []int16 // hist and room to append to it (remember)
-	histOff, histLen    int
+	histOff             int     // where hist starts in histBuf
 	frozen              []int16 // hist as it was when the current loss began
 	pbuf                []int16 // the repeated span, seam already smoothed
 	pitch, periods, pos int
@@ -43,10 +43,10 @@ func NewPLC(rate int) *PLC {
 		corrLen:  160 * k,
 		ms10:     rate / 100,
 	}
-	p.histLen = 3*p.pitchMax + p.pitchMax/4
-	p.histBuf = make([]int16, p.histLen+histRoom*p.ms10)
-	p.hist = p.histBuf[:p.histLen]
-	p.frozen = make([]int16, p.histLen)
+	n := 3*p.pitchMax + p.pitchMax/4
+	p.histBuf = make([]int16, n+histRoom*p.ms10)
+	p.hist = p.histBuf[:n]
+	p.frozen = make([]int16, n)
 	p.pbuf = make([]int16, 3*p.pitchMax)
 	p.corrX = make([]float32, p.pitchMax+p.corrLen)
 	return p
@@ -164,7 +164,7 @@ const histRoom = 16
 
 // remember appends audio to the history.
 func (p *PLC) remember(a []int16) {
-	n := p.histLen
+	n := len(p.hist)
 	if len(a) >= n {
 		copy(p.histBuf, a[len(a)-n:])
 		p.histOff = 0

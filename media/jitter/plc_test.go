@@ -16,7 +16,7 @@ func TestPLCHistoryIsTheLatestAudio(t *testing.T) {
 		var played []int16
 		rng := rand.New(rand.NewPCG(1, uint64(rate)))
 		for range 2000 {
-			f := make([]int16, []int{rate / 50, rate / 100, rate / 25, 7, 1, p.histLen + 3}[rng.IntN(6)])
+			f := make([]int16, []int{rate / 50, rate / 100, rate / 25, 7, 1, len(p.hist) + 3}[rng.IntN(6)])
 			if rng.IntN(10) == 0 {
 				p.Conceal(f)
 			} else {
@@ -26,8 +26,8 @@ func TestPLCHistoryIsTheLatestAudio(t *testing.T) {
 				p.Good(f)
 			}
 			played = append(played, f...)
-			want := make([]int16, p.histLen)
-			copy(want[max(0, p.histLen-len(played)):], played[max(0, len(played)-p.histLen):])
+			want := make([]int16, len(p.hist))
+			copy(want[max(0, len(p.hist)-len(played)):], played[max(0, len(played)-len(p.hist)):])
 			require.Equal(t, want, p.hist, "rate %d after %d samples", rate, len(played))
 		}
 	}
