@@ -1,0 +1,66 @@
+package agent
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// resident counts the pages of f's bytes [from, to) in the page cache.
+func resident(t *testing.T, f *os.File, from, to int64) int {
+	t.Helper()
+	b, err := unix.Mmap(int(f.Fd()), 0, int(to), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(b)
+	page := int64(os.Getpagesize())
+	vec := make([]byte, (to+page-1)/page)
+	if _, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
+		t.Fatal(e)
+	}
+	n := 0
+	for _, v := range vec[from/page:] {
+		n += int(v & 1)
+	}
+	return n
+}
+
+// A recording's writes leave the page cache once they are on disk: the
+// first chunk is dropped by a later write, the last one is still cached.
+func TestRecordingLeavesPageCache(t *testing.T) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "rec.wav"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w := &fileWrites{f: f}
+	chunk := make([]byte, 64<<10)
+	for i := range chunk {
+		chunk[i] = byte(i)
+	}
+	size := int64(len(chunk))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := w.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+		if w.off >= 3*size && resident(t, f, 0, size) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %d writes the first 64 KB still has %d pages cached", w.n, resident(t, f, 0, size))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := resident(t, f, w.off-size, w.off); n == 0 {
+		t.Fatal("the last write left the cache before it could have been written back")
+	}
+	if w.off != int64(w.n)*size {
+		t.Fatalf("offset %d after %d writes of %d", w.off, w.n, size)
+	}
+}
