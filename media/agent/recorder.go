@@ -33,17 +33,19 @@ type recorder struct {
 	bf     *bufferedFile
 	w      *wav.Writer
 	agent  *media.Ring // agent frames at rate, from the pacer
-	caller *media.Ring // caller frames at 16 kHz, from the input side
-	// rs brings agent frames up to 16 kHz, or crs caller frames down to
-	// the call's rate (the other is nil).
+	caller *media.Ring // caller frames at the file's rate, from the input side
+	// rs brings agent frames up to 16 kHz (drain side), or crs caller
+	// frames down to the call's rate (input side, before the ring, which
+	// then holds half as much memory per second); the other is nil.
 	rs     *resample.Resampler
 	crs    *resample.Resampler
+	crsErr atomic.Pointer[error] // crs's first error, for drain to report
 	rate   int
 	zero   []int16 // a silent agent frame at rate, for ticks without speech
 	aFrame []int16
 	a16    []int16 // agent frame at the file's rate
-	cFrame []int16
-	cOut   []int16 // caller frame at the file's rate
+	cFrame []int16 // caller frame at the file's rate (drain side)
+	cIn    []int16 // caller frame at the file's rate (input side)
 	stereo []int16
 	sh     *recShard
 	// mu serialises the rings' consumer side and the file between the
@@ -112,7 +114,7 @@ func newRecorder(path string, rate int) (*recorder, error) {
 	fileRate := min(rate, media.Rate16k)
 	n, fn := media.SamplesPerFrame(rate), media.SamplesPerFrame(fileRate)
 	r := &recorder{rate: rate, zero: make([]int16, n), aFrame: make([]int16, n), a16: make([]int16, fn),
-		cFrame: make([]int16, callerFrame), cOut: make([]int16, fn), stereo: make([]int16, 2*fn)}
+		cFrame: make([]int16, fn), cIn: make([]int16, fn), stereo: make([]int16, 2*fn)}
 	var err error
 	if rate != fileRate {
 		r.rs, err = resample.New(rate, fileRate, resample.QualityHigh)
@@ -139,8 +141,11 @@ func newRecorder(path string, rate int) (*recorder, error) {
 		return nil, fmt.Errorf("agent: recording: %w", err)
 	}
 	r.f, r.bf, r.w = f, bf, w
+	// Two seconds each (recWriter). The caller's ring held 4 s at 16 kHz
+	// (128 KB a call) before it took the file's rate; at 2 s, 8 kHz for
+	// G.711, a call's two rings take 64 KB instead of 160.
 	r.agent, _ = media.NewRing(2 * rate)
-	r.caller, _ = media.NewRing(4 * media.Rate16k)
+	r.caller, _ = media.NewRing(2 * fileRate)
 	recWriter.add(r)
 	return r, nil
 }
@@ -154,8 +159,21 @@ func (r *recorder) tick(frame []int16) {
 	r.agent.Write(frame)
 }
 
-// callerFrame records one caller frame. Input side.
-func (r *recorder) callerFrame(pcm []int16) { r.caller.Write(pcm) }
+// callerFrame records one caller frame (16 kHz). Input side.
+func (r *recorder) callerFrame(pcm []int16) {
+	if r.crs == nil {
+		r.caller.Write(pcm)
+		return
+	}
+	if k, err := r.crs.ProcessTo(r.cIn, pcm); err != nil || k != len(r.cIn) {
+		if err == nil {
+			err = fmt.Errorf("%d samples out, not %d", k, len(r.cIn))
+		}
+		r.crsErr.CompareAndSwap(nil, &err)
+		clear(r.cIn)
+	}
+	r.caller.Write(r.cIn)
+}
 
 // recDrainEvery is how often a shard's writer drains its recorders.
 const recDrainEvery = 100 * time.Millisecond
@@ -179,9 +197,8 @@ const recYieldEvery = 64
 // bench/RESULTS-voicebench.md); instead the recorders are spread over one shard per CPU,
 // and each shard's goroutine drains all its recorders in one wake-up. A
 // shard's goroutine runs only while it has recorders. The rings hold 2 s
-// (agent) and 4 s (caller), so a slow write to one call's file delays the
-// shard's other calls without losing their samples unless it takes
-// seconds.
+// each, so a slow write to one call's file delays the shard's other calls
+// without losing their samples unless it takes seconds.
 var recWriter recShards
 
 type recShards struct {
@@ -265,9 +282,12 @@ func (sh *recShard) run() {
 // before it is written against silence, and caller audio waits for its
 // agent frame unless more than half a second piles up.
 func (r *recorder) drain(final bool) {
-	n := len(r.aFrame)
+	if e := r.crsErr.Load(); e != nil && r.err == nil {
+		r.err = fmt.Errorf("agent: recording resampler: %v", *e)
+	}
+	n, cn := len(r.aFrame), len(r.cFrame)
 	for r.err == nil && r.agent.Len() >= n {
-		haveCaller := r.caller.Len() >= callerFrame
+		haveCaller := r.caller.Len() >= cn
 		if !haveCaller && !final && r.agent.Len() <= 10*n {
 			break
 		}
@@ -283,32 +303,15 @@ func (r *recorder) drain(final bool) {
 		if !haveCaller || !r.caller.ReadFull(r.cFrame) {
 			clear(r.cFrame)
 		}
-		if c := r.callerOut(); c != nil {
-			r.write(c, a)
-		}
+		r.write(r.cFrame, a)
 	}
-	limit := 25 * callerFrame
+	limit := 25 * cn
 	if final {
 		limit = 0
 	}
 	for r.err == nil && r.caller.Len() > limit && r.caller.ReadFull(r.cFrame) {
-		if c := r.callerOut(); c != nil {
-			r.write(c, nil)
-		}
+		r.write(r.cFrame, nil)
 	}
-}
-
-// callerOut returns r.cFrame at the file's rate (nil after a resampler
-// error, which is kept in r.err).
-func (r *recorder) callerOut() []int16 {
-	if r.crs == nil {
-		return r.cFrame
-	}
-	if k, err := r.crs.ProcessTo(r.cOut, r.cFrame); err != nil || k != len(r.cOut) {
-		r.err = fmt.Errorf("agent: recording resampler: %v", err)
-		return nil
-	}
-	return r.cOut
 }
 
 func (r *recorder) closeResamplers() {
