@@ -154,6 +154,7 @@ type rxCodec struct {
 	buf   *jitter.Buffer
 	play  *jitter.Playout
 	pcm   []int16 // one frame at the decoder's rate
+	opus  bool    // codec is Opus (samples asks per packet)
 }
 
 func newRxCodec(c Codec, jc jitter.Config, gen uint64) (*rxCodec, error) {
@@ -182,13 +183,13 @@ func newRxCodec(c Codec, jc jitter.Config, gen uint64) (*rxCodec, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &rxCodec{gen: gen, codec: c, buf: buf, play: play, pcm: make([]int16, play.Rate()/50)}, nil
+	return &rxCodec{gen: gen, codec: c, buf: buf, play: play, pcm: make([]int16, play.Rate()/50), opus: c.is(NameOpus)}, nil
 }
 
 // samples returns the duration of an audio payload in clock units, or 0
 // when it cannot tell (the buffer then assumes the previous duration).
 func (r *rxCodec) samples(payload []byte) int {
-	if r.codec.is(NameOpus) {
+	if r.opus {
 		n, err := opus.PacketSamples(payload, 48000)
 		if err != nil {
 			return 0
