@@ -25,7 +25,9 @@
 # no setup failures, generator on time).
 #
 # Knobs (environment): ROUNDS=2 N_S1=200 N_S2=30 HOLD=20s WINDOW=15s
-# START_S1=100 START_S2=20 FACTOR=1.4 MAX=4000 SUT_CPU=0 GEN_CPU=1
+# START_S1=512 START_S2=20 FACTOR=1.25 MAX=4000 SUT_CPU=0 GEN_CPU=1
+# (S1's steps are then 512, 640, 800, 1000, 1250, ...: the goal's 1,000
+# calls is one of them, and neighbouring steps are 25% apart, not 40%)
 # NICE (default "chrt -f 10" as root: real-time priority, so other work on
 # a shared machine cannot preempt the systems under test or voicebench;
 # "nice -n -10" or "" otherwise) OUT=bench/results/voicebench PERF=1 (perf
@@ -37,9 +39,9 @@ N_S1=${N_S1:-200}
 N_S2=${N_S2:-30}
 HOLD=${HOLD:-20s}
 WINDOW=${WINDOW:-15s}
-START_S1=${START_S1:-100}
+START_S1=${START_S1:-512}
 START_S2=${START_S2:-20}
-FACTOR=${FACTOR:-1.4}
+FACTOR=${FACTOR:-1.25}
 MAX=${MAX:-4000} # also the echo floor's socket count
 SUT_CPU=${SUT_CPU:-0}
 GEN_CPU=${GEN_CPU:-1}
