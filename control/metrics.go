@@ -58,11 +58,13 @@ type MediaStats struct {
 	SendErrors uint64
 }
 
-// PacerStats are the node pacer's counters and tick lateness quantiles.
+// PacerStats are the node pacer's counters and its ticks' lateness and
+// cost (time from start to end) quantiles.
 type PacerStats struct {
 	Streams                   int
 	Ticks, Skipped            uint64
 	LateP50, LateP99, LateMax time.Duration
+	CostP50, CostP99, CostMax time.Duration
 }
 
 // PacketCounts are RTP packets received, sent and lost.
@@ -78,6 +80,8 @@ func (s *Server) SetMediaStats(f func() MediaStats) {
 var (
 	descPacerLate = prometheus.NewDesc("voiced_media_pacer_tick_lateness_seconds",
 		"How late the node pacer's ticks started: quantile 0.5 and 0.99 of the recent distribution, 1 the maximum seen.", []string{"quantile"}, nil)
+	descPacerCost = prometheus.NewDesc("voiced_media_pacer_tick_cost_seconds",
+		"How long the node pacer's ticks ran (every call's send, receive and processing for one period): quantile 0.5 and 0.99 of the recent distribution, 1 the maximum seen; near the 20 ms period, ticks start late.", []string{"quantile"}, nil)
 	descPacerTicks   = prometheus.NewDesc("voiced_media_pacer_ticks_total", "Ticks the node pacer ran.", nil, nil)
 	descPacerSkipped = prometheus.NewDesc("voiced_media_pacer_ticks_skipped_total", "Ticks the node pacer dropped because it fell too far behind.", nil, nil)
 	descSendErrors   = prometheus.NewDesc("voiced_media_rtp_send_errors_total", "RTP packets the kernel refused to send (a full socket buffer, an unreachable peer).", nil, nil)
@@ -91,7 +95,7 @@ var (
 type mediaCollector struct{ read func() MediaStats }
 
 func (c mediaCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descPacerLate, descPacerTicks, descPacerSkipped, descPacerStreams, descSessions, descPackets, descLost, descSendErrors} {
+	for _, d := range []*prometheus.Desc{descPacerLate, descPacerCost, descPacerTicks, descPacerSkipped, descPacerStreams, descSessions, descPackets, descLost, descSendErrors} {
 		ch <- d
 	}
 }
@@ -101,6 +105,9 @@ func (c mediaCollector) Collect(ch chan<- prometheus.Metric) {
 	if p := st.Pacer; p != nil {
 		for q, v := range map[string]time.Duration{"0.5": p.LateP50, "0.99": p.LateP99, "1": p.LateMax} {
 			ch <- prometheus.MustNewConstMetric(descPacerLate, prometheus.GaugeValue, v.Seconds(), q)
+		}
+		for q, v := range map[string]time.Duration{"0.5": p.CostP50, "0.99": p.CostP99, "1": p.CostMax} {
+			ch <- prometheus.MustNewConstMetric(descPacerCost, prometheus.GaugeValue, v.Seconds(), q)
 		}
 		ch <- prometheus.MustNewConstMetric(descPacerTicks, prometheus.CounterValue, float64(p.Ticks))
 		ch <- prometheus.MustNewConstMetric(descPacerSkipped, prometheus.CounterValue, float64(p.Skipped))

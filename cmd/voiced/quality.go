@@ -145,7 +145,8 @@ func (s *mediaStats) read() control.MediaStats {
 	out.SendErrors = rtp.SendErrors()
 	if s.pacer != nil {
 		st := s.pacer.Stats()
-		out.Pacer = &control.PacerStats{Streams: st.Streams, Ticks: st.Ticks, Skipped: st.Skipped, LateP50: st.LateP50, LateP99: st.LateP99, LateMax: st.LateMax}
+		out.Pacer = &control.PacerStats{Streams: st.Streams, Ticks: st.Ticks, Skipped: st.Skipped, LateP50: st.LateP50, LateP99: st.LateP99, LateMax: st.LateMax,
+			CostP50: st.CostP50, CostP99: st.CostP99, CostMax: st.CostMax}
 	}
 	return out
 }

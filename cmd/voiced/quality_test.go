@@ -85,6 +85,8 @@ const (
 	seriesLateP50  = `voiced_media_pacer_tick_lateness_seconds{quantile="0.5"}`
 	seriesLateP99  = `voiced_media_pacer_tick_lateness_seconds{quantile="0.99"}`
 	seriesLateMax  = `voiced_media_pacer_tick_lateness_seconds{quantile="1"}`
+	seriesCostP50  = `voiced_media_pacer_tick_cost_seconds{quantile="0.5"}`
+	seriesCostMax  = `voiced_media_pacer_tick_cost_seconds{quantile="1"}`
 	seriesPhoneIn  = `voiced_media_rtp_packets_total{direction="in",front_door="phone"}`
 	seriesPhoneOut = `voiced_media_rtp_packets_total{direction="out",front_door="phone"}`
 	seriesPhoneSes = `voiced_media_sessions{front_door="phone"}`

@@ -47,7 +47,7 @@ func TestServeTelephony(t *testing.T) {
 
 	// The node's media series are on /metrics before any call.
 	m0 := scrape(t, sv.base)
-	requireSeries(t, m0, seriesTicks, seriesLateP50, seriesLateP99, seriesLateMax, seriesPhoneIn, seriesPhoneOut, seriesPhoneSes, seriesSendErrs)
+	requireSeries(t, m0, seriesTicks, seriesLateP50, seriesLateP99, seriesLateMax, seriesCostP50, seriesCostMax, seriesPhoneIn, seriesPhoneOut, seriesPhoneSes, seriesSendErrs)
 	require.Zero(t, m0[seriesPhoneIn])
 	require.Zero(t, m0[seriesPhoneSes])
 
@@ -85,7 +85,9 @@ func TestServeTelephony(t *testing.T) {
 	require.Greater(t, m1[seriesLateMax], 0.0, "some tick started late")
 	require.LessOrEqual(t, m1[seriesLateP50], m1[seriesLateP99])
 	require.LessOrEqual(t, m1[seriesLateP99], m1[seriesLateMax])
-	t.Logf("pacer tick lateness p50 %.3f ms, p99 %.3f ms, max %.3f ms", m1[seriesLateP50]*1e3, m1[seriesLateP99]*1e3, m1[seriesLateMax]*1e3)
+	require.Greater(t, m1[seriesCostP50], 0.0, "ticks with calls on them take time")
+	require.LessOrEqual(t, m1[seriesCostP50], m1[seriesCostMax])
+	t.Logf("pacer tick lateness p50 %.3f ms, p99 %.3f ms, max %.3f ms; cost p50 %.3f ms, max %.3f ms", m1[seriesLateP50]*1e3, m1[seriesLateP99]*1e3, m1[seriesLateMax]*1e3, m1[seriesCostP50]*1e3, m1[seriesCostMax]*1e3)
 
 	// Outbound through the trunk: 401, authenticated INVITE, answer, the
 	// callee hangs up after a second.
