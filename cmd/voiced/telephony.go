@@ -106,7 +106,7 @@ func (t *telephony) start(c *config, explicit bool) (bool, error) {
 	}
 	// Calls receive and process on the pacer (media/rtp), and each worker
 	// sends its calls' packets of a tick together (rtp.NewPacerWorker).
-	pacer, err := pace.New(pace.Config{Workers: runtime.GOMAXPROCS(0), NewWorker: rtp.NewPacerWorker, PreciseWake: true}, t.log)
+	pacer, err := pace.New(pace.Config{Workers: runtime.GOMAXPROCS(0), NewWorker: rtp.NewPacerWorker, PreciseWake: true, AlignSends: true}, t.log)
 	if err != nil {
 		return false, err
 	}

@@ -53,7 +53,7 @@ func BenchmarkTick1000(b *testing.B) {
 	now := time.Now()
 	b.ReportAllocs()
 	for b.Loop() {
-		p.tick(now)
+		p.tick(at(now))
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1000, "ns/stream")
 }
@@ -72,7 +72,7 @@ func BenchmarkTick1000UDP(b *testing.B) {
 	now := time.Now()
 	b.ReportAllocs()
 	for b.Loop() {
-		p.tick(now)
+		p.tick(at(now))
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1000, "ns/stream")
 }

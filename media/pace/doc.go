@@ -20,6 +20,11 @@
 // sleeps the last millisecond with nanosleep instead, for a media node
 // whose every packet would carry that lateness as jitter.
 //
+// Config.AlignSends starts the Ticks ahead of the tick's time by about
+// what they cost in the last second and holds each Worker's AfterTicks
+// (the node's batched sends) until the time itself, so the packets leave
+// at the same instant every period whatever the Ticks before them cost.
+//
 // Config.NewWorker gives each worker a Worker, run after its share's Ticks
 // and before its PostTicks: where a kind of stream finishes together what
 // its Ticks gathered (media/rtp sends a tick's packets through one

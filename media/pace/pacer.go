@@ -80,6 +80,18 @@ type Config struct {
 	// to a millisecond a tick) no other goroutine runs on its P. Meant
 	// for a media node's pacer (20 ms ticks), not for a fast clock.
 	PreciseWake bool
+	// AlignSends starts each tick's Ticks ahead of the tick's time by
+	// about as long as they took in the last second, and has every
+	// worker wait for the tick's time before its Worker's AfterTicks:
+	// the sends a Worker batches (media/rtp) then leave at the same
+	// instant every period, however long the Ticks before them took.
+	// Without it they leave when the worker's Ticks end, so the spread of
+	// that time (streams whose frames cost more or less to make: Opus
+	// speech against silence, an agent talking or not) is jitter on every
+	// packet. The audio ages no more than before: it is made the same
+	// time ahead of its send. Workers that are nil (no Worker, no
+	// batching) are not waited for.
+	AlignSends bool
 	// NewWorker, when set, makes each worker's Worker (see the type),
 	// given the worker's index; Pacer.Worker hands it to the streams of
 	// that worker. It may return nil, for no per-worker work.
@@ -112,8 +124,10 @@ func (c Config) withDefaults() (Config, error) {
 }
 
 // Stats is a snapshot of a Pacer's counters and timing distributions.
-// Lateness is how long after its scheduled time a tick started; Cost is how
-// long one tick's loop over all streams took. Quantiles are upper bucket
+// Lateness is how long after its scheduled time a tick started (with
+// AlignSends: its first worker's sends); Cost is how long one tick's loop
+// over all streams took, from its start (with AlignSends, ahead of its
+// time) to its end. Quantiles are upper bucket
 // edges, within 6.25% above the true value.
 type Stats struct {
 	Streams int    // streams registered now
@@ -157,7 +171,16 @@ type Pacer struct {
 	panics  atomic.Uint64
 	late    histogram
 	cost    histogram
+
+	// AlignSends: recent Ticks phase durations (the longest of the
+	// shards' per tick), written and read by the clock goroutine only.
+	phases  [leadWindow]time.Duration
+	phaseAt int
 }
+
+// leadWindow is how many ticks AlignSends looks back on for its lead: a
+// second at 20 ms.
+const leadWindow = 50
 
 // shard is one worker's share of the streams.
 type shard struct {
@@ -166,8 +189,15 @@ type shard struct {
 	posts   []PostTicker // dense, beside streams: nil for a plain Stream
 	handles []Handle     // dense index -> its registration
 	broken  []Handle     // streams whose Tick or PostTick panicked this tick
-	wake    chan time.Time
-	worker  Worker // nil without Config.NewWorker
+	wake    chan tickTimes
+	worker  Worker        // nil without Config.NewWorker
+	ticked  time.Duration // how long the last tick's Ticks took (AlignSends)
+	sentAt  time.Time     // when the last tick's AfterTicks began (AlignSends)
+}
+
+// tickTimes are one tick's start and the time its sends are due.
+type tickTimes struct {
+	now, send time.Time
 }
 
 // New starts a Pacer whose first tick is one Period from now, and its
@@ -194,7 +224,7 @@ func New(cfg Config, log *slog.Logger) (*Pacer, error) {
 			sh.worker = cfg.NewWorker(i)
 		}
 		if i > 0 {
-			sh.wake = make(chan time.Time, 1)
+			sh.wake = make(chan tickTimes, 1)
 			p.workers.Add(1)
 			go p.work(sh)
 		}
@@ -357,7 +387,7 @@ func (p *Pacer) run() {
 	last := base
 	for n := int64(1); ; n++ {
 		due := base.Add(time.Duration(n) * period)
-		wake := due
+		wake := due.Add(-p.lead())
 		if g := last.Add(p.cfg.MinGap); wake.Before(g) {
 			wake = g
 		}
@@ -392,26 +422,55 @@ func (p *Pacer) run() {
 		if lag > p.cfg.MaxLag {
 			k := int64(lag / period)
 			n += k
+			due = due.Add(time.Duration(k) * period)
 			p.skipped.Add(uint64(k))
 			lag -= time.Duration(k) * period
 		}
-		p.late.record(lag)
 		last = now
-		p.tick(now)
+		p.tick(tickTimes{now: now, send: due})
+		if sh := p.shards[0]; p.cfg.AlignSends && sh.worker != nil {
+			// The tick started early on purpose: what is late or not
+			// is its sends.
+			lag = sh.sentAt.Sub(due)
+		}
+		p.late.record(lag)
 		p.ticks.Add(1)
 		p.cost.record(time.Since(now))
 	}
 }
 
+// lead is how long before its time AlignSends starts a tick: the longest
+// Ticks phase of the last leadWindow ticks plus a quarter and 200 µs, at
+// most half a period (Ticks that take longer than that leave no time for
+// the PostTicks anyway). 0 without AlignSends.
+func (p *Pacer) lead() time.Duration {
+	if !p.cfg.AlignSends {
+		return 0
+	}
+	var m time.Duration
+	for _, d := range p.phases {
+		m = max(m, d)
+	}
+	return min(m+m/4+200*time.Microsecond, p.cfg.Period/2)
+}
+
 // tick runs one tick over every shard: the workers' shares on their
 // goroutines and the first share here, then waits for all of them.
-func (p *Pacer) tick(now time.Time) {
+func (p *Pacer) tick(t tickTimes) {
 	for _, sh := range p.shards[1:] {
-		sh.wake <- now
+		sh.wake <- t
 	}
-	p.tickShard(p.shards[0], now)
+	p.tickShard(p.shards[0], t)
 	for range len(p.shards) - 1 {
 		<-p.tickDone
+	}
+	if p.cfg.AlignSends {
+		var m time.Duration
+		for _, sh := range p.shards {
+			m = max(m, sh.ticked)
+		}
+		p.phases[p.phaseAt] = m
+		p.phaseAt = (p.phaseAt + 1) % leadWindow
 	}
 }
 
@@ -420,8 +479,8 @@ func (p *Pacer) tick(now time.Time) {
 // always completes).
 func (p *Pacer) work(sh *shard) {
 	defer p.workers.Done()
-	for now := range sh.wake {
-		p.tickShard(sh, now)
+	for t := range sh.wake {
+		p.tickShard(sh, t)
 		p.tickDone <- struct{}{}
 	}
 }
@@ -430,7 +489,8 @@ func (p *Pacer) work(sh *shard) {
 // the shard's Worker, then PostTick on the PostTickers. It holds the
 // shard's lock so that Unregister can promise that a removed stream is not
 // ticking.
-func (p *Pacer) tickShard(sh *shard, now time.Time) {
+func (p *Pacer) tickShard(sh *shard, t tickTimes) {
+	now := t.now
 	sh.mu.Lock()
 	streams := sh.streams
 	for i := range streams {
@@ -439,6 +499,11 @@ func (p *Pacer) tickShard(sh *shard, now time.Time) {
 		}
 	}
 	if sh.worker != nil {
+		if p.cfg.AlignSends {
+			sh.ticked = time.Since(now)
+			p.waitUntil(t.send)
+			sh.sentAt = time.Now()
+		}
 		p.afterTicks(sh.worker, now)
 	}
 	for i, pt := range sh.posts {
@@ -456,6 +521,26 @@ func (p *Pacer) tickShard(sh *shard, now time.Time) {
 		p.Unregister(h)
 	}
 	sh.broken = sh.broken[:0]
+}
+
+// waitUntil returns at t: on the runtime's timer while more than
+// fineWait is left (the P is free for other goroutines), then, with
+// PreciseWake, on a nanosleep that keeps it.
+func (p *Pacer) waitUntil(t time.Time) {
+	d := time.Until(t)
+	if d <= 0 {
+		return
+	}
+	if d > fineWait {
+		time.Sleep(d - fineWait)
+	}
+	if !p.cfg.PreciseWake {
+		time.Sleep(time.Until(t))
+		return
+	}
+	if d = time.Until(t); d > 0 {
+		sleepHoldingP(d)
+	}
 }
 
 // afterTicks runs a Worker's AfterTicks; a panic is logged and counted

@@ -3,6 +3,7 @@ package pace
 import (
 	"log/slog"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -276,7 +277,7 @@ func TestTickDoesNotAllocate(t *testing.T) {
 			require.NoError(t, err)
 		}
 		now := time.Now()
-		require.Zero(t, testing.AllocsPerRun(100, func() { p.tick(now) }), "%d workers", workers)
+		require.Zero(t, testing.AllocsPerRun(100, func() { p.tick(at(now)) }), "%d workers", workers)
 		for i := range streams {
 			require.Equal(t, 101, streams[i].x)
 		}
@@ -406,7 +407,7 @@ func TestPostTickFollowsEveryTick(t *testing.T) {
 		require.NoError(t, err)
 	}
 	now := time.Now()
-	p.tick(now)
+	p.tick(at(now))
 	require.Equal(t, []string{"tick", "tick", "post", "post"}, journal)
 	for _, n := range nows {
 		require.Equal(t, now, n)
@@ -414,11 +415,11 @@ func TestPostTickFollowsEveryTick(t *testing.T) {
 	require.EqualValues(t, 1, plain.n.Load())
 
 	b.boom = true
-	p.tick(now.Add(time.Second))
+	p.tick(at(now.Add(time.Second)))
 	require.EqualValues(t, 1, p.Stats().Panics)
 	require.Equal(t, 2, p.Stats().Streams)
 	journal = journal[:0]
-	p.tick(now.Add(2 * time.Second))
+	p.tick(at(now.Add(2 * time.Second)))
 	require.Equal(t, []string{"tick", "post"}, journal, "the panicking stream is gone")
 	require.EqualValues(t, 3, plain.n.Load())
 }
@@ -463,12 +464,12 @@ func TestWorkerAfterTicks(t *testing.T) {
 	require.Nil(t, p.Worker(Handle{}))
 
 	now := time.Now()
-	p.tick(now)
+	p.tick(at(now))
 	require.Equal(t, []string{"tick", "tick", "after", "post", "post"}, journal)
 
 	made[0].boom = true
 	journal = journal[:0]
-	p.tick(now.Add(time.Second))
+	p.tick(at(now.Add(time.Second)))
 	require.Equal(t, []string{"tick", "tick", "after", "post", "post"}, journal, "the streams run on")
 	require.EqualValues(t, 1, p.Stats().Panics)
 	require.Equal(t, 2, p.Stats().Streams)
@@ -500,8 +501,8 @@ func TestWorkerPerShard(t *testing.T) {
 		require.NoError(t, err)
 		hs = append(hs, h)
 	}
-	p.tick(time.Now())
-	p.tick(time.Now())
+	p.tick(at(time.Now()))
+	p.tick(at(time.Now()))
 	require.Equal(t, map[int]int{0: 2, 1: 2}, runs)
 	nils := 0
 	for _, h := range hs {
@@ -563,3 +564,59 @@ func TestPreciseWake(t *testing.T) {
 	require.Less(t, precise, 500*time.Microsecond)
 	require.Less(t, precise, plain)
 }
+
+// TestAlignSends: with AlignSends a Worker's AfterTicks (the sends) runs
+// at the tick's time, period after period, though the Ticks before it
+// take 0 or 4 ms in turn; without it the sends move by those 4 ms. Also
+// the lateness counts the sends, not the early start.
+func TestAlignSends(t *testing.T) {
+	spread := func(align bool) (dev time.Duration, st Stats) {
+		var mu sync.Mutex
+		var sends []time.Time
+		p, err := New(Config{Period: 20 * time.Millisecond, PreciseWake: true, AlignSends: align, NewWorker: func(int) Worker {
+			return afterFunc(func() {
+				mu.Lock()
+				sends = append(sends, time.Now())
+				mu.Unlock()
+			})
+		}}, slog.New(slog.DiscardHandler))
+		require.NoError(t, err)
+		defer p.Close()
+		_, err = p.Register(&busy{every: 2, spin: 4 * time.Millisecond})
+		require.NoError(t, err)
+		require.Eventually(t, func() bool { return p.Stats().Ticks >= 40 }, 10*time.Second, time.Millisecond)
+		st = p.Stats()
+		mu.Lock()
+		defer mu.Unlock()
+		var devs []time.Duration
+		for i := 10; i < len(sends); i++ { // after the lead has learnt the Ticks' cost
+			d := sends[i].Sub(sends[i-1]) - 20*time.Millisecond
+			devs = append(devs, max(d, -d))
+		}
+		slices.Sort(devs)
+		return devs[len(devs)/2], st
+	}
+	plain, _ := spread(false)
+	aligned, st := spread(true)
+	t.Logf("median |interval - period| of the sends: %v without AlignSends, %v with", plain, aligned)
+	require.Greater(t, plain, 3*time.Millisecond, "the sends follow the Ticks' cost")
+	require.Less(t, aligned, 500*time.Microsecond, "the sends keep the period")
+	require.Less(t, st.LateP50, time.Millisecond, "starting early is not lateness")
+}
+
+// busy is a stream whose every every-th Tick spins for spin.
+type busy struct {
+	n     int
+	every int
+	spin  time.Duration
+}
+
+func (b *busy) Tick(time.Time) {
+	if b.n++; b.n%b.every == 0 {
+		for end := time.Now().Add(b.spin); time.Now().Before(end); {
+		}
+	}
+}
+
+// at is a tick at now whose sends are due at once.
+func at(now time.Time) tickTimes { return tickTimes{now: now, send: now} }

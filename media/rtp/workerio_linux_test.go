@@ -13,7 +13,8 @@ import (
 )
 
 // TestSendBatch: 300 sessions on a pacer with send batches (more than
-// batchSlots, so a tick's batch goes out in parts) each send 25 ticks of
+// batchSlots: a tick's packets are held in two chunks of slots and go out
+// in two submissions) each send 25 ticks of
 // audio to one sink; every packet arrives, each session's sequence numbers
 // are consecutive and its timestamps step by a frame, and no batched send
 // failed.
@@ -226,4 +227,51 @@ func TestDrainThroughRing(t *testing.T) {
 	require.Eventually(t, func() bool { return s.Metrics().PacketsReceived.Load() == bursts*per },
 		150*time.Millisecond, 5*time.Millisecond, "received %d", s.Metrics().PacketsReceived.Load())
 	require.Zero(t, s.Metrics().PacketsLost.Load())
+}
+
+// TestSendHeldUpToMax: a worker holds a tick's packets until AfterTicks
+// however many chunks of slots they take, up to maxHeld; the packet that
+// reaches maxHeld sends the batch mid-tick, and the kernel takes every
+// packet once.
+func TestSendHeldUpToMax(t *testing.T) {
+	w, err := newWorkerIO()
+	require.NoError(t, err)
+	defer w.Close()
+	var sent int
+	w.sent = func(_ uint64, res int32) {
+		require.Equal(t, int32(2), res, "a 2-byte datagram went out")
+		sent++
+	}
+	sk, err := listenSock(netip.IPv4Unspecified(), 0)
+	require.NoError(t, err)
+	defer sk.close()
+	sink, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	defer sink.Close()
+	to := sink.LocalAddr().(*net.UDPAddr).AddrPort()
+
+	for i := range 3*batchSlots + 1 {
+		require.NoError(t, w.add(sk, []byte{byte(i), byte(i >> 8)}, to))
+	}
+	require.Equal(t, 3*batchSlots+1, w.n, "held in four chunks")
+	require.Zero(t, sent, "nothing sent before AfterTicks")
+	w.AfterTicks(time.Time{})
+	require.Equal(t, 3*batchSlots+1, sent)
+	require.Zero(t, w.n)
+	buf := make([]byte, 64)
+	require.NoError(t, sink.SetReadDeadline(time.Now().Add(5*time.Second)))
+	n, err := sink.Read(buf)
+	require.NoError(t, err)
+	require.Equal(t, []byte{0, 0}, buf[:n], "the first packet arrived first")
+
+	sent = 0
+	for i := range maxHeld + 5 {
+		require.NoError(t, w.add(sk, []byte{byte(i), 1}, to))
+	}
+	require.Equal(t, maxHeld, sent, "the batch went out when it reached maxHeld")
+	require.Equal(t, 5, w.n)
+	w.AfterTicks(time.Time{})
+	require.Equal(t, maxHeld+5, sent)
+	require.Zero(t, w.failed.Load())
+	require.Len(t, w.slots, maxHeld/batchSlots, "chunks are reused, not grown past maxHeld")
 }
