@@ -44,7 +44,7 @@ bench: deps-bench
 	bench/voicebench-smoke.sh
 
 # Our media node side by side with rtpengine and a Go UDP echo floor,
-# driven by voicebench (about 40 minutes; bench/voicebench-full.sh lists
+# driven by voicebench (about 30 minutes; bench/voicebench-full.sh lists
 # the knobs); writes bench/RESULTS-voicebench.md and bench/results/voicebench/.
 bench-full: deps-bench
 	bench/voicebench-full.sh
