@@ -82,15 +82,7 @@ func TestSendBatch(t *testing.T) {
 // TestSendBatchFailureCounted: a send the kernel refuses (to a port of
 // 0) is counted as failed, and the batch goes on sending what follows.
 func TestSendBatchFailureCounted(t *testing.T) {
-	b, err := newWorkerIO()
-	require.NoError(t, err)
-	defer b.Close()
-	sk, err := listenSock(localhost, 0)
-	require.NoError(t, err)
-	defer sk.close()
-	sink, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	require.NoError(t, err)
-	defer sink.Close()
+	b, sk, sink := newWorkerToSink(t)
 	to := sink.LocalAddr().(*net.UDPAddr).AddrPort()
 	errs := SendErrors()
 	require.NoError(t, b.add(sk, []byte("first"), to))
@@ -234,20 +226,12 @@ func TestDrainThroughRing(t *testing.T) {
 // reaches maxHeld sends the batch mid-tick, and the kernel takes every
 // packet once.
 func TestSendHeldUpToMax(t *testing.T) {
-	w, err := newWorkerIO()
-	require.NoError(t, err)
-	defer w.Close()
+	w, sk, sink := newWorkerToSink(t)
 	var sent int
 	w.sent = func(_ uint64, res int32) {
 		require.Equal(t, int32(2), res, "a 2-byte datagram went out")
 		sent++
 	}
-	sk, err := listenSock(netip.IPv4Unspecified(), 0)
-	require.NoError(t, err)
-	defer sk.close()
-	sink, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	require.NoError(t, err)
-	defer sink.Close()
 	to := sink.LocalAddr().(*net.UDPAddr).AddrPort()
 
 	for i := range 3*batchSlots + 1 {
@@ -274,4 +258,20 @@ func TestSendHeldUpToMax(t *testing.T) {
 	require.Equal(t, maxHeld+5, sent)
 	require.Zero(t, w.failed.Load())
 	require.Len(t, w.slots, maxHeld/batchSlots, "chunks are reused, not grown past maxHeld")
+}
+
+// newWorkerToSink returns a worker, a socket to send from and a UDP sink
+// on loopback, all closed when the test ends.
+func newWorkerToSink(t *testing.T) (*workerIO, *sock, *net.UDPConn) {
+	t.Helper()
+	w, err := newWorkerIO()
+	require.NoError(t, err)
+	t.Cleanup(func() { w.Close() })
+	sk, err := listenSock(localhost, 0)
+	require.NoError(t, err)
+	t.Cleanup(func() { sk.close() })
+	sink, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	t.Cleanup(func() { sink.Close() })
+	return w, sk, sink
 }
