@@ -79,7 +79,7 @@ func (s *Server) SetMediaStats(f func() MediaStats) {
 
 var (
 	descPacerLate = prometheus.NewDesc("voiced_media_pacer_tick_lateness_seconds",
-		"How late the node pacer's ticks started: quantile 0.5 and 0.99 of the recent distribution, 1 the maximum seen.", []string{"quantile"}, nil)
+		"How late the node pacer's ticks sent their packets (a tick starts early by design; its sends are due at the tick's time): quantile 0.5 and 0.99 of the recent distribution, 1 the maximum seen.", []string{"quantile"}, nil)
 	descPacerCost = prometheus.NewDesc("voiced_media_pacer_tick_cost_seconds",
 		"How long the node pacer's ticks ran (every call's send, receive and processing for one period): quantile 0.5 and 0.99 of the recent distribution, 1 the maximum seen; near the 20 ms period, ticks start late.", []string{"quantile"}, nil)
 	descPacerTicks   = prometheus.NewDesc("voiced_media_pacer_ticks_total", "Ticks the node pacer ran.", nil, nil)
