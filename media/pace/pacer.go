@@ -90,7 +90,8 @@ type Config struct {
 	// speech against silence, an agent talking or not) is jitter on every
 	// packet. The audio ages no more than before: it is made the same
 	// time ahead of its send. Workers that are nil (no Worker, no
-	// batching) are not waited for.
+	// batching) are not waited for; with none at all (media/rtp without
+	// io_uring) ticks start on their time as without AlignSends.
 	AlignSends bool
 	// NewWorker, when set, makes each worker's Worker (see the type),
 	// given the worker's index; Pacer.Worker hands it to the streams of
@@ -172,8 +173,11 @@ type Pacer struct {
 	late    histogram
 	cost    histogram
 
-	// AlignSends: recent Ticks phase durations (the longest of the
-	// shards' per tick), written and read by the clock goroutine only.
+	// align is Config.AlignSends with a Worker to wait: without one
+	// nothing would be held for the tick's time, so ticks start on it.
+	align bool
+	// align: recent Ticks phase durations (the longest of the shards'
+	// per tick), written and read by the clock goroutine only.
 	phases  [leadWindow]time.Duration
 	phaseAt int
 }
@@ -229,6 +233,7 @@ func New(cfg Config, log *slog.Logger) (*Pacer, error) {
 			go p.work(sh)
 		}
 		p.shards = append(p.shards, sh)
+		p.align = p.align || cfg.AlignSends && sh.worker != nil
 	}
 	go p.run()
 	return p, nil
@@ -428,7 +433,7 @@ func (p *Pacer) run() {
 		}
 		last = now
 		p.tick(tickTimes{now: now, send: due})
-		if sh := p.shards[0]; p.cfg.AlignSends && sh.worker != nil {
+		if sh := p.shards[0]; p.align && sh.worker != nil {
 			// The tick started early on purpose: what is late or not
 			// is its sends.
 			lag = sh.sentAt.Sub(due)
@@ -442,9 +447,9 @@ func (p *Pacer) run() {
 // lead is how long before its time AlignSends starts a tick: the longest
 // Ticks phase of the last leadWindow ticks plus a quarter and 200 µs, at
 // most half a period (Ticks that take longer than that leave no time for
-// the PostTicks anyway). 0 without AlignSends.
+// the PostTicks anyway). 0 without AlignSends or without a Worker.
 func (p *Pacer) lead() time.Duration {
-	if !p.cfg.AlignSends {
+	if !p.align {
 		return 0
 	}
 	var m time.Duration
@@ -464,7 +469,7 @@ func (p *Pacer) tick(t tickTimes) {
 	for range len(p.shards) - 1 {
 		<-p.tickDone
 	}
-	if p.cfg.AlignSends {
+	if p.align {
 		var m time.Duration
 		for _, sh := range p.shards {
 			m = max(m, sh.ticked)
@@ -499,7 +504,7 @@ func (p *Pacer) tickShard(sh *shard, t tickTimes) {
 		}
 	}
 	if sh.worker != nil {
-		if p.cfg.AlignSends {
+		if p.align {
 			sh.ticked = time.Since(now)
 			p.waitUntil(t.send)
 			sh.sentAt = time.Now()
@@ -523,23 +528,21 @@ func (p *Pacer) tickShard(sh *shard, t tickTimes) {
 	sh.broken = sh.broken[:0]
 }
 
-// waitUntil returns at t: on the runtime's timer while more than
-// fineWait is left (the P is free for other goroutines), then, with
-// PreciseWake, on a nanosleep that keeps it.
+// waitUntil returns at t as the clock's wake does: on the runtime's timer
+// (the P is free for other goroutines), with PreciseWake only until
+// fineWait before t and then on a nanosleep that keeps the P.
 func (p *Pacer) waitUntil(t time.Time) {
 	d := time.Until(t)
-	if d <= 0 {
-		return
+	if p.cfg.PreciseWake {
+		d -= fineWait
 	}
-	if d > fineWait {
-		time.Sleep(d - fineWait)
+	if d > 0 {
+		time.Sleep(d)
 	}
-	if !p.cfg.PreciseWake {
-		time.Sleep(time.Until(t))
-		return
-	}
-	if d = time.Until(t); d > 0 {
-		sleepHoldingP(d)
+	if p.cfg.PreciseWake {
+		if r := time.Until(t); r > 0 {
+			sleepHoldingP(r)
+		}
 	}
 }
 

@@ -604,6 +604,16 @@ func TestAlignSends(t *testing.T) {
 	require.Less(t, st.LateP50, time.Millisecond, "starting early is not lateness")
 }
 
+// TestAlignSendsWithoutWorker: with no Worker to hold the sends (media/rtp
+// without io_uring) AlignSends starts no tick early.
+func TestAlignSendsWithoutWorker(t *testing.T) {
+	p, err := New(Config{Period: time.Hour, AlignSends: true, NewWorker: func(int) Worker { return nil }}, nil)
+	require.NoError(t, err)
+	defer p.Close()
+	p.tick(at(time.Now()))
+	require.Zero(t, p.lead())
+}
+
 // busy is a stream whose every every-th Tick spins for spin.
 type busy struct {
 	n     int

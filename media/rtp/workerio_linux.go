@@ -54,9 +54,10 @@ const ringReads = 2
 // pace.Config.AlignSends (the node's) that is at the tick's time, so a
 // call's packets are spaced by the period; without it, when the Ticks end,
 // which moves with what they cost (a measured cause of jitter: at 40 Opus
-// calls p99 |D| grew to 2.3 ms with the core 29% busy). A send that fails (a full socket buffer, EAGAIN) is counted in
-// failed, after the session has already counted the packet as sent: to the
-// peer it is a lost packet, which its sequence number gap shows.
+// calls p99 |D| grew to 2.3 ms with the core 29% busy). A send that fails
+// (a full socket buffer, EAGAIN) is counted in failed, after the session
+// has already counted the packet as sent: to the peer it is a lost packet,
+// which its sequence number gap shows.
 type workerIO struct {
 	ring   *uring
 	n      int                     // queued sends
