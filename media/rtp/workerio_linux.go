@@ -332,10 +332,10 @@ func (w *workerIO) Close() error {
 
 // flush sends the queued packets, a ring's worth per submission.
 func (w *workerIO) flush() {
-	for i := 0; i < w.n; i += batchSlots {
-		k := min(batchSlots, w.n-i)
-		for j := range k {
-			sl := w.slot(i + j)
+	for c := 0; c*batchSlots < w.n; c++ {
+		k := min(batchSlots, w.n-c*batchSlots)
+		for j := range w.slots[c][:k] {
+			sl := &w.slots[c][j]
 			w.ring.sendmsg(sl.fd, &sl.msg, 0)
 		}
 		if err := w.ring.submit(k, w.sent); err != nil {
