@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -50,6 +51,26 @@ type Handle struct {
 // last tick.
 type Worker interface {
 	AfterTicks(now time.Time)
+}
+
+// ThreadBound is a Worker with kernel state tied to one OS thread, such
+// as io_uring requests whose completion work the kernel runs on the thread
+// that submitted them (media/rtp's multishot reads). The goroutine that
+// ticks such a Worker's share is locked to its thread (runtime.LockOSThread)
+// before the first tick and for the pacer's whole life, so AfterTicks,
+// the share's Ticks and PostTicks, and the Worker's Close all run there.
+type ThreadBound interface {
+	Worker
+	ThreadBound()
+}
+
+// lockThread locks the calling goroutine to its thread if w asks for it
+// (ThreadBound). The lock is never released: the goroutine's thread ends
+// with it, which also ends what the kernel tied to the thread.
+func lockThread(w Worker) {
+	if _, ok := w.(ThreadBound); ok {
+		runtime.LockOSThread()
+	}
 }
 
 // Config tunes a Pacer. The zero value is the production setting.
@@ -372,17 +393,14 @@ func (p *Pacer) Period() time.Duration {
 const fineWait = time.Millisecond
 
 func (p *Pacer) run() {
+	lockThread(p.shards[0].worker)
 	defer func() {
 		for _, sh := range p.shards[1:] {
 			close(sh.wake)
 		}
-		// Every tick waits for all its shards, so no worker is ticking:
-		// the Workers can go before Close returns.
-		for _, sh := range p.shards {
-			if c, ok := sh.worker.(io.Closer); ok {
-				_ = c.Close()
-			}
-		}
+		// Every tick waits for all its shards, so no worker is ticking;
+		// each worker goroutine closes its own Worker on its way out.
+		closeWorker(p.shards[0].worker)
 		close(p.done)
 	}()
 	period := p.cfg.Period
@@ -484,9 +502,19 @@ func (p *Pacer) tick(t tickTimes) {
 // always completes).
 func (p *Pacer) work(sh *shard) {
 	defer p.workers.Done()
+	lockThread(sh.worker)
 	for t := range sh.wake {
 		p.tickShard(sh, t)
 		p.tickDone <- struct{}{}
+	}
+	closeWorker(sh.worker)
+}
+
+// closeWorker closes w if it is an io.Closer, on the goroutine (and so,
+// for a ThreadBound Worker, the thread) that ticked it.
+func closeWorker(w Worker) {
+	if c, ok := w.(io.Closer); ok {
+		_ = c.Close()
 	}
 }
 

@@ -42,16 +42,12 @@ func (s *Session) drain(now time.Time) {
 	}()
 	read := 0
 	if in := s.rin.Load(); in != nil {
-		// The worker has read the first datagrams already (workerIO).
-		n, more, ok := in.take()
-		for i := range n {
-			data, from, at := in.datagram(i, now)
-			s.handleDatagram(data, from, at, d)
+		// The worker's multishot read has read for the session
+		// (workerIO); while it is on, it reads everything.
+		read = s.drainRing(in, now, d)
+		if in.live {
+			return
 		}
-		if ok && !more {
-			return // the socket is empty
-		}
-		read = n
 	}
 	for read < drainMax {
 		n := s.sock.readBatch(&d.batch)
@@ -64,6 +60,21 @@ func (s *Session) drain(now time.Time) {
 		}
 		read += n
 	}
+}
+
+// drainRing handles the datagrams the worker read for the session and
+// gives their buffers back, even if handling one panics.
+func (s *Session) drainRing(in *ringRecv, now time.Time, d *drainer) int {
+	n := len(in.bids)
+	if n == 0 {
+		return 0
+	}
+	defer in.release()
+	for i := range n {
+		data, from, at := in.datagram(i, now)
+		s.handleDatagram(data, from, at, d)
+	}
+	return n
 }
 
 // handleDatagram handles one datagram of a drain, then hands on the

@@ -1,11 +1,12 @@
 package rtp
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
-	"slices"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -30,24 +31,45 @@ const maxHeld = 16 * batchSlots
 // and the largest payload (maxPayload) fit; anything larger is sent alone.
 const maxBatchPacket = 512
 
-// ringReads is how many datagrams a worker reads for each of its sessions
-// per tick through the ring: a chain of reads that stops at the first
-// that finds the socket empty. A call brings one packet per tick, so the
-// second read usually finds nothing, which tells the session that its
-// socket is drained without a system call of its own; after two packets
-// the session reads the rest itself (drain).
-const ringReads = 2
+// Provided buffers of a worker's multishot reads: recvBufs of recvBufSize
+// bytes. Each holds one datagram in the layout of io_uring_recvmsg_out:
+// its 16-byte header, then recvNameLen bytes of source address, then
+// cmsgSpace bytes of control messages (the kernel's arrival time), then
+// the payload, up to 1556 bytes. A buffer goes back to the kernel when its
+// session has handled the datagram, in the same tick; 4,096 (6.8 MB)
+// cover the datagrams of a tick of 4,000 calls on one worker. When they
+// run out, a read that finds none ends (ENOBUFS), its datagrams wait in
+// the socket and the worker starts the read again the next tick.
+const (
+	recvBufs     = 4096
+	recvBufSize  = 1664
+	recvNameLen  = int(unsafe.Sizeof(syscall.RawSockaddrInet6{}))
+	recvOutLen   = 16 // struct io_uring_recvmsg_out
+	recvPayload  = recvOutLen + recvNameLen + cmsgSpace
+	recvGroup    = 0
+	recvCQSlots  = 4 * recvBufs // completions between two reaps: reads, sends, ends
+	tagShift     = 62           // the kind of request, in a user data's top bits
+	tagSend      = 0
+	tagRecv      = 1
+	tagCancel    = 2
+	readerGenMax = 1<<30 - 1 // a reader's generation, in the user data's bits 32-61
+)
 
 // workerIO is one pacer worker's io_uring (pace.Worker): it does the
-// worker's socket work of a tick in a few io_uring_enter(2) calls instead
-// of one system call per packet.
+// worker's socket work in a few io_uring_enter(2) calls per tick instead
+// of system calls per packet.
 //
 //   - Sends: the RTP packets that the worker's sessions send during their
 //     Ticks are copied into slots and go out when the Ticks are done
 //     (AfterTicks), or mid-tick past maxHeld.
-//   - Receives: then, for each of its sessions, it reads up to ringReads
-//     datagrams into the session's ringRecv, which the session's PostTick
-//     (drain) handles.
+//   - Receives: each session that joined has a multishot recvmsg on its
+//     socket, started on the worker's thread at the worker's next
+//     AfterTicks. The kernel reads each datagram into a provided buffer
+//     (bufRing) when this thread next enters the kernel, with no request
+//     of ours per datagram or per tick; AfterTicks hands each session its
+//     buffers (ringRecv), which its PostTick (drain) handles and gives
+//     back. Before its read starts, or after it ended for want of buffers,
+//     a session reads its socket itself.
 //
 // What it changes on the wire: a session's packet leaves with the rest of
 // its worker's tick rather than during its own Tick. On a pacer with
@@ -58,29 +80,46 @@ const ringReads = 2
 // (a full socket buffer, EAGAIN) is counted in failed, after the session
 // has already counted the packet as sent: to the peer it is a lost packet,
 // which its sequence number gap shows.
+//
+// It is pace.ThreadBound: the kernel runs a multishot read's work on the
+// thread that started it, and only when that thread enters the kernel.
 type workerIO struct {
-	ring   *uring
-	n      int                     // queued sends
-	slots  []*[batchSlots]sendSlot // grown a chunk at a time, up to maxHeld
-	failed atomic.Uint64
-	sent   func(userData uint64, res int32)
-	got    func(userData uint64, res int32)
+	ring    *uring
+	bufs    *bufRing
+	n       int                     // queued sends
+	slots   []*[batchSlots]sendSlot // grown a chunk at a time, up to maxHeld
+	sending int                     // sends submitted and not yet reaped
+	failed  atomic.Uint64
+	done    func(c *uringCQE) // complete, as a func value made once
+	recvMsg syscall.Msghdr    // the template of every multishot read
+	tid     int               // the thread that reads (0: none yet)
 
-	// mu guards the sessions that read through the ring: they join and
-	// leave from their own goroutines (NewSession, Close); AfterTicks
-	// reads under it, so a session that has left is not read for again
-	// and may close its socket.
-	mu     sync.Mutex
-	recv   []reader
-	part   []reader // the readers of the submission in progress
-	broken bool     // a submission of reads failed: no more reads here
+	// mu guards the readers: sessions join and leave from their own
+	// goroutines (NewSession, Close), and the worker starts, hands on and
+	// cancels their reads under it.
+	mu      sync.Mutex
+	readers []*reader // by slot, nil when free
+	gens    []uint32  // by slot: the generation of its last reader
+	free    []uint32  // free slots
+	arm     []*reader // readers whose read is to start
+	cancel  []uint64  // user data of reads to cancel: their sessions left
+	gone    []*ringRecv
+	warned  bool // a failed enter was logged
 }
 
-// reader is a session the worker reads for: its socket and its slots.
+// reader is a session the worker reads for.
 type reader struct {
-	s  *Session
-	fd int
-	in *ringRecv
+	fd    int
+	slot  uint32
+	gen   uint32
+	in    *ringRecv
+	armed bool // its multishot read is on
+	left  bool
+}
+
+// userData names r's read in its completions.
+func (r *reader) userData() uint64 {
+	return tagRecv<<tagShift | uint64(r.gen)<<32 | uint64(r.slot)
 }
 
 // sendSlot is one queued packet and the msghdr that sends it.
@@ -92,22 +131,17 @@ type sendSlot struct {
 	buf  [maxBatchPacket]byte
 }
 
-// ringRecv is a session's share of its worker's reads: ringReads
-// datagrams, filled in AfterTicks and handled in the session's PostTick.
+// ringRecv is a session's share of its worker's reads: the buffers that
+// hold the datagrams read for it, oldest first, filled in the worker's
+// reaps and handled and given back in the session's PostTick (drain),
+// all on the worker's goroutine.
 type ringRecv struct {
-	slots [ringReads]recvSlot
-	ready bool // slots hold this tick's reads
-}
-
-// recvSlot is one datagram read through the ring, with its source and
-// control message (the kernel's arrival time).
-type recvSlot struct {
-	msg  syscall.Msghdr
-	iov  syscall.Iovec
-	name syscall.RawSockaddrAny
-	ctl  [cmsgSpace]byte
-	buf  [1500]byte
-	res  int32 // bytes read, or a negated errno (EAGAIN: the socket was empty)
+	w    *workerIO
+	bids []uint16
+	// live: the session's multishot read is on, so the session must not
+	// read its socket itself (its datagrams would overtake those already
+	// read for it).
+	live bool
 }
 
 // NewPacerWorker is pace.Config.NewWorker for a pacer that drives
@@ -124,21 +158,22 @@ func NewPacerWorker(i int) pace.Worker {
 	return w
 }
 
-func newWorkerIO() (*workerIO, error) {
-	r, err := newURing(batchSlots)
+func newWorkerIO() (*workerIO, error) { return newWorkerIOBufs(recvBufs) }
+
+// newWorkerIOBufs is newWorkerIO with n read buffers (a power of two).
+func newWorkerIOBufs(n int) (*workerIO, error) {
+	r, err := newURing(batchSlots, recvCQSlots)
 	if err != nil {
 		return nil, err
 	}
 	w := &workerIO{ring: r}
-	w.sent = func(_ uint64, res int32) {
-		if res < 0 {
-			w.failed.Add(1)
-			sendErrors.Add(1)
-		}
+	if w.bufs, err = newBufRing(r, recvGroup, n, recvBufSize); err != nil {
+		r.close()
+		return nil, err
 	}
-	w.got = func(userData uint64, res int32) {
-		w.part[userData/ringReads].in.slots[userData%ringReads].res = res
-	}
+	w.done = w.complete
+	w.recvMsg.Namelen = uint32(recvNameLen)
+	w.recvMsg.SetControllen(cmsgSpace)
 	if err := w.probe(); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("io_uring probe: %w", err)
@@ -146,11 +181,18 @@ func newWorkerIO() (*workerIO, error) {
 	return w, nil
 }
 
+// ThreadBound: see workerIO.
+func (*workerIO) ThreadBound() {}
+
 // probe sends a datagram to itself through the ring and reads it back
-// through the ring, so that a kernel or sandbox whose io_uring sets up but
-// cannot do socket I/O (one without sendmsg or recvmsg requests, or one
-// that refuses them) is found out before any call's audio goes that way.
+// through a multishot read, so that a kernel or sandbox whose io_uring
+// sets up but cannot do this socket I/O (one without multishot reads, or
+// one that refuses them) is found out before any call's audio goes that
+// way. It runs on a thread of its own for the read's sake.
 func (w *workerIO) probe() error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	defer func() { w.tid = 0 }() // the pacer's thread reads from now on
 	sk, err := listenSock(netip.IPv4Unspecified(), 0)
 	if err != nil {
 		return err
@@ -166,24 +208,31 @@ func (w *workerIO) probe() error {
 	}
 	to := netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), uint16(sa4.Port))
 	msg := []byte("voiced io_uring probe")
+	s := &Session{sock: sk}
+	w.join(s)
+	defer w.AfterTicks(time.Time{}) // cancels the read, here on its thread
+	defer w.leave(s)
+	w.AfterTicks(time.Time{}) // starts the read
+	in := s.rin.Load()
+	if !in.live {
+		return errors.New("multishot recvmsg through the ring did not start")
+	}
 	if err := w.add(sk, msg, to); err != nil {
 		return err
 	}
-	w.flush()
+	w.AfterTicks(time.Time{}) // sends, then reaps the read
 	if n := w.failed.Load(); n != 0 {
 		return errors.New("sendmsg through the ring failed")
 	}
-	s := &Session{sock: sk}
-	w.join(s)
-	defer w.leave(s)
-	w.AfterTicks(time.Time{})
-	in := s.rin.Load()
-	n, _, ok := in.take()
+	defer in.release()
 	switch {
-	case w.broken || !ok:
-		return errors.New("recvmsg through the ring failed")
-	case n != 1 || in.slots[0].res != int32(len(msg)) || string(in.slots[0].buf[:len(msg)]) != string(msg):
-		return fmt.Errorf("read back %d datagrams (first: %d bytes), not the one sent", n, in.slots[0].res)
+	case !in.live:
+		return errors.New("multishot recvmsg through the ring ended")
+	case len(in.bids) != 1:
+		return fmt.Errorf("read back %d datagrams, not the one sent", len(in.bids))
+	}
+	if data, from, _ := in.datagram(0, time.Now()); string(data) != string(msg) || from.Port() != uint16(sa4.Port) {
+		return fmt.Errorf("read back %q from %v, not %q from %v", data, from, msg, to)
 	}
 	return nil
 }
@@ -200,7 +249,9 @@ func (w *workerIO) add(sk *sock, p []byte, to netip.AddrPort) error {
 	sl.msg.Namelen = uint32(salen)
 	sl.iov.SetLen(copy(sl.buf[:], p))
 	if w.n++; w.n == maxHeld {
+		w.mu.Lock()
 		w.flush()
+		w.mu.Unlock()
 	}
 	return nil
 }
@@ -223,125 +274,226 @@ func (w *workerIO) slot(i int) *sendSlot {
 	return &w.slots[c][i%batchSlots]
 }
 
-// AfterTicks sends what the worker's Ticks queued, then reads for every
-// session that joined.
+// AfterTicks sends what the worker's Ticks queued, starts the reads of
+// the sessions that joined (or whose read ended), cancels those of the
+// sessions that left, and hands each session what was read for it.
 func (w *workerIO) AfterTicks(_ time.Time) {
-	w.flush()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.broken {
-		return
+	if w.ring == nil {
+		return // closed
 	}
-	per := batchSlots / ringReads
-	for i := 0; i < len(w.recv); i += per {
-		w.read(w.recv[i:min(i+per, len(w.recv))])
+	if tid := syscall.Gettid(); tid != w.tid && len(w.readers) > len(w.free) {
+		if w.tid != 0 {
+			// The reads started so far stay with the other thread: a
+			// driver that is not pace (or a pace without ThreadBound).
+			slog.Error("rtp: io_uring worker moved threads; its reads stall until the first thread enters the kernel", "from", w.tid, "to", tid)
+		}
+		w.tid = tid
 	}
-}
-
-// read reads up to ringReads datagrams for each reader of rs in one
-// submission: per reader a chain of reads linked so that the first to
-// find the socket empty cancels the rest.
-func (w *workerIO) read(rs []reader) {
-	for i, r := range rs {
-		for k := range r.in.slots {
-			sl := &r.in.slots[k]
-			sl.msg.Namelen = uint32(unsafe.Sizeof(sl.name))
-			sl.msg.SetControllen(cmsgSpace)
-			w.ring.recvmsg(r.fd, &sl.msg, uint64(i*ringReads+k), k < ringReads-1)
+	w.flush()
+	for _, in := range w.gone {
+		in.release()
+	}
+	clear(w.gone)
+	w.gone = w.gone[:0]
+	for _, r := range w.arm {
+		if !r.left && !r.armed {
+			w.ring.recvMultishot(r.fd, &w.recvMsg, recvGroup, r.userData())
+			r.armed, r.in.live = true, true
 		}
 	}
-	w.part = rs
-	err := w.ring.submit(len(rs)*ringReads, w.got)
-	w.part = nil
-	if err != nil {
-		// Reads may still be in flight into the sessions' slots, which
-		// only the sessions' own drains may use from now on: stop reading
-		// through the ring for good.
-		slog.Warn("rtp: io_uring reads failed; sessions read for themselves from now on", "err", err)
-		w.broken = true
-		return
+	clear(w.arm)
+	w.arm = w.arm[:0]
+	for _, ud := range w.cancel {
+		w.ring.cancel(ud, tagCancel<<tagShift)
 	}
-	for _, r := range rs {
-		r.in.ready = true
+	w.cancel = w.cancel[:0]
+	w.enterAndReap(0)
+}
+
+// enterAndReap enters the kernel (see uring.enter) and hands on what
+// completed. The caller holds mu.
+func (w *workerIO) enterAndReap(wait int) error {
+	err := w.ring.enter(wait)
+	if err != nil && !w.warned {
+		w.warned = true
+		slog.Warn("rtp: io_uring_enter failed", "err", err)
+	}
+	w.ring.reap(w.done)
+	return err
+}
+
+// complete handles one completion: a send's, a read's, or a cancel's.
+// The caller holds mu.
+func (w *workerIO) complete(c *uringCQE) {
+	switch c.userData >> tagShift {
+	case tagSend:
+		if w.sending == 0 {
+			return // flush gave up on it (and counted it as failed)
+		}
+		w.sending--
+		if c.res < 0 {
+			w.failed.Add(1)
+			sendErrors.Add(1)
+		}
+	case tagRecv:
+		var r *reader
+		if slot := uint32(c.userData); int(slot) < len(w.readers) {
+			if r = w.readers[slot]; r != nil && uint64(r.gen) != c.userData>>32&readerGenMax {
+				r = nil // a session that left; its slot went to another
+			}
+		}
+		if c.flags&uringCQEFBuffer != 0 {
+			bid := uint16(c.flags >> 16)
+			if r != nil && c.res >= 0 && len(r.in.bids) < drainMax {
+				r.in.bids = append(r.in.bids, bid)
+			} else {
+				// Nobody's, or more than a session handles in a tick
+				// (a flood): dropped, as a full socket buffer would.
+				w.bufs.put(bid, recvBufSize)
+				w.bufs.publish()
+				if r != nil {
+					ringDrops.Add(1)
+				}
+			}
+		}
+		if c.flags&uringCQEFMore == 0 && r != nil {
+			// The read ended: out of buffers (ENOBUFS), a full completion
+			// queue, or an error. The session reads for itself until the
+			// next AfterTicks starts it again.
+			r.armed, r.in.live = false, false
+			if c.res >= 0 || c.res == -int32(syscall.ENOBUFS) {
+				ringRestarts.Add(1)
+				w.arm = append(w.arm, r)
+			} else {
+				slog.Debug("rtp: multishot read failed; the session reads for itself", "err", syscall.Errno(-c.res))
+			}
+		}
 	}
 }
 
-// join makes the worker read for s from the next tick on.
+// ringDrops and ringRestarts count, over the process, the datagrams read
+// through a worker's ring that were dropped (a session sent more than
+// drainMax in a tick) and the multishot reads started again after they
+// ended (ENOBUFS: the worker's buffers ran out).
+var ringDrops, ringRestarts atomic.Uint64
+
+// join makes the worker read for s, from its next AfterTicks on.
 func (w *workerIO) join(s *Session) {
-	in := new(ringRecv)
-	for k := range in.slots {
-		sl := &in.slots[k]
-		sl.iov.Base = &sl.buf[0]
-		sl.iov.SetLen(len(sl.buf))
-		sl.msg.Name = (*byte)(unsafe.Pointer(&sl.name))
-		sl.msg.Iov = &sl.iov
-		sl.msg.Iovlen = 1
-		sl.msg.Control = &sl.ctl[0]
-	}
+	in := &ringRecv{w: w, bids: make([]uint16, 0, 4)}
 	s.rin.Store(in)
 	w.mu.Lock()
-	w.recv = append(w.recv, reader{s: s, fd: s.sock.fd, in: in})
-	w.mu.Unlock()
+	defer w.mu.Unlock()
+	r := &reader{fd: s.sock.fd, in: in}
+	if n := len(w.free); n > 0 {
+		r.slot = w.free[n-1]
+		w.free = w.free[:n-1]
+		r.gen = (w.gens[r.slot] + 1) & readerGenMax
+		w.readers[r.slot] = r
+		w.gens[r.slot] = r.gen
+	} else {
+		r.slot = uint32(len(w.readers))
+		w.readers = append(w.readers, r)
+		w.gens = append(w.gens, 0)
+	}
+	w.arm = append(w.arm, r)
+	s.rd = r
 }
 
-// leave stops the reads for s; when it returns, no read of s's socket is
-// in progress, so s may close it.
+// leave stops the reads for s. Its multishot read is cancelled at the
+// worker's next AfterTicks; until then what it reads is dropped, and the
+// kernel keeps the socket open (its port too: Ports skips a port in use).
+// s may close its descriptor when leave returns.
 func (w *workerIO) leave(s *Session) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if i := slices.IndexFunc(w.recv, func(r reader) bool { return r.s == s }); i >= 0 {
-		last := len(w.recv) - 1
-		w.recv[i] = w.recv[last]
-		w.recv[last] = reader{}
-		w.recv = w.recv[:last]
+	r := s.rd
+	if r == nil || r.left {
+		return
 	}
+	r.left = true
+	s.rd = nil
+	if r.armed {
+		w.cancel = append(w.cancel, r.userData())
+	}
+	w.readers[r.slot] = nil
+	w.free = append(w.free, r.slot)
+	w.gone = append(w.gone, r.in)
 }
 
-// take hands drain the datagrams read for it this tick: how many, and
-// whether the socket may hold more (every read found one). ok is false
-// when nothing was read for it (it joined after this tick's reads).
-func (in *ringRecv) take() (n int, more, ok bool) {
-	if !in.ready {
-		return 0, false, false
-	}
-	in.ready = false
-	for n < len(in.slots) && in.slots[n].res >= 0 {
-		n++
-	}
-	return n, n == len(in.slots), true
-}
-
-// datagram returns the i-th datagram read, as batch.datagram does.
+// datagram returns the i-th datagram read for the session, as
+// batch.datagram does.
 func (in *ringRecv) datagram(i int, now time.Time) ([]byte, netip.AddrPort, time.Time) {
-	sl := &in.slots[i]
-	return parseDatagram(sl.buf[:min(int(sl.res), len(sl.buf))], &sl.name, sl.ctl[:min(int(sl.msg.Controllen), cmsgSpace)], now)
+	b := in.w.bufs.buf(in.bids[i], recvBufSize)
+	nameLen := binary.NativeEndian.Uint32(b[0:])
+	ctlLen := binary.NativeEndian.Uint32(b[4:])
+	n := int(binary.NativeEndian.Uint32(b[8:])) // the datagram's length, even if it did not fit
+	sa := (*syscall.RawSockaddrAny)(unsafe.Pointer(&b[recvOutLen]))
+	if nameLen == 0 {
+		sa.Addr.Family = syscall.AF_UNSPEC
+	}
+	ctl := b[recvOutLen+recvNameLen:][:min(int(ctlLen), cmsgSpace)]
+	return parseDatagram(b[recvPayload:][:min(n, recvBufSize-recvPayload)], sa, ctl, now)
 }
 
-// Close releases the ring; the pacer calls it after its last tick (no
-// session sends or reads through the worker after that).
+// release gives the session's buffers back to the kernel, once its drain
+// has handled them (or the worker, for a session that left).
+func (in *ringRecv) release() {
+	if len(in.bids) == 0 {
+		return
+	}
+	for _, bid := range in.bids {
+		in.w.bufs.put(bid, recvBufSize)
+	}
+	in.w.bufs.publish()
+	in.bids = in.bids[:0]
+}
+
+// Close releases the ring; the pacer calls it after its last tick, on the
+// worker's thread (no session sends or reads through the worker after
+// that). The kernel cancels the reads still on.
 func (w *workerIO) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.ring != nil {
+		err := w.bufs.unregister(w.ring)
 		w.ring.close()
 		w.ring = nil
-		w.broken = true
+		if err == nil {
+			w.bufs.close()
+		} // else the kernel may still write the buffers: they stay mapped
+		for _, r := range w.readers {
+			if r != nil {
+				r.armed, r.in.live = false, false
+			}
+		}
 	}
 	return nil
 }
 
-// flush sends the queued packets, a ring's worth per submission.
+// flush sends the queued packets and waits for their completions (UDP
+// sends complete during the submission). The caller holds mu.
 func (w *workerIO) flush() {
+	if w.n == 0 {
+		return
+	}
 	for c := 0; c*batchSlots < w.n; c++ {
-		k := min(batchSlots, w.n-c*batchSlots)
-		for j := range w.slots[c][:k] {
+		for j := range w.slots[c][:min(batchSlots, w.n-c*batchSlots)] {
 			sl := &w.slots[c][j]
-			w.ring.sendmsg(sl.fd, &sl.msg, 0)
-		}
-		if err := w.ring.submit(k, w.sent); err != nil {
-			w.failed.Add(uint64(k))
-			sendErrors.Add(uint64(k))
+			w.ring.sendmsg(sl.fd, &sl.msg, tagSend<<tagShift)
 		}
 	}
+	w.sending += w.n
 	w.n = 0
+	for wait := w.sending; w.sending > 0; wait = 1 {
+		if err := w.enterAndReap(wait); err != nil {
+			// What never completed counts as failed; a completion that
+			// comes after all (the kernel took the request) is not
+			// counted twice.
+			w.failed.Add(uint64(w.sending))
+			sendErrors.Add(uint64(w.sending))
+			w.sending = 0
+		}
+	}
 }

@@ -1,8 +1,10 @@
 package rtp
 
 import (
+	"fmt"
 	"net"
 	"net/netip"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -122,11 +124,14 @@ func TestSendBatchLeavesEachTick(t *testing.T) {
 	require.Less(t, time.Since(start), time.Second)
 }
 
-// TestRingReads: the worker reads up to ringReads datagrams per session
-// per tick, each with its source and kernel arrival time; take says
-// whether the socket may hold more, and a session that left is not read
-// for.
+// TestRingReads: once the worker's AfterTicks has started a session's
+// multishot read, every datagram the session receives is read for it,
+// in order, each with its source and kernel arrival time; its buffers go
+// back when the session releases them, and a session that left is not
+// read for.
 func TestRingReads(t *testing.T) {
+	runtime.LockOSThread() // the reads' kernel work runs on this thread
+	defer runtime.UnlockOSThread()
 	w, err := newWorkerIO()
 	require.NoError(t, err)
 	defer w.Close()
@@ -137,6 +142,7 @@ func TestRingReads(t *testing.T) {
 	s := &Session{sock: sk}
 	w.join(s)
 	in := s.rin.Load()
+	require.False(t, in.live, "the read starts at the worker's next AfterTicks")
 
 	peer, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	require.NoError(t, err)
@@ -144,60 +150,167 @@ func TestRingReads(t *testing.T) {
 	sa, err := syscall.Getsockname(sk.fd)
 	require.NoError(t, err)
 	to := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: sa.(*syscall.SockaddrInet4).Port}
-	for _, p := range []string{"one", "two", "three"} {
-		_, err := peer.WriteTo([]byte(p), to)
-		require.NoError(t, err)
+	send := func(ps ...string) {
+		t.Helper()
+		for _, p := range ps {
+			_, err := peer.WriteTo([]byte(p), to)
+			require.NoError(t, err)
+		}
 	}
+	got := func() []string {
+		t.Helper()
+		var r []string
+		now := time.Now()
+		for i := range in.bids {
+			data, from, _ := in.datagram(i, now)
+			require.Equal(t, peer.LocalAddr().(*net.UDPAddr).AddrPort(), from)
+			r = append(r, string(data))
+		}
+		in.release()
+		return r
+	}
+	send("one", "two", "three")
 	time.Sleep(30 * time.Millisecond)
-
-	_, _, ok := in.take()
-	require.False(t, ok, "nothing read before the first AfterTicks")
 	w.AfterTicks(time.Now())
-	n, more, ok := in.take()
-	require.True(t, ok)
-	require.Equal(t, 2, n)
-	require.True(t, more, "both reads found a datagram: the socket may hold more")
-	now := time.Now()
-	for i, want := range []string{"one", "two"} {
-		data, from, at := in.datagram(i, now)
-		require.Equal(t, want, string(data))
-		require.Equal(t, peer.LocalAddr().(*net.UDPAddr).AddrPort(), from)
-		require.Greater(t, now.Sub(at), 25*time.Millisecond, "the kernel's arrival time, not the read's")
+	require.True(t, in.live)
+	require.Len(t, in.bids, 3, "what waited in the socket is read when the read starts")
+	data, _, at := in.datagram(0, time.Now())
+	require.Equal(t, "one", string(data))
+	require.Greater(t, time.Since(at), 25*time.Millisecond, "the kernel's arrival time, not the read's")
+	require.Equal(t, []string{"one", "two", "three"}, got())
+	require.Empty(t, in.bids, "released")
+
+	// Datagrams that arrive between ticks are read when the thread next
+	// enters the kernel, with no new request.
+	for tick := range 3 {
+		send(fmt.Sprint("a", tick), fmt.Sprint("b", tick))
+		time.Sleep(5 * time.Millisecond)
+		w.AfterTicks(time.Now())
+		require.Equal(t, []string{fmt.Sprint("a", tick), fmt.Sprint("b", tick)}, got(), "tick %d", tick)
 	}
-	_, _, ok = in.take()
-	require.False(t, ok, "a tick's reads are taken once")
-
 	w.AfterTicks(time.Now())
-	n, more, ok = in.take()
-	require.True(t, ok)
-	require.Equal(t, 1, n)
-	require.False(t, more, "the second read found the socket empty")
-	data, _, _ := in.datagram(0, time.Now())
-	require.Equal(t, "three", string(data))
-
-	w.AfterTicks(time.Now())
-	n, more, ok = in.take()
-	require.Equal(t, []any{0, false, true}, []any{n, more, ok}, "an empty socket")
+	require.Empty(t, in.bids, "nothing arrived")
+	require.True(t, in.live)
 
 	w.leave(s)
-	_, err = peer.WriteTo([]byte("four"), to)
-	require.NoError(t, err)
+	w.AfterTicks(time.Now()) // cancels the read
+	send("four")
 	time.Sleep(10 * time.Millisecond)
 	w.AfterTicks(time.Now())
-	_, _, ok = in.take()
-	require.False(t, ok, "no reads for a session that left")
+	require.Empty(t, in.bids, "no reads for a session that left")
 	b := new(batch)
 	b.init()
 	require.Equal(t, 1, sk.readBatch(b), "the datagram waits for the session's own read")
+	require.Equal(t, "four", string(b.bufs[0][:b.msgs[0].n]))
 }
 
-// TestDrainThroughRing: a peer that sends five packets a tick (more than
-// the ring reads) to a session on a worker with a ring loses none and
-// falls no further behind than a tick: drain reads the rest itself.
+// TestRingReadRestarts: a multishot read that finds no free buffer ends;
+// the session then reads its socket itself (nothing is lost or
+// reordered), and the next AfterTicks starts the read again.
+func TestRingReadRestarts(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	w, err := newWorkerIOBufs(4)
+	require.NoError(t, err)
+	defer w.Close()
+	sk, err := listenSock(localhost, 0)
+	require.NoError(t, err)
+	defer sk.close()
+	s := &Session{sock: sk}
+	w.join(s)
+	in := s.rin.Load()
+	w.AfterTicks(time.Now())
+	require.True(t, in.live)
+
+	peer, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	defer peer.Close()
+	sa, err := syscall.Getsockname(sk.fd)
+	require.NoError(t, err)
+	to := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: sa.(*syscall.SockaddrInet4).Port}
+	restarts := ringRestarts.Load()
+	for i := range 6 {
+		_, err := peer.WriteTo([]byte{byte(i)}, to)
+		require.NoError(t, err)
+	}
+	time.Sleep(10 * time.Millisecond)
+	w.AfterTicks(time.Now())
+	require.Len(t, in.bids, 4, "four buffers, four datagrams")
+	require.False(t, in.live, "the read ended for want of a buffer")
+	require.Equal(t, restarts+1, ringRestarts.Load())
+	var order []byte
+	now := time.Now()
+	for i := range in.bids {
+		data, _, _ := in.datagram(i, now)
+		order = append(order, data...)
+	}
+	in.release()
+	b := new(batch)
+	b.init()
+	n := sk.readBatch(b)
+	for i := range n {
+		order = append(order, b.bufs[i][:b.msgs[i].n]...)
+	}
+	require.Equal(t, []byte{0, 1, 2, 3, 4, 5}, order, "the session read the rest itself, in order")
+
+	w.AfterTicks(time.Now())
+	require.True(t, in.live, "started again")
+	_, err = peer.WriteTo([]byte{6}, to)
+	require.NoError(t, err)
+	time.Sleep(5 * time.Millisecond)
+	w.AfterTicks(time.Now())
+	require.Len(t, in.bids, 1)
+	data, _, _ := in.datagram(0, time.Now())
+	require.Equal(t, []byte{6}, data)
+	in.release()
+}
+
+// TestRingReadDropsFlood: a session that receives more than drainMax
+// datagrams in a tick keeps drainMax; the rest are dropped and counted,
+// and their buffers go back at once, so a flood on one call cannot take
+// the buffers of the others.
+func TestRingReadDropsFlood(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	w, err := newWorkerIOBufs(64)
+	require.NoError(t, err)
+	defer w.Close()
+	sk, err := listenSock(localhost, 0)
+	require.NoError(t, err)
+	defer sk.close()
+	s := &Session{sock: sk}
+	w.join(s)
+	in := s.rin.Load()
+	w.AfterTicks(time.Now())
+	peer, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	defer peer.Close()
+	sa, err := syscall.Getsockname(sk.fd)
+	require.NoError(t, err)
+	to := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: sa.(*syscall.SockaddrInet4).Port}
+	drops := ringDrops.Load()
+	for tick := range 3 {
+		for i := range drainMax + 8 {
+			_, err := peer.WriteTo([]byte{byte(i)}, to)
+			require.NoError(t, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+		w.AfterTicks(time.Now())
+		require.Len(t, in.bids, drainMax, "tick %d", tick)
+		require.True(t, in.live, "64 buffers were enough: dropped ones went back")
+		in.release()
+	}
+	require.Equal(t, drops+3*8, ringDrops.Load())
+}
+
+// TestDrainThroughRing: a peer that sends five packets a tick to a
+// session on a worker with a ring loses none and falls no further behind
+// than a tick.
 func TestDrainThroughRing(t *testing.T) {
 	pacer := newPacer(t)
 	s := newSession(t, Config{RTCPMux: true, MediaTimeout: -1, Jitter: jitterCfg(60, 400)}, pacer, newPorts(t))
 	require.NotNil(t, s.rin.Load(), "the session reads through its worker's ring")
+	require.Eventually(t, func() bool { return ringLive(pacer, s) }, time.Second, 5*time.Millisecond, "the worker started the session's read")
 	peer, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	require.NoError(t, err)
 	defer peer.Close()
@@ -214,8 +327,6 @@ func TestDrainThroughRing(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	// Within a few ticks of the last burst: reading only what the ring
-	// reads (two a tick) would still be 20 packets behind.
 	require.Eventually(t, func() bool { return s.Metrics().PacketsReceived.Load() == bursts*per },
 		150*time.Millisecond, 5*time.Millisecond, "received %d", s.Metrics().PacketsReceived.Load())
 	require.Zero(t, s.Metrics().PacketsLost.Load())
@@ -228,9 +339,12 @@ func TestDrainThroughRing(t *testing.T) {
 func TestSendHeldUpToMax(t *testing.T) {
 	w, sk, sink := newWorkerToSink(t)
 	var sent int
-	w.sent = func(_ uint64, res int32) {
-		require.Equal(t, int32(2), res, "a 2-byte datagram went out")
-		sent++
+	w.done = func(c *uringCQE) {
+		if c.userData>>tagShift == tagSend {
+			require.Equal(t, int32(2), c.res, "a 2-byte datagram went out")
+			sent++
+		}
+		w.complete(c)
 	}
 	to := sink.LocalAddr().(*net.UDPAddr).AddrPort()
 
@@ -275,3 +389,25 @@ func newWorkerToSink(t *testing.T) (*workerIO, *sock, *net.UDPConn) {
 	t.Cleanup(func() { sink.Close() })
 	return w, sk, sink
 }
+
+// ringLive reports whether s's multishot read is on, read on the pacer's
+// goroutine (in a tick) as the session's drain reads it.
+func ringLive(pacer *pace.Pacer, s *Session) bool {
+	live := make(chan bool, 1)
+	h, err := pacer.Register(probeStream(func() {
+		select {
+		case live <- s.rin.Load().live:
+		default:
+		}
+	}))
+	if err != nil {
+		return false
+	}
+	defer pacer.Unregister(h)
+	return <-live
+}
+
+// probeStream is a Stream that calls itself each Tick.
+type probeStream func()
+
+func (f probeStream) Tick(time.Time) { f() }
