@@ -16,6 +16,14 @@ const callerFrame = 320
 // older audio is dropped.
 const maxBuffer = 120 * 50 * callerFrame
 
+// initialBuffer is the input buffer's first capacity: 4 s, the second of
+// history kept outside a turn (up to 100 frames) and a turn of 2-3 s. It
+// would grow past that anyway in a call's first turns; reserved up front,
+// the growth (an allocation and a copy of the whole buffer, each time)
+// does not happen on the pacer, where an allocation can start a GC cycle
+// and have the tick pay for its marking.
+const initialBuffer = 200 * callerFrame
+
 // input is the session's input side, owned by the transport's receive
 // goroutine: echo cancellation, noise reduction, speech detection,
 // turn-taking and the input audio buffer.
@@ -47,6 +55,7 @@ func (in *input) init(s *Session) error {
 	}
 	in.dsp = p
 	in.frame = make([]int16, callerFrame)
+	in.buf = make([]int16, 0, initialBuffer)
 	if s.needFar {
 		if in.farRS, err = resample.New(s.cfg.OutputRate, media.Rate16k, resample.QualityLow); err != nil {
 			p.Close()

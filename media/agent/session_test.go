@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -503,6 +504,28 @@ func TestReadFrameAllocatesNothing(t *testing.T) {
 	frame := make([]int16, callerFrame)
 	allocs = testing.AllocsPerRun(100, func() { require.NoError(t, m.s.WriteFrame(frame)) })
 	require.Zero(t, allocs)
+}
+
+// TestWriteFrameDoesNotGrow: a new session's first 4 s of caller audio
+// allocate nothing, with turn detection (which keeps the last second or
+// two before a turn) and in manual mode (which keeps everything until a
+// commit): the input buffer has its room up front instead of growing on
+// the pacer.
+func TestWriteFrameDoesNotGrow(t *testing.T) {
+	for _, td := range []*TurnDetection{serverVAD(), nil} {
+		m := newSim(t, Config{Loopback: true, OutputRate: media.Rate16k, TurnDetection: td}, Deps{})
+		frame := make([]int16, callerFrame)
+		require.NoError(t, m.s.WriteFrame(frame)) // whatever starts lazily
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for range initialBuffer/callerFrame - 1 {
+			if err := m.s.WriteFrame(frame); err != nil {
+				t.Fatal(err)
+			}
+		}
+		runtime.ReadMemStats(&after)
+		require.Zero(t, after.Mallocs-before.Mallocs, "turn detection %v", td != nil)
+	}
 }
 
 func TestNewErrors(t *testing.T) {
