@@ -100,6 +100,14 @@ func TestRTCPRoundTrip(t *testing.T) {
 			require.Eventually(t, func() bool {
 				return a.Metrics().RTT.Load() > 0 && b.Metrics().RTT.Load() > 0
 			}, 3*time.Second, 20*time.Millisecond)
+			if w := a.tx.batch; w != nil {
+				// The reports left with the worker's batch of RTP
+				// packets, not with system calls of their own.
+				require.Same(t, w, b.tx.batch)
+				require.Eventually(t, func() bool {
+					return w.sends.Load() >= a.Metrics().PacketsSent.Load()+b.Metrics().PacketsSent.Load()+4
+				}, time.Second, 5*time.Millisecond, "sends through the ring: %d", w.sends.Load())
+			}
 			for _, s := range []*Session{a, b} {
 				rtt := time.Duration(s.Metrics().RTT.Load())
 				require.Less(t, rtt, 100*time.Millisecond, "loopback round trip (plus scheduling on a busy machine)")

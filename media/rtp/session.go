@@ -97,6 +97,7 @@ type Session struct {
 	rin   atomic.Pointer[ringRecv]
 	rd    *reader // the worker's record of s, under its mu (join, leave)
 	rconn *net.UDPConn // RTCP without mux, else nil
+	rsock *sock        // rconn's descriptor, for sends through the worker's ring (never closed)
 	local netip.AddrPort
 	ssrc  uint32
 	m     quality.Metrics
@@ -194,6 +195,9 @@ func NewSession(cfg Config, log *slog.Logger, pacer *pace.Pacer, ports *Ports) (
 		done:   make(chan struct{}),
 		closed: make(chan struct{}),
 		queue:  newFrameQueue(cfg.QueueFrames),
+	}
+	if rconn != nil {
+		s.rsock = sockOf(rconn)
 	}
 	s.tx.init(s)
 	s.lastRecv.Store(time.Now().UnixNano())

@@ -2,6 +2,7 @@ package rtp
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
 	"syscall"
 	"unsafe"
@@ -70,6 +71,26 @@ func bindSock(family int, ip netip.Addr, port int) (*sock, error) {
 		return nil, err
 	}
 	return &sock{fd: fd, v6: family == syscall.AF_INET6, local: netip.AddrPortFrom(ip, uint16(port))}, nil
+}
+
+// sockOf returns a sock for c's descriptor, so that a pacer worker's
+// ring can send from it (RTCP without mux); c keeps the descriptor, and
+// the sock must never be closed. nil if the descriptor is out of reach.
+func sockOf(c *net.UDPConn) *sock {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	var s *sock
+	_ = rc.Control(func(fd uintptr) {
+		sa, err := syscall.Getsockname(int(fd))
+		if err != nil {
+			return
+		}
+		_, v6 := sa.(*syscall.SockaddrInet6)
+		s = &sock{fd: int(fd), v6: v6, local: c.LocalAddr().(*net.UDPAddr).AddrPort()}
+	})
+	return s
 }
 
 // localAddr returns the bound address.

@@ -50,6 +50,9 @@ func listenSock(ip netip.Addr, port int) (*sock, error) {
 	return s, nil
 }
 
+// sockOf: no pacer worker sends here, so no sock for an RTCP conn.
+func sockOf(*net.UDPConn) *sock { return nil }
+
 func (s *sock) localAddr() netip.AddrPort { return s.conn.LocalAddr().(*net.UDPAddr).AddrPort() }
 
 func (s *sock) writeTo(b []byte, to netip.AddrPort) error {

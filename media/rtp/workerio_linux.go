@@ -89,6 +89,7 @@ type workerIO struct {
 	n       int                     // queued sends
 	slots   []*[batchSlots]sendSlot // grown a chunk at a time, up to maxHeld
 	sending int                     // sends submitted and not yet reaped
+	sends   atomic.Uint64           // sends completed, failed or not
 	failed  atomic.Uint64
 	done    func(c *uringCQE) // complete, as a func value made once
 	recvMsg syscall.Msghdr    // the template of every multishot read
@@ -333,6 +334,7 @@ func (w *workerIO) complete(c *uringCQE) {
 			return // flush gave up on it (and counted it as failed)
 		}
 		w.sending--
+		w.sends.Add(1)
 		if c.res < 0 {
 			w.failed.Add(1)
 			sendErrors.Add(1)

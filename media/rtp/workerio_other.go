@@ -4,6 +4,7 @@ package rtp
 
 import (
 	"net/netip"
+	"sync/atomic"
 	"time"
 
 	"github.com/voiced/voiced/media/pace"
@@ -14,7 +15,7 @@ const maxBatchPacket = 0
 
 // workerIO is Linux's io_uring per pacer worker; elsewhere no session
 // has one.
-type workerIO struct{}
+type workerIO struct{ sends atomic.Uint64 }
 
 func (*workerIO) add(*sock, []byte, netip.AddrPort) error { panic("rtp: no io_uring on this system") }
 
