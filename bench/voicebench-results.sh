@@ -54,6 +54,13 @@ k2r=$(best 'knee-s2-rtpengine-*' .max_sustained_calls)
 k1e=$(best 'knee-s1-echo-*' .max_sustained_calls)
 j1o=$(jq -s "max_by(.max_sustained_calls // 0) | $lastpass.jitter_d_p99_ms // 0" "$OUT"/knee-s1-ours-*/results.json 2>/dev/null || echo 0)
 c1o=$(jq -s "max_by(.max_sustained_calls // 0) | $lastpass.target_cpu_percent // 0" "$OUT"/knee-s1-ours-*/results.json 2>/dev/null || echo 0)
+# When no round sustained even the first step: that step's figures, best round.
+firstfail='(.steps // [])[0] | "\(.window.calls // .calls // 0) calls: p99 |D| \(.window.jitter_d_p99_ms // 0 | . * 100 | round / 100) ms, loss \(.window.loss_percent // 0)%, \(.window.target_cpu_percent // 0 | round)% of the core"'
+if awk -v k="$k1o" 'BEGIN { exit !(k > 0) }'; then
+  atknee="At its largest sustained S1 load our node used $(printf %.0f "$c1o")% of its core with a p99 |D| of $(printf %.2f "$j1o") ms (goal < 2 ms)."
+else
+  atknee="Our node sustained none of the S1 steps; its first step failed in every round ($(jq -rs "[.[] | $firstfail] | join(\"; \")" "$OUT"/knee-s1-ours-*/results.json 2>/dev/null || echo "no results"))."
+fi
 
 cat <<SUM
 ## Headline
@@ -65,8 +72,7 @@ cat <<SUM
 | S1 largest sustained N (one core, best round) | $(printf %.0f "$k1o") | $(printf %.0f "$k1r") | $(ratio "$k1o" "$k1r") | ours ≥ 1000 |
 | S2 largest sustained N (one core, best round) | $(printf %.0f "$k2o") | $(printf %.0f "$k2r") | $(ratio "$k2o" "$k2r") | |
 
-The Go UDP echo floor sustained $(printf %.0f "$k1e") S1 calls. At its largest sustained S1 load our node used
-$(printf %.0f "$c1o")% of its core with a p99 |D| of $(printf %.2f "$j1o") ms (goal < 2 ms).
+The Go UDP echo floor sustained $(printf %.0f "$k1e") S1 calls. $atknee
 
 SUM
 
