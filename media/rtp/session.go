@@ -95,7 +95,7 @@ type Session struct {
 	// rin is what the pacer worker's io_uring (tx.batch) read for this
 	// session this tick (drain), when the worker has one.
 	rin   atomic.Pointer[ringRecv]
-	rd    *reader // the worker's record of s, under its mu (join, leave)
+	rd    *reader      // the worker's record of s, under its mu (join, leave)
 	rconn *net.UDPConn // RTCP without mux, else nil
 	rsock *sock        // rconn's descriptor, for sends through the worker's ring (never closed)
 	local netip.AddrPort

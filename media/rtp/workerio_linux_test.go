@@ -132,29 +132,14 @@ func TestSendBatchLeavesEachTick(t *testing.T) {
 func TestRingReads(t *testing.T) {
 	runtime.LockOSThread() // the reads' kernel work runs on this thread
 	defer runtime.UnlockOSThread()
-	w, err := newWorkerIO()
-	require.NoError(t, err)
-	defer w.Close()
-	sk, err := listenSock(localhost, 0)
-	require.NoError(t, err)
-	defer sk.close()
+	f := newRingFixture(t, recvBufs)
+	w, sk, s, in, peer := f.w, f.sk, f.s, f.in, f.peer
 	sk.enableTimestamps()
-	s := &Session{sock: sk}
-	w.join(s)
-	in := s.rin.Load()
 	require.False(t, in.live, "the read starts at the worker's next AfterTicks")
-
-	peer, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	require.NoError(t, err)
-	defer peer.Close()
-	sa, err := syscall.Getsockname(sk.fd)
-	require.NoError(t, err)
-	to := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: sa.(*syscall.SockaddrInet4).Port}
 	send := func(ps ...string) {
 		t.Helper()
 		for _, p := range ps {
-			_, err := peer.WriteTo([]byte(p), to)
-			require.NoError(t, err)
+			f.send(t, []byte(p))
 		}
 	}
 	got := func() []string {
@@ -210,28 +195,14 @@ func TestRingReads(t *testing.T) {
 func TestRingReadRestarts(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	w, err := newWorkerIOBufs(4)
-	require.NoError(t, err)
-	defer w.Close()
-	sk, err := listenSock(localhost, 0)
-	require.NoError(t, err)
-	defer sk.close()
-	s := &Session{sock: sk}
-	w.join(s)
-	in := s.rin.Load()
+	f := newRingFixture(t, 4)
+	w, sk, in := f.w, f.sk, f.in
 	w.AfterTicks(time.Now())
 	require.True(t, in.live)
 
-	peer, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	require.NoError(t, err)
-	defer peer.Close()
-	sa, err := syscall.Getsockname(sk.fd)
-	require.NoError(t, err)
-	to := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: sa.(*syscall.SockaddrInet4).Port}
 	restarts := ringRestarts.Load()
 	for i := range 6 {
-		_, err := peer.WriteTo([]byte{byte(i)}, to)
-		require.NoError(t, err)
+		f.send(t, []byte{byte(i)})
 	}
 	time.Sleep(10 * time.Millisecond)
 	w.AfterTicks(time.Now())
@@ -255,8 +226,7 @@ func TestRingReadRestarts(t *testing.T) {
 
 	w.AfterTicks(time.Now())
 	require.True(t, in.live, "started again")
-	_, err = peer.WriteTo([]byte{6}, to)
-	require.NoError(t, err)
+	f.send(t, []byte{6})
 	time.Sleep(5 * time.Millisecond)
 	w.AfterTicks(time.Now())
 	require.Len(t, in.bids, 1)
@@ -272,27 +242,13 @@ func TestRingReadRestarts(t *testing.T) {
 func TestRingReadDropsFlood(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	w, err := newWorkerIOBufs(64)
-	require.NoError(t, err)
-	defer w.Close()
-	sk, err := listenSock(localhost, 0)
-	require.NoError(t, err)
-	defer sk.close()
-	s := &Session{sock: sk}
-	w.join(s)
-	in := s.rin.Load()
+	f := newRingFixture(t, 64)
+	w, in := f.w, f.in
 	w.AfterTicks(time.Now())
-	peer, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	require.NoError(t, err)
-	defer peer.Close()
-	sa, err := syscall.Getsockname(sk.fd)
-	require.NoError(t, err)
-	to := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: sa.(*syscall.SockaddrInet4).Port}
 	drops := ringDrops.Load()
 	for tick := range 3 {
 		for i := range drainMax + 8 {
-			_, err := peer.WriteTo([]byte{byte(i)}, to)
-			require.NoError(t, err)
+			f.send(t, []byte{byte(i)})
 		}
 		time.Sleep(10 * time.Millisecond)
 		w.AfterTicks(time.Now())
@@ -388,6 +344,46 @@ func newWorkerToSink(t *testing.T) (*workerIO, *sock, *net.UDPConn) {
 	require.NoError(t, err)
 	t.Cleanup(func() { sink.Close() })
 	return w, sk, sink
+}
+
+// ringFixture is a worker with its own read buffers, a session socket
+// that joined it (its read not started yet) and a peer that sends to that
+// socket, all closed when the test ends. The test locks its goroutine to
+// its thread first: the reads' kernel work runs on the thread that starts
+// them.
+type ringFixture struct {
+	w    *workerIO
+	sk   *sock
+	s    *Session
+	in   *ringRecv
+	peer *net.UDPConn
+	to   *net.UDPAddr
+}
+
+func newRingFixture(t *testing.T, bufs int) *ringFixture {
+	t.Helper()
+	w, err := newWorkerIOBufs(bufs)
+	require.NoError(t, err)
+	t.Cleanup(func() { w.Close() })
+	sk, err := listenSock(localhost, 0)
+	require.NoError(t, err)
+	t.Cleanup(func() { sk.close() })
+	s := &Session{sock: sk}
+	w.join(s)
+	peer, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	t.Cleanup(func() { peer.Close() })
+	sa, err := syscall.Getsockname(sk.fd)
+	require.NoError(t, err)
+	to := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: sa.(*syscall.SockaddrInet4).Port}
+	return &ringFixture{w: w, sk: sk, s: s, in: s.rin.Load(), peer: peer, to: to}
+}
+
+// send sends p from the peer to the session's socket.
+func (f *ringFixture) send(t *testing.T, p []byte) {
+	t.Helper()
+	_, err := f.peer.WriteTo(p, f.to)
+	require.NoError(t, err)
 }
 
 // ringLive reports whether s's multishot read is on, read on the pacer's
