@@ -31,6 +31,7 @@ type uring struct {
 	sqes   []uringSQE
 	cqes   []uringCQE
 	tail   uint32 // next free submission slot (ours until published)
+	full   bool   // set up with every flag: a kernel that can read multishot
 	ring   []byte // the mmaps, for close
 	sqMem  []byte
 }
@@ -104,16 +105,24 @@ const (
 // newURing sets up a ring of entries submission slots and cqEntries
 // completion slots, or returns the reason it cannot (ENOSYS on old
 // kernels, EPERM where a sandbox forbids io_uring); callers then make a
-// system call per packet.
+// system call per packet. On a kernel before 5.19 the ring has the
+// default completion queue and is not full: it is for sends alone.
 func newURing(entries, cqEntries uint32) (*uring, error) {
 	var p uringParams
 	p.flags = uringSetupSubmitAll | uringSetupCoopTask | uringSetupCQSize
 	p.cqEntries = cqEntries
 	fd, _, e := syscall.Syscall(sysIOUringSetup, uintptr(entries), uintptr(unsafe.Pointer(&p)), 0)
-	if e != 0 {
-		return nil, e // EINVAL: a kernel before 5.19, without these flags (nor multishot reads)
+	full := e == 0
+	if e == syscall.EINVAL {
+		// A kernel before 5.19 knows neither SUBMIT_ALL nor COOP_TASKRUN
+		// (nor multishot reads): a ring for sends alone.
+		p = uringParams{}
+		fd, _, e = syscall.Syscall(sysIOUringSetup, uintptr(entries), uintptr(unsafe.Pointer(&p)), 0)
 	}
-	r := &uring{fd: int(fd)}
+	if e != 0 {
+		return nil, e
+	}
+	r := &uring{fd: int(fd), full: full}
 	if p.features&uringFeatSingleMmap == 0 {
 		r.close()
 		return nil, errors.New("io_uring without a single ring mapping (kernel before 5.4)")

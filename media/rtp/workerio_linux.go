@@ -162,24 +162,91 @@ func NewPacerWorker(i int) pace.Worker {
 func newWorkerIO() (*workerIO, error) { return newWorkerIOBufs(recvBufs) }
 
 // newWorkerIOBufs is newWorkerIO with n read buffers (a power of two).
+// With n = 0, or where the kernel cannot read multishot (before 6.0) or
+// refuses to, the worker only sends: its sessions read for themselves.
 func newWorkerIOBufs(n int) (*workerIO, error) {
 	r, err := newURing(batchSlots, recvCQSlots)
 	if err != nil {
 		return nil, err
 	}
 	w := &workerIO{ring: r}
-	if w.bufs, err = newBufRing(r, recvGroup, n, recvBufSize); err != nil {
-		r.close()
-		return nil, err
-	}
 	w.done = w.complete
 	w.recvMsg.Namelen = uint32(recvNameLen)
 	w.recvMsg.SetControllen(cmsgSpace)
-	if err := w.probe(); err != nil {
-		w.Close()
-		return nil, fmt.Errorf("io_uring probe: %w", err)
+	if n > 0 && r.full {
+		if w.bufs, err = newBufRing(r, recvGroup, n, recvBufSize); err == nil {
+			err = w.probe()
+			if err != nil {
+				w.dropReads()
+			}
+		}
+		if err != nil {
+			slog.Debug("rtp: no multishot reads through io_uring; sessions read for themselves", "err", err)
+		}
+	}
+	if w.bufs == nil {
+		if err := w.probeSend(); err != nil {
+			w.Close()
+			return nil, fmt.Errorf("io_uring probe: %w", err)
+		}
 	}
 	return w, nil
+}
+
+// dropReads gives up the read buffers after a failed probe: once they are
+// unregistered no read can use them. If the kernel refuses to let go, the
+// memory stays mapped (a few MB, once).
+func (w *workerIO) dropReads() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.bufs.unregister(w.ring); err == nil {
+		w.bufs.close()
+	}
+	w.bufs = nil
+}
+
+// probeSend sends a datagram to itself through the ring and reads it back
+// with a plain read: a sandbox whose io_uring sets up but refuses socket
+// I/O is found out before any call's audio goes that way.
+func (w *workerIO) probeSend() error {
+	sk, to, err := probeSock()
+	if err != nil {
+		return err
+	}
+	defer sk.close()
+	msg := []byte("voiced io_uring probe")
+	if err := w.add(sk, msg, to); err != nil {
+		return err
+	}
+	w.AfterTicks(time.Time{})
+	if w.failed.Load() != 0 {
+		return errors.New("sendmsg through the ring failed")
+	}
+	b := new(batch)
+	b.init()
+	if n := sk.readBatch(b); n != 1 || string(b.bufs[0][:b.msgs[0].n]) != string(msg) {
+		return fmt.Errorf("read back %d datagrams, not the one sent", n)
+	}
+	return nil
+}
+
+// probeSock is a socket on the loopback for a probe, and its address.
+func probeSock() (*sock, netip.AddrPort, error) {
+	sk, err := listenSock(netip.IPv4Unspecified(), 0)
+	if err != nil {
+		return nil, netip.AddrPort{}, err
+	}
+	sa, err := syscall.Getsockname(sk.fd)
+	if err != nil {
+		sk.close()
+		return nil, netip.AddrPort{}, err
+	}
+	sa4, ok := sa.(*syscall.SockaddrInet4)
+	if !ok {
+		sk.close()
+		return nil, netip.AddrPort{}, fmt.Errorf("bound to %T", sa)
+	}
+	return sk, netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), uint16(sa4.Port)), nil
 }
 
 // ThreadBound: see workerIO.
@@ -194,20 +261,11 @@ func (w *workerIO) probe() error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	defer func() { w.tid = 0 }() // the pacer's thread reads from now on
-	sk, err := listenSock(netip.IPv4Unspecified(), 0)
+	sk, to, err := probeSock()
 	if err != nil {
 		return err
 	}
 	defer sk.close()
-	sa, err := syscall.Getsockname(sk.fd)
-	if err != nil {
-		return err
-	}
-	sa4, ok := sa.(*syscall.SockaddrInet4)
-	if !ok {
-		return fmt.Errorf("bound to %T", sa)
-	}
-	to := netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), uint16(sa4.Port))
 	msg := []byte("voiced io_uring probe")
 	s := &Session{sock: sk}
 	w.join(s)
@@ -232,7 +290,7 @@ func (w *workerIO) probe() error {
 	case len(in.bids) != 1:
 		return fmt.Errorf("read back %d datagrams, not the one sent", len(in.bids))
 	}
-	if data, from, _ := in.datagram(0, time.Now()); string(data) != string(msg) || from.Port() != uint16(sa4.Port) {
+	if data, from, _ := in.datagram(0, time.Now()); string(data) != string(msg) || from.Port() != to.Port() {
 		return fmt.Errorf("read back %q from %v, not %q from %v", data, from, msg, to)
 	}
 	return nil
@@ -383,6 +441,9 @@ var ringDrops, ringRestarts atomic.Uint64
 
 // join makes the worker read for s, from its next AfterTicks on.
 func (w *workerIO) join(s *Session) {
+	if w.bufs == nil {
+		return // a worker that only sends
+	}
 	in := &ringRecv{w: w, bids: make([]uint16, 0, 4)}
 	s.rin.Store(in)
 	w.mu.Lock()
@@ -459,10 +520,13 @@ func (w *workerIO) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.ring != nil {
-		err := w.bufs.unregister(w.ring)
+		var err error
+		if w.bufs != nil {
+			err = w.bufs.unregister(w.ring)
+		}
 		w.ring.close()
 		w.ring = nil
-		if err == nil {
+		if w.bufs != nil && err == nil {
 			w.bufs.close()
 		} // else the kernel may still write the buffers: they stay mapped
 		for _, r := range w.readers {

@@ -259,6 +259,34 @@ func TestRingReadDropsFlood(t *testing.T) {
 	require.Equal(t, drops+3*8, ringDrops.Load())
 }
 
+// TestWorkerSendsOnly: a worker without read buffers (as on a kernel
+// before multishot reads) still sends through its ring, and a session that
+// joins it reads its socket itself.
+func TestWorkerSendsOnly(t *testing.T) {
+	w, err := newWorkerIOBufs(0)
+	require.NoError(t, err)
+	defer w.Close()
+	require.Nil(t, w.bufs)
+	sk, err := listenSock(localhost, 0)
+	require.NoError(t, err)
+	defer sk.close()
+	s := &Session{sock: sk}
+	w.join(s)
+	require.Nil(t, s.rin.Load(), "nothing is read for the session")
+	w.leave(s)
+	sink, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	defer sink.Close()
+	require.NoError(t, w.add(sk, []byte("sent"), sink.LocalAddr().(*net.UDPAddr).AddrPort()))
+	w.AfterTicks(time.Now())
+	buf := make([]byte, 16)
+	require.NoError(t, sink.SetReadDeadline(time.Now().Add(5*time.Second)))
+	n, err := sink.Read(buf)
+	require.NoError(t, err)
+	require.Equal(t, "sent", string(buf[:n]))
+	require.Zero(t, w.failed.Load())
+}
+
 // TestDrainThroughRing: a peer that sends five packets a tick to a
 // session on a worker with a ring loses none and falls no further behind
 // than a tick.
