@@ -1,10 +1,12 @@
 package pace
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"runtime"
+	"runtime/trace"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -526,24 +528,32 @@ func (p *Pacer) tickShard(sh *shard, t tickTimes) {
 	now := t.now
 	sh.mu.Lock()
 	streams := sh.streams
+	r := phase("pace.Ticks")
 	for i := range streams {
 		if !p.call(streams[i], now, false) {
 			sh.broken = append(sh.broken, sh.handles[i])
 		}
 	}
+	r.End()
 	if sh.worker != nil {
 		if p.align {
 			sh.ticked = time.Since(now)
+			r = phase("pace.wait")
 			p.waitUntil(t.send)
+			r.End()
 			sh.sentAt = time.Now()
 		}
+		r = phase("pace.AfterTicks")
 		p.afterTicks(sh.worker, now)
+		r.End()
 	}
+	r = phase("pace.PostTicks")
 	for i, pt := range sh.posts {
 		if pt != nil && !p.call(pt, now, true) {
 			sh.broken = append(sh.broken, sh.handles[i])
 		}
 	}
+	r.End()
 	sh.mu.Unlock()
 	if len(sh.broken) == 0 {
 		return
@@ -554,6 +564,13 @@ func (p *Pacer) tickShard(sh *shard, t tickTimes) {
 		p.Unregister(h)
 	}
 	sh.broken = sh.broken[:0]
+}
+
+// phase marks a phase of a tick as a region of the runtime's execution
+// trace (/debug/pprof/trace, go tool trace), so that a late tick shows
+// which phase grew; without a trace running it costs a flag check.
+func phase(name string) *trace.Region {
+	return trace.StartRegion(context.Background(), name)
 }
 
 // waitUntil returns at t as the clock's wake does: on the runtime's timer

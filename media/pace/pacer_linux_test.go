@@ -1,7 +1,9 @@
 package pace
 
 import (
+	"bytes"
 	"log/slog"
+	"runtime/trace"
 	"sync"
 	"syscall"
 	"testing"
@@ -88,4 +90,20 @@ func TestThreadBound(t *testing.T) {
 	}
 	require.NotEqual(t, bound[0], bound[1], "a thread per worker")
 	require.Greater(t, len(ws[2].tids), 1, "without ThreadBound the worker moved (else this test proves nothing)")
+}
+
+// TestPhasesInTrace: with the runtime's execution trace on, a tick's
+// phases are regions of it, named for go tool trace.
+func TestPhasesInTrace(t *testing.T) {
+	var buf bytes.Buffer
+	require.NoError(t, trace.Start(&buf))
+	w := &tidWorker{tids: map[int]int{}}
+	p, err := New(Config{Period: time.Millisecond, AlignSends: true, NewWorker: func(int) Worker { return w }}, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return p.Stats().Ticks > 20 }, 5*time.Second, time.Millisecond)
+	require.NoError(t, p.Close())
+	trace.Stop()
+	for _, name := range []string{"pace.Ticks", "pace.wait", "pace.AfterTicks", "pace.PostTicks"} {
+		require.True(t, bytes.Contains(buf.Bytes(), []byte(name)), "%s in the trace", name)
+	}
 }
