@@ -64,7 +64,7 @@ func (s *Session) drain(now time.Time) {
 
 // drainRing handles the datagrams the worker read for the session and
 // gives their buffers back, even if handling one panics.
-func (s *Session) drainRing(in *ringRecv, now time.Time, d *drainer) int {
+func (s *Session) drainRing(in *reader, now time.Time, d *drainer) int {
 	n := len(in.bids)
 	if n == 0 {
 		return 0

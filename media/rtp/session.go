@@ -92,10 +92,10 @@ type Session struct {
 	log   *slog.Logger
 	pacer *pace.Pacer
 	sock  *sock // RTP (and RTCP with mux), drained by the pacer worker
-	// rin is what the pacer worker's io_uring (tx.batch) read for this
-	// session this tick (drain), when the worker has one.
-	rin   atomic.Pointer[ringRecv]
-	rd    *reader      // the worker's record of s, under its mu (join, leave)
+	// rin is the pacer worker's reader of this session (workerIO), once
+	// it joined a worker that reads: what it read for the session, which
+	// drain handles.
+	rin   atomic.Pointer[reader]
 	rconn *net.UDPConn // RTCP without mux, else nil
 	rsock *sock        // rconn's descriptor, for sends through the worker's ring (never closed)
 	local netip.AddrPort

@@ -218,14 +218,13 @@ func (r *uring) enter(wait int) error {
 }
 
 // reap passes each completion to done and frees its slot.
-func (r *uring) reap(done func(c *uringCQE)) int {
+func (r *uring) reap(done func(c *uringCQE)) {
 	head := *r.cqHead
 	tail := atomic.LoadUint32(r.cqTail)
 	for h := head; h != tail; h++ {
 		done(&r.cqes[h&r.cqMask])
 	}
 	atomic.StoreUint32(r.cqHead, tail)
-	return int(tail - head)
 }
 
 // register is io_uring_register(2).
@@ -254,7 +253,8 @@ func (r *uring) close() {
 // them whenever a datagram arrives.
 type bufRing struct {
 	ents  []uringBuf // shared with the kernel, which reads them
-	mem   []byte     // the buffers, bufCount of bufSize bytes
+	mem   []byte     // the buffers, len(ents) of size bytes
+	size  int
 	group uint16
 	tail  uint16 // ours until published
 	ringM []byte // the ring's mmap, for close
@@ -284,7 +284,7 @@ func newBufRing(r *uring, group uint16, n, size int) (*bufRing, error) {
 	if !littleEndian {
 		return nil, errors.New("buffer ring tail: little-endian machines only")
 	}
-	b := &bufRing{group: group}
+	b := &bufRing{group: group, size: size}
 	var err error
 	page := syscall.Getpagesize()
 	if b.ringM, err = syscall.Mmap(-1, 0, (n*int(unsafe.Sizeof(uringBuf{}))+page-1)/page*page, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANONYMOUS|syscall.MAP_POPULATE); err != nil {
@@ -301,18 +301,18 @@ func newBufRing(r *uring, group uint16, n, size int) (*bufRing, error) {
 		return nil, fmt.Errorf("register buffer ring: %w", err)
 	}
 	for i := range n {
-		b.put(uint16(i), size)
+		b.put(uint16(i))
 	}
 	b.publish()
 	return b, nil
 }
 
-// put queues buffer bid (of size bytes) for the kernel; publish hands the
-// queued ones over.
-func (b *bufRing) put(bid uint16, size int) {
+// put queues buffer bid for the kernel; publish hands the queued ones
+// over.
+func (b *bufRing) put(bid uint16) {
 	e := &b.ents[int(b.tail)&(len(b.ents)-1)]
-	e.addr = uint64(uintptr(unsafe.Pointer(&b.mem[int(bid)*size])))
-	e.len = uint32(size)
+	e.addr = uint64(uintptr(unsafe.Pointer(&b.mem[int(bid)*b.size])))
+	e.len = uint32(b.size)
 	e.bid = bid
 	b.tail++
 }
@@ -325,8 +325,8 @@ func (b *bufRing) publish() {
 }
 
 // buf returns buffer bid.
-func (b *bufRing) buf(bid uint16, size int) []byte {
-	return b.mem[int(bid)*size : (int(bid)+1)*size]
+func (b *bufRing) buf(bid uint16) []byte {
+	return b.mem[int(bid)*b.size : (int(bid)+1)*b.size]
 }
 
 // unregister takes the buffers back from r: once it returns no read can

@@ -46,7 +46,6 @@ const (
 	recvNameLen  = int(unsafe.Sizeof(syscall.RawSockaddrInet6{}))
 	recvOutLen   = 16 // struct io_uring_recvmsg_out
 	recvPayload  = recvOutLen + recvNameLen + cmsgSpace
-	recvGroup    = 0
 	recvCQSlots  = 4 * recvBufs // completions between two reaps: reads, sends, ends
 	tagShift     = 62           // the kind of request, in a user data's top bits
 	tagSend      = 0
@@ -67,7 +66,7 @@ const (
 //     AfterTicks. The kernel reads each datagram into a provided buffer
 //     (bufRing) when this thread next enters the kernel, with no request
 //     of ours per datagram or per tick; AfterTicks hands each session its
-//     buffers (ringRecv), which its PostTick (drain) handles and gives
+//     buffers (reader), which its PostTick (drain) handles and gives
 //     back. Before its read starts, or after it ended for want of buffers,
 //     a session reads its socket itself.
 //
@@ -89,11 +88,10 @@ type workerIO struct {
 	n       int                     // queued sends
 	slots   []*[batchSlots]sendSlot // grown a chunk at a time, up to maxHeld
 	sending int                     // sends submitted and not yet reaped
-	sends   atomic.Uint64           // sends completed, failed or not
+	sends   atomic.Uint64           // sends submitted, over the worker's life
 	failed  atomic.Uint64
 	done    func(c *uringCQE) // complete, as a func value made once
 	recvMsg syscall.Msghdr    // the template of every multishot read
-	tid     int               // the thread that reads (0: none yet)
 
 	// mu guards the readers: sessions join and leave from their own
 	// goroutines (NewSession, Close), and the worker starts, hands on and
@@ -104,18 +102,26 @@ type workerIO struct {
 	free    []uint32  // free slots
 	arm     []*reader // readers whose read is to start
 	cancel  []uint64  // user data of reads to cancel: their sessions left
-	gone    []*ringRecv
-	warned  bool // a failed enter was logged
+	gone    []*reader // readers that left, whose buffers go back
+	warned  bool      // a failed enter was logged
 }
 
-// reader is a session the worker reads for.
+// reader is a session the worker reads for: its socket, its slot in the
+// worker's table, and the buffers that hold the datagrams read for it,
+// oldest first. The worker's reaps fill bids and the session's PostTick
+// (drain) handles and gives them back, both on the worker's goroutine;
+// slot, gen and left are under the worker's mu.
 type reader struct {
-	fd    int
-	slot  uint32
-	gen   uint32
-	in    *ringRecv
-	armed bool // its multishot read is on
-	left  bool
+	w    *workerIO
+	fd   int
+	slot uint32
+	gen  uint32
+	bids []uint16
+	// live: the multishot read is on, so the session must not read its
+	// socket itself (its datagrams would overtake those already read for
+	// it).
+	live bool
+	left bool
 }
 
 // userData names r's read in its completions.
@@ -130,19 +136,6 @@ type sendSlot struct {
 	iov  syscall.Iovec
 	name syscall.RawSockaddrInet6
 	buf  [maxBatchPacket]byte
-}
-
-// ringRecv is a session's share of its worker's reads: the buffers that
-// hold the datagrams read for it, oldest first, filled in the worker's
-// reaps and handled and given back in the session's PostTick (drain),
-// all on the worker's goroutine.
-type ringRecv struct {
-	w    *workerIO
-	bids []uint16
-	// live: the session's multishot read is on, so the session must not
-	// read its socket itself (its datagrams would overtake those already
-	// read for it).
-	live bool
 }
 
 // NewPacerWorker is pace.Config.NewWorker for a pacer that drives
@@ -174,7 +167,7 @@ func newWorkerIOBufs(n int) (*workerIO, error) {
 	w.recvMsg.Namelen = uint32(recvNameLen)
 	w.recvMsg.SetControllen(cmsgSpace)
 	if n > 0 && r.full {
-		if w.bufs, err = newBufRing(r, recvGroup, n, recvBufSize); err == nil {
+		if w.bufs, err = newBufRing(r, 0, n, recvBufSize); err == nil {
 			err = w.probe()
 			if err != nil {
 				w.dropReads()
@@ -214,18 +207,28 @@ func (w *workerIO) probeSend() error {
 		return err
 	}
 	defer sk.close()
-	msg := []byte("voiced io_uring probe")
-	if err := w.add(sk, msg, to); err != nil {
+	if err := w.probeSendTo(sk, to); err != nil {
+		return err
+	}
+	b := new(batch)
+	b.init()
+	if n := sk.readBatch(b); n != 1 || string(b.bufs[0][:b.msgs[0].n]) != probeMsg {
+		return fmt.Errorf("read back %d datagrams, not the one sent", n)
+	}
+	return nil
+}
+
+// probeMsg is what a probe sends itself.
+const probeMsg = "voiced io_uring probe"
+
+// probeSendTo sends probeMsg from sk to `to` through the ring.
+func (w *workerIO) probeSendTo(sk *sock, to netip.AddrPort) error {
+	if err := w.add(sk, []byte(probeMsg), to); err != nil {
 		return err
 	}
 	w.AfterTicks(time.Time{})
 	if w.failed.Load() != 0 {
 		return errors.New("sendmsg through the ring failed")
-	}
-	b := new(batch)
-	b.init()
-	if n := sk.readBatch(b); n != 1 || string(b.bufs[0][:b.msgs[0].n]) != string(msg) {
-		return fmt.Errorf("read back %d datagrams, not the one sent", n)
 	}
 	return nil
 }
@@ -260,13 +263,11 @@ func (*workerIO) ThreadBound() {}
 func (w *workerIO) probe() error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	defer func() { w.tid = 0 }() // the pacer's thread reads from now on
 	sk, to, err := probeSock()
 	if err != nil {
 		return err
 	}
 	defer sk.close()
-	msg := []byte("voiced io_uring probe")
 	s := &Session{sock: sk}
 	w.join(s)
 	defer w.AfterTicks(time.Time{}) // cancels the read, here on its thread
@@ -276,12 +277,8 @@ func (w *workerIO) probe() error {
 	if !in.live {
 		return errors.New("multishot recvmsg through the ring did not start")
 	}
-	if err := w.add(sk, msg, to); err != nil {
+	if err := w.probeSendTo(sk, to); err != nil { // sends, then reaps the read
 		return err
-	}
-	w.AfterTicks(time.Time{}) // sends, then reaps the read
-	if n := w.failed.Load(); n != 0 {
-		return errors.New("sendmsg through the ring failed")
 	}
 	defer in.release()
 	switch {
@@ -290,8 +287,8 @@ func (w *workerIO) probe() error {
 	case len(in.bids) != 1:
 		return fmt.Errorf("read back %d datagrams, not the one sent", len(in.bids))
 	}
-	if data, from, _ := in.datagram(0, time.Now()); string(data) != string(msg) || from.Port() != to.Port() {
-		return fmt.Errorf("read back %q from %v, not %q from %v", data, from, msg, to)
+	if data, from, _ := in.datagram(0, time.Now()); string(data) != probeMsg || from.Port() != to.Port() {
+		return fmt.Errorf("read back %q from %v, not %q from %v", data, from, probeMsg, to)
 	}
 	return nil
 }
@@ -342,24 +339,16 @@ func (w *workerIO) AfterTicks(_ time.Time) {
 	if w.ring == nil {
 		return // closed
 	}
-	if tid := syscall.Gettid(); tid != w.tid && len(w.readers) > len(w.free) {
-		if w.tid != 0 {
-			// The reads started so far stay with the other thread: a
-			// driver that is not pace (or a pace without ThreadBound).
-			slog.Error("rtp: io_uring worker moved threads; its reads stall until the first thread enters the kernel", "from", w.tid, "to", tid)
-		}
-		w.tid = tid
-	}
 	w.flush()
-	for _, in := range w.gone {
-		in.release()
+	for _, r := range w.gone {
+		r.release()
 	}
 	clear(w.gone)
 	w.gone = w.gone[:0]
 	for _, r := range w.arm {
-		if !r.left && !r.armed {
-			w.ring.recvMultishot(r.fd, &w.recvMsg, recvGroup, r.userData())
-			r.armed, r.in.live = true, true
+		if !r.left && !r.live {
+			w.ring.recvMultishot(r.fd, &w.recvMsg, w.bufs.group, r.userData())
+			r.live = true
 		}
 	}
 	clear(w.arm)
@@ -392,7 +381,6 @@ func (w *workerIO) complete(c *uringCQE) {
 			return // flush gave up on it (and counted it as failed)
 		}
 		w.sending--
-		w.sends.Add(1)
 		if c.res < 0 {
 			w.failed.Add(1)
 			sendErrors.Add(1)
@@ -406,12 +394,12 @@ func (w *workerIO) complete(c *uringCQE) {
 		}
 		if c.flags&uringCQEFBuffer != 0 {
 			bid := uint16(c.flags >> 16)
-			if r != nil && c.res >= 0 && len(r.in.bids) < drainMax {
-				r.in.bids = append(r.in.bids, bid)
+			if r != nil && c.res >= 0 && len(r.bids) < drainMax {
+				r.bids = append(r.bids, bid)
 			} else {
 				// Nobody's, or more than a session handles in a tick
 				// (a flood): dropped, as a full socket buffer would.
-				w.bufs.put(bid, recvBufSize)
+				w.bufs.put(bid)
 				w.bufs.publish()
 				if r != nil {
 					ringDrops.Add(1)
@@ -422,7 +410,7 @@ func (w *workerIO) complete(c *uringCQE) {
 			// The read ended: out of buffers (ENOBUFS), a full completion
 			// queue, or an error. The session reads for itself until the
 			// next AfterTicks starts it again.
-			r.armed, r.in.live = false, false
+			r.live = false
 			if c.res >= 0 || c.res == -int32(syscall.ENOBUFS) {
 				ringRestarts.Add(1)
 				w.arm = append(w.arm, r)
@@ -444,11 +432,10 @@ func (w *workerIO) join(s *Session) {
 	if w.bufs == nil {
 		return // a worker that only sends
 	}
-	in := &ringRecv{w: w, bids: make([]uint16, 0, 4)}
-	s.rin.Store(in)
+	r := &reader{w: w, fd: s.sock.fd, bids: make([]uint16, 0, 4)}
+	s.rin.Store(r)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	r := &reader{fd: s.sock.fd, in: in}
 	if n := len(w.free); n > 0 {
 		r.slot = w.free[n-1]
 		w.free = w.free[:n-1]
@@ -461,7 +448,6 @@ func (w *workerIO) join(s *Session) {
 		w.gens = append(w.gens, 0)
 	}
 	w.arm = append(w.arm, r)
-	s.rd = r
 }
 
 // leave stops the reads for s. Its multishot read is cancelled at the
@@ -471,24 +457,23 @@ func (w *workerIO) join(s *Session) {
 func (w *workerIO) leave(s *Session) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	r := s.rd
+	r := s.rin.Load()
 	if r == nil || r.left {
 		return
 	}
 	r.left = true
-	s.rd = nil
-	if r.armed {
+	if r.live {
 		w.cancel = append(w.cancel, r.userData())
 	}
 	w.readers[r.slot] = nil
 	w.free = append(w.free, r.slot)
-	w.gone = append(w.gone, r.in)
+	w.gone = append(w.gone, r)
 }
 
 // datagram returns the i-th datagram read for the session, as
 // batch.datagram does.
-func (in *ringRecv) datagram(i int, now time.Time) ([]byte, netip.AddrPort, time.Time) {
-	b := in.w.bufs.buf(in.bids[i], recvBufSize)
+func (r *reader) datagram(i int, now time.Time) ([]byte, netip.AddrPort, time.Time) {
+	b := r.w.bufs.buf(r.bids[i])
 	nameLen := binary.NativeEndian.Uint32(b[0:])
 	ctlLen := binary.NativeEndian.Uint32(b[4:])
 	n := int(binary.NativeEndian.Uint32(b[8:])) // the datagram's length, even if it did not fit
@@ -502,15 +487,15 @@ func (in *ringRecv) datagram(i int, now time.Time) ([]byte, netip.AddrPort, time
 
 // release gives the session's buffers back to the kernel, once its drain
 // has handled them (or the worker, for a session that left).
-func (in *ringRecv) release() {
-	if len(in.bids) == 0 {
+func (r *reader) release() {
+	if len(r.bids) == 0 {
 		return
 	}
-	for _, bid := range in.bids {
-		in.w.bufs.put(bid, recvBufSize)
+	for _, bid := range r.bids {
+		r.w.bufs.put(bid)
 	}
-	in.w.bufs.publish()
-	in.bids = in.bids[:0]
+	r.w.bufs.publish()
+	r.bids = r.bids[:0]
 }
 
 // Close releases the ring; the pacer calls it after its last tick, on the
@@ -531,7 +516,7 @@ func (w *workerIO) Close() error {
 		} // else the kernel may still write the buffers: they stay mapped
 		for _, r := range w.readers {
 			if r != nil {
-				r.armed, r.in.live = false, false
+				r.live = false
 			}
 		}
 	}
@@ -551,6 +536,7 @@ func (w *workerIO) flush() {
 		}
 	}
 	w.sending += w.n
+	w.sends.Add(uint64(w.n))
 	w.n = 0
 	for wait := w.sending; w.sending > 0; wait = 1 {
 		if err := w.enterAndReap(wait); err != nil {

@@ -383,7 +383,7 @@ type ringFixture struct {
 	w    *workerIO
 	sk   *sock
 	s    *Session
-	in   *ringRecv
+	in   *reader
 	peer *net.UDPConn
 	to   *net.UDPAddr
 }

@@ -21,20 +21,17 @@ func (*workerIO) add(*sock, []byte, netip.AddrPort) error { panic("rtp: no io_ur
 
 func (*workerIO) leave(*Session) {}
 
-// ringRecv is what a workerIO read for a session: never anything here.
-type ringRecv struct {
+// reader is a workerIO's reader of a session: never anything here.
+type reader struct {
 	bids []uint16
 	live bool
 }
 
-func (*ringRecv) release() {}
+func (*reader) release() {}
 
-func (*ringRecv) datagram(int, time.Time) ([]byte, netip.AddrPort, time.Time) {
+func (*reader) datagram(int, time.Time) ([]byte, netip.AddrPort, time.Time) {
 	panic("rtp: no io_uring on this system")
 }
-
-// reader is a workerIO's record of a session: none here.
-type reader struct{}
 
 // NewPacerWorker is pace.Config.NewWorker for a pacer that drives
 // sessions; without io_uring there is no per-worker work, so it returns
