@@ -218,6 +218,7 @@ type shard struct {
 	broken  []Handle     // streams whose Tick or PostTick panicked this tick
 	wake    chan tickTimes
 	worker  Worker        // nil without Config.NewWorker
+	timer   *time.Timer   // for the wait before AfterTicks (AlignSends)
 	ticked  time.Duration // how long the last tick's Ticks took (AlignSends)
 	sentAt  time.Time     // when the last tick's AfterTicks began (AlignSends)
 }
@@ -246,7 +247,8 @@ func New(cfg Config, log *slog.Logger) (*Pacer, error) {
 		tickDone: make(chan struct{}, cfg.Workers),
 	}
 	for i := range cfg.Workers {
-		sh := &shard{}
+		sh := &shard{timer: time.NewTimer(time.Hour)}
+		sh.timer.Stop()
 		if cfg.NewWorker != nil {
 			sh.worker = cfg.NewWorker(i)
 		}
@@ -416,33 +418,10 @@ func (p *Pacer) run() {
 		if g := last.Add(p.cfg.MinGap); wake.Before(g) {
 			wake = g
 		}
-		now := time.Now()
-		if d := wake.Sub(now); d > 0 {
-			if p.cfg.PreciseWake {
-				d -= fineWait
-			}
-			if d > 0 {
-				timer.Reset(d)
-				select {
-				case <-p.stop:
-					return
-				case <-timer.C:
-				}
-				now = time.Now()
-			}
-			if p.cfg.PreciseWake {
-				if r := wake.Sub(now); r > 0 {
-					sleepHoldingP(r)
-				}
-				now = time.Now()
-			}
-		} else {
-			select {
-			case <-p.stop:
-				return
-			default:
-			}
+		if !p.sleepUntil(wake, timer, p.stop) {
+			return
 		}
+		now := time.Now()
 		lag := now.Sub(due)
 		if lag > p.cfg.MaxLag {
 			k := int64(lag / period)
@@ -539,7 +518,7 @@ func (p *Pacer) tickShard(sh *shard, t tickTimes) {
 		if p.align {
 			sh.ticked = time.Since(now)
 			r = phase("pace.wait")
-			p.waitUntil(t.send)
+			p.sleepUntil(t.send, sh.timer, nil)
 			r.End()
 			sh.sentAt = time.Now()
 		}
@@ -573,22 +552,35 @@ func phase(name string) *trace.Region {
 	return trace.StartRegion(context.Background(), name)
 }
 
-// waitUntil returns at t as the clock's wake does: on the runtime's timer
-// (the P is free for other goroutines), with PreciseWake only until
-// fineWait before t and then on a nanosleep that keeps the P.
-func (p *Pacer) waitUntil(t time.Time) {
+// sleepUntil returns true at t: on timer, the runtime's (the P is free
+// for other goroutines), with PreciseWake only until fineWait before t
+// and then on a nanosleep that keeps the P. It returns false at once if
+// stop is closed first (a nil stop never is: a tick's wait completes).
+func (p *Pacer) sleepUntil(t time.Time, timer *time.Timer, stop <-chan struct{}) bool {
 	d := time.Until(t)
 	if p.cfg.PreciseWake {
 		d -= fineWait
 	}
 	if d > 0 {
-		time.Sleep(d)
+		timer.Reset(d)
+		select {
+		case <-stop:
+			return false
+		case <-timer.C:
+		}
+	} else {
+		select {
+		case <-stop:
+			return false
+		default:
+		}
 	}
 	if p.cfg.PreciseWake {
 		if r := time.Until(t); r > 0 {
 			sleepHoldingP(r)
 		}
 	}
+	return true
 }
 
 // afterTicks runs a Worker's AfterTicks; a panic is logged and counted
