@@ -27,10 +27,6 @@ FACTOR=${FACTOR:-1.4}
 WINDOW=${WINDOW:-15s}
 MAX=${MAX:-4000}
 OUT=${OUT:-/tmp/voicebench-ab}
-if [ -z "${NICE+set}" ]; then
-  NICE=
-  [ "$(id -u)" -eq 0 ] && chrt -f 10 true 2>/dev/null && NICE="chrt -f 10"
-fi
 : "${A:?A=path to the reference voiced binary}"
 if [ -z "${B:-}" ]; then
   go build -tags nolibopusfile -o bin/voiced ./cmd/voiced
@@ -44,7 +40,6 @@ work=$(mktemp -d)
 trap 'stop_voiced; rm -rf "$work"' EXIT
 rm -rf "$OUT"
 mkdir -p "$OUT"
-log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 # shellcheck disable=SC2086
 gen=(taskset -c "$GEN_CPU" $NICE ./bin/voicebench load --quiet --per-call=false --rate 100)
 

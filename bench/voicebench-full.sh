@@ -45,10 +45,6 @@ FACTOR=${FACTOR:-1.25}
 MAX=${MAX:-4000} # also the echo floor's socket count
 SUT_CPU=${SUT_CPU:-0}
 GEN_CPU=${GEN_CPU:-1}
-if [ -z "${NICE+set}" ]; then
-  NICE=
-  [ "$(id -u)" -eq 0 ] && chrt -f 10 true 2>/dev/null && NICE="chrt -f 10"
-fi
 OUT=${OUT:-bench/results/voicebench}
 PERF=${PERF:-1}
 NG=127.0.0.1:22230
@@ -89,7 +85,6 @@ ours_s2=(--mode sip --sip "$VOICED_SIP" --to "$VOICED_NUMBER" --codec opus --pid
 rte=(--mode rtpengine --rtpengine-start --rtpengine-cpu "$SUT_CPU" --ng "$NG" --rtpengine-ports 2000-19999 --codec PCMU)
 echo_s1=(--mode echo --echo-list "$work/echo.addrs" --pid "$ECHO_PID" --codec PCMU)
 
-log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
 # cpu_ticks PID...: the CPU time the processes have used, in clock ticks.
 cpu_ticks() {

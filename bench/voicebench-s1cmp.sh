@@ -19,10 +19,6 @@ HOLD=${HOLD:-20s}
 SUT_CPU=${SUT_CPU:-0}
 GEN_CPU=${GEN_CPU:-1}
 OUT=${OUT:-bench/results/voicebench-s1cmp}
-if [ -z "${NICE+set}" ]; then
-  NICE=
-  [ "$(id -u)" -eq 0 ] && chrt -f 10 true 2>/dev/null && NICE="chrt -f 10"
-fi
 command -v rtpengine >/dev/null || bash deploy/debian-deps.sh bench
 go build -tags nolibopusfile -o bin/voiced ./cmd/voiced
 go build -tags nolibopusfile -o bin/voicebench ./cmd/voicebench
@@ -33,7 +29,6 @@ work=$(mktemp -d)
 trap 'stop_voiced; rm -rf "$work"' EXIT
 rm -rf "$OUT"
 mkdir -p "$OUT"
-log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 # shellcheck disable=SC2086
 gen=(taskset -c "$GEN_CPU" $NICE ./bin/voicebench load --quiet --per-call=false --rate 100 --calls "$N" --hold "$HOLD")
 for r in $(seq "$ROUNDS"); do

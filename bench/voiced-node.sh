@@ -5,6 +5,7 @@
 #                                  set VOICED_PID, VOICED_KEY, VOICED_NUMBER,
 #                                  VOICED_SIP, VOICED_HTTP
 #   stop_voiced                    stop it
+#   log MESSAGE...                 a timestamped line on stderr
 #
 # VOICED_BIN names the binary (default ./bin/voiced).
 #
@@ -15,6 +16,17 @@
 # playout, encode, the node pacer). The organization gets enough credit
 # that no call is cut for balance, and SIP from 127.0.0.1 is trusted so
 # the per-source rate limit does not throttle the load.
+
+# NICE is the scheduling prefix for the systems under test and voicebench:
+# left as set, else "chrt -f 10" as root where real-time priority is
+# allowed (so other work on a shared machine cannot preempt them), else
+# nothing.
+if [ -z "${NICE+set}" ]; then
+  NICE=
+  [ "$(id -u)" -eq 0 ] && chrt -f 10 true 2>/dev/null && NICE="chrt -f 10"
+fi
+
+log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
 VOICED_SIP=${VOICED_SIP:-127.0.0.1:25060}
 VOICED_HTTP=${VOICED_HTTP:-127.0.0.1:28080}
