@@ -98,3 +98,44 @@ func BenchmarkNew(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkResampleStreams is benchFrames as a media node sees it: one
+// 20 ms frame for each of many streams in turn (a pacer's tick), each
+// stream with its own Resampler, input and output frame, so at 1,000
+// streams a Resampler's memory has left the CPU's caches by its next
+// frame. Per frame.
+func BenchmarkResampleStreams(b *testing.B) {
+	pairs := []struct {
+		in, out int
+		q       Quality
+	}{{8000, 16000, QualityPhone}, {16000, 8000, QualityLow}}
+	for _, p := range pairs {
+		for _, n := range []int{1, 1000} {
+			b.Run(fmt.Sprintf("%sto%s/%v/%d", kHz(p.in), kHz(p.out), p.q, n), func(b *testing.B) {
+				audio := benchAudio(p.in)
+				frame, outFrame := p.in/50, p.out/50
+				rs := make([]*Resampler, n)
+				src := make([][]int16, n)
+				dst := make([][]int16, n)
+				for i := range rs {
+					r, err := New(p.in, p.out, p.q)
+					require.NoError(b, err)
+					defer r.Close()
+					rs[i] = r
+					src[i] = append([]int16(nil), audio[(i%50)*frame:(i%50+1)*frame]...)
+					dst[i] = make([]int16, outFrame)
+				}
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					if _, err := rs[i].ProcessTo(dst[i], src[i]); err != nil {
+						b.Fatal(err)
+					}
+					if i++; i == n {
+						i = 0
+					}
+				}
+			})
+		}
+	}
+}

@@ -84,7 +84,7 @@ func (r *Resampler) polySIMD(y []float32, n int) (int, bool) {
 		return 0, false
 	}
 	pos := [2]int{r.base, r.phase}
-	out := polyFMA(&y[0], &f.coefs[0], &r.buf[0], f.taps, n, len(y), f.up, f.down/f.up, f.down%f.up, &pos)
+	out := polyFMA(&y[0], &f.coefs[0], &r.w.buf[0], f.taps, n, len(y), f.up, f.down/f.up, f.down%f.up, &pos)
 	r.base, r.phase = pos[0], pos[1]
 	return out, true
 }
@@ -93,14 +93,14 @@ func (r *Resampler) polySIMD(y []float32, n int) (int, bool) {
 func firFMA(out, coefs, x *float32, k, n int)
 
 // halfSIMD sets odd[i] to the inner product of ph1 (k coefficients) with
-// r.buf[base+i:], for the len(odd) windows from base, in one firFMA call.
+// r.w.buf[base+i:], for the len(odd) windows from base, in one firFMA call.
 // It reports false, doing nothing, where there is no AVX2+FMA.
 func (r *Resampler) halfSIMD(odd, ph1 []float32, base, windows int) bool {
 	if !hasFMA {
 		return false
 	}
 	k := len(ph1)
-	x := r.buf[base : base+windows+k-1]
+	x := r.w.buf[base : base+windows+k-1]
 	firFMA(&odd[:windows][0], &ph1[0], &x[0], k, windows)
 	return true
 }

@@ -51,7 +51,7 @@ func TestPolyFMAMatchesGeneric(t *testing.T) {
 			}
 			for _, start := range [][2]int{{0, 0}, {1, up - 1}, {2, up / 2}} {
 				for _, limit := range []int{1, 7, (n*up + down - 1) / down} {
-					r := &Resampler{f: filter{up: up, down: down, taps: k, coefs: coefs}, buf: buf}
+					r := &Resampler{f: filter{up: up, down: down, taps: k, coefs: coefs}, w: &work{buf: buf}}
 					r.base, r.phase = start[0], start[1]
 					want := make([]float32, limit)
 					wn := r.runDot(want, n)

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -331,4 +332,75 @@ func TestGolden(t *testing.T) {
 			require.InDelta(t, want, got[i], 1, "sample %d", i)
 		}
 	})
+}
+
+// TestInterleavedStreams runs many streams of one design frame by frame in
+// turn, as a media node's pacer does, on several goroutines at once: the
+// filter they share and the scratch they borrow must leave each stream's
+// output exactly what it is alone, and closing one must not disturb the
+// others.
+func TestInterleavedStreams(t *testing.T) {
+	for _, p := range []struct {
+		in, out int
+		q       Quality
+	}{{8000, 16000, QualityPhone}, {16000, 8000, QualityLow}, {48000, 16000, QualityHigh}, {22050, 16000, QualityHigh}} {
+		const streams, frames = 6, 40
+		frame := p.in / 50
+		want := make([][]int16, streams)
+		src := make([][]int16, streams)
+		for i := range streams {
+			src[i] = noise(uint64(100+i), frame*frames)
+			want[i] = runFrames(t, ours(t, p.in, p.out, p.q)(), src[i], p.in, p.out)
+		}
+		var wg sync.WaitGroup
+		got := make([][]int16, streams)
+		for g := range 2 { // two goroutines, each with half the streams
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rs := make([]*Resampler, 0, streams/2)
+				for i := g; i < streams; i += 2 {
+					r, err := New(p.in, p.out, p.q)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					rs = append(rs, r)
+				}
+				dst := make([]int16, 4*p.out)
+				for f := range frames {
+					for j, r := range rs {
+						i := g + 2*j
+						if f == frames/2 && j == 0 {
+							_ = r.Close() // the others go on
+							continue
+						}
+						if r.closed {
+							continue
+						}
+						n, err := r.ProcessTo(dst, src[i][f*frame:(f+1)*frame])
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						got[i] = append(got[i], dst[:n]...)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		for i := range streams {
+			if i < 2 { // closed halfway
+				require.Equal(t, want[i][:len(got[i])], got[i], "%d to %d stream %d", p.in, p.out, i)
+				require.NotEmpty(t, got[i])
+				continue
+			}
+			require.Equal(t, want[i], got[i], "%d to %d stream %d", p.in, p.out, i)
+		}
+		a, err := New(p.in, p.out, p.q)
+		require.NoError(t, err)
+		b, err := New(p.in, p.out, p.q)
+		require.NoError(t, err)
+		require.Same(t, &a.f.coefs[0], &b.f.coefs[0], "one design, one copy of its coefficients")
+	}
 }
