@@ -35,7 +35,6 @@ type input struct {
 	// off is the stream frame index of the detector's frame 0.
 	off int64
 
-	frame []int16 // scratch: the frame being processed
 	buf   []int16 // input audio buffer (processed audio)
 	start int64   // frame index of buf[0]
 	n     int64   // frames seen
@@ -54,7 +53,6 @@ func (in *input) init(s *Session) error {
 		return fmt.Errorf("agent: dsp: %w", err)
 	}
 	in.dsp = p
-	in.frame = make([]int16, callerFrame)
 	in.buf = make([]int16, 0, initialBuffer)
 	if s.needFar {
 		if in.farRS, err = resample.New(s.cfg.OutputRate, media.Rate16k, resample.QualityLow); err != nil {
@@ -147,7 +145,14 @@ func (in *input) nextFar() []int16 {
 // CommitInput, ClearInput and SetTurnDetection must be called from one
 // goroutine (the transport's receive loop). It allocates nothing except
 // when a turn is committed.
-func (s *Session) WriteFrame(pcm []int16) error {
+func (s *Session) WriteFrame(pcm []int16) error { return s.WriteFrameFrom(pcm, nil) }
+
+// WriteFrameFrom is WriteFrame with the same 20 ms also as the transport
+// decoded it, before it was resampled to 16 kHz (a G.711 call's 8 kHz):
+// a recording at that rate takes decoded as it is instead of resampling
+// pcm back down. decoded at another rate, or nil, is ignored. Both are
+// only read.
+func (s *Session) WriteFrameFrom(pcm, decoded []int16) error {
 	if len(pcm) != callerFrame {
 		return ErrFrameSize
 	}
@@ -160,7 +165,7 @@ func (s *Session) WriteFrame(pcm []int16) error {
 		far = in.nextFar()
 	}
 	if s.rec != nil {
-		s.rec.callerFrame(pcm)
+		s.rec.callerFrame(pcm, decoded)
 	}
 	if s.cfg.DSP.EchoCancellation {
 		ref := far
@@ -172,12 +177,14 @@ func (s *Session) WriteFrame(pcm []int16) error {
 			return err
 		}
 	}
-	copy(in.frame, pcm)
-	res, err := in.dsp.ProcessNear(in.frame)
+	// The frame is processed in place where it is buffered: a copy of its
+	// own would be one more cold buffer to write per call and tick.
+	in.buf = append(in.buf, pcm...)
+	res, err := in.dsp.ProcessNear(in.buf[len(in.buf)-callerFrame:])
 	if err != nil {
+		in.buf = in.buf[:len(in.buf)-callerFrame]
 		return err
 	}
-	in.buf = append(in.buf, in.frame...)
 	in.n++
 	if in.det == nil {
 		if len(in.buf) > maxBuffer {
