@@ -35,6 +35,8 @@ type Call struct {
 	log       *slog.Logger
 	tp        *tport
 	codecs    []sdp.Codec
+	// narrowband: the call's audio is 8 kHz G.711 (Narrowband).
+	narrowband bool
 
 	media Media
 
@@ -87,7 +89,7 @@ type Call struct {
 
 func (s *Server) newCall(id int64, direction, from, to, sipCallID string, tp *tport, codecs []sdp.Codec) *Call {
 	c := &Call{srv: s, id: id, direction: direction, from: from, to: to, sipCallID: sipCallID, tp: tp, codecs: codecs,
-		hangupCh: make(chan string, 1), done: make(chan struct{}), refresh: make(chan struct{}, 1)}
+		narrowband: allG711(codecs), hangupCh: make(chan string, 1), done: make(chan struct{}), refresh: make(chan struct{}, 1)}
 	c.log = s.log.With("call_id", id, "sip_call_id", sipCallID, "direction", direction)
 	c.setup, c.cancelSetup = context.WithCancel(s.ctx)
 	var b [8]byte
@@ -98,6 +100,32 @@ func (s *Server) newCall(id int64, direction, from, to, sipCallID string, tp *tp
 
 // ID returns the control plane's call id.
 func (c *Call) ID() int64 { return c.id }
+
+// Narrowband reports whether the call's audio is G.711's 8 kHz, as far as
+// is known when the media opens: the codec chosen from an inbound call's
+// offer is PCMU or PCMA, or, for an outbound call or an inbound one
+// without an offer, every codec we offer is. The media side runs such a
+// call's agent at 8 kHz, so its audio is encoded as produced and recorded
+// at the call's rate. A later re-INVITE may still move the call to Opus;
+// the agent then stays at 8 kHz and its audio is resampled to Opus's
+// rate.
+func (c *Call) Narrowband() bool { return c.narrowband }
+
+// allG711 reports whether every audio codec in cs is PCMU or PCMA
+// (telephone-event is not audio); false for none.
+func allG711(cs []sdp.Codec) bool {
+	n := 0
+	for _, c := range cs {
+		switch {
+		case strings.EqualFold(c.Name, "telephone-event"):
+		case strings.EqualFold(c.Name, "PCMU"), strings.EqualFold(c.Name, "PCMA"):
+			n++
+		default:
+			return false
+		}
+	}
+	return n > 0
+}
 
 // Direction returns Inbound or Outbound.
 func (c *Call) Direction() string { return c.direction }

@@ -128,6 +128,9 @@ func (s *Server) inbound(req *sip.Request, tx sip.ServerTransaction) {
 	t := s.anyTransport(tname)
 	c := s.newCall(adm.CallID, Inbound, from, to, req.CallID().Value(), t, codecs)
 	c.route = route
+	if offer != nil {
+		c.narrowband = allG711([]sdp.Codec{st.Codec})
+	}
 	end := c.runInbound(ctx, req, tx, offer, st, se, adm)
 	close(c.done)
 	c.finish(end)

@@ -174,6 +174,14 @@ func TestCodecsFor(t *testing.T) {
 	require.Equal(t, []string{"PCMA/8000", "telephone-event/8000", "telephone-event/48000"}, names([]string{"pcma"}))
 }
 
+func TestAllG711(t *testing.T) {
+	require.True(t, allG711(codecsFor([]string{"pcma"})), "PCMA with telephone-event")
+	require.True(t, allG711(codecsFor([]string{"PCMU", "PCMA"})))
+	require.False(t, allG711(codecsFor(nil)), "Opus is offered too")
+	require.False(t, allG711(codecsFor([]string{"opus"})))
+	require.False(t, allG711(nil), "no codec is no audio")
+}
+
 func TestTrunkTarget(t *testing.T) {
 	tr, host, port, hop, err := Trunk{Host: "sip.example.com", Transport: "tls", OutboundProxy: "proxy.example.com"}.target()
 	require.NoError(t, err)

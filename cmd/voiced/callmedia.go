@@ -19,6 +19,7 @@ import (
 	"github.com/voiced/voiced/ai/llm"
 	"github.com/voiced/voiced/control"
 	"github.com/voiced/voiced/control/webhook"
+	"github.com/voiced/voiced/media"
 	"github.com/voiced/voiced/media/agent"
 	"github.com/voiced/voiced/media/dsp"
 	"github.com/voiced/voiced/media/quality"
@@ -91,13 +92,20 @@ func newCallMedia(t *telephony, c *sip.Call, s *rtp.Session, info callInfo, recD
 	}
 	m.vm = vm
 	m.talk.Metrics = s.Metrics()
-	a, err := agent.New(vm.holdConfig(phoneAgentConfig(info, c.Direction(), t.prov == nil, t.model, filepath.Join(recDir, name))), m.log, deps, m)
+	cfg := phoneAgentConfig(info, c.Direction(), t.prov == nil, t.model, filepath.Join(recDir, name))
+	if c.Narrowband() {
+		// G.711: the agent speaks at 8 kHz, so the pacer encodes its
+		// frames as they come, with no resampler per call and tick, and
+		// the call is recorded at its own rate (docs/decisions.md).
+		cfg.OutputRate = media.Rate8k
+	}
+	a, err := agent.New(vm.holdConfig(cfg), m.log, deps, m)
 	if err != nil {
 		return nil, err
 	}
 	m.agent = a
 	s.OnDTMF(func(d rtp.Digit) { m.DTMF(d.Digit, d.Duration) })
-	if err := s.SetSource(agentSource{a, &m.agentTalking}, rtp.EngineRate); err != nil {
+	if err := s.SetSource(agentSource{a, &m.agentTalking}, cfg.OutputRate); err != nil {
 		a.Close()
 		return nil, err
 	}
@@ -332,12 +340,16 @@ func (m *callMedia) recording() (string, time.Time) {
 // input-side calls come from here). rtp.Session.Close stops the calls.
 type callerSink struct{ m *callMedia }
 
-func (k callerSink) WriteFrame(pcm []int16) error {
+func (k callerSink) WriteFrame(pcm []int16) error { return k.WriteFrameFrom(pcm, nil) }
+
+// WriteFrameFrom implements rtp.DecodedSink: a G.711 call's recording
+// takes the caller's frame as decoded, at 8 kHz.
+func (k callerSink) WriteFrameFrom(pcm, decoded []int16) error {
 	if leg := k.m.bridge.Load(); leg != nil {
 		leg.WriteFrame(pcm) // bridged (bridge.go): the leg hears the caller, the agent nothing
 		return nil
 	}
-	if err := k.m.agent.WriteFrame(pcm); err != nil {
+	if err := k.m.agent.WriteFrameFrom(pcm, decoded); err != nil {
 		return err
 	}
 	k.m.talk.ObserveFrame(pcm, k.m.agentTalking.Load())

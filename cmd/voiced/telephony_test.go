@@ -70,7 +70,14 @@ func TestServeTelephony(t *testing.T) {
 	rec := filepath.Join(dir, "blobs", strings.TrimPrefix(in["recording_url"].(string), "blob://"))
 	fi, err := os.Stat(rec)
 	require.NoError(t, err)
-	require.Greater(t, fi.Size(), int64(44+16000*2), "about a second of stereo audio")
+	require.Greater(t, fi.Size(), int64(44+8000*4/2), "more than half a second of 8 kHz stereo audio (sipp plays about a second)")
+	f, err := os.Open(rec)
+	require.NoError(t, err)
+	wr, err := wav.NewReader(f)
+	require.NoError(t, err)
+	require.Equal(t, wav.Format{Encoding: wav.PCM16, SampleRate: 8000, Channels: 2}, wr.Format(),
+		"a G.711 call is recorded at its own 8 kHz, caller and agent")
+	f.Close()
 	// The call's quality: sipp's RTP reached the node, the loopback
 	// agent's went back.
 	q := requireMediaQuality(t, in["quality"], "PCMA") // sipp plays a G.711 A-law capture

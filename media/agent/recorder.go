@@ -159,10 +159,16 @@ func (r *recorder) tick(frame []int16) {
 	r.agent.Write(frame)
 }
 
-// callerFrame records one caller frame (16 kHz). Input side.
-func (r *recorder) callerFrame(pcm []int16) {
+// callerFrame records one caller frame: pcm at 16 kHz, or decoded when it
+// is at the file's rate (a G.711 call's frame as decoded, which needs no
+// resampler). Input side.
+func (r *recorder) callerFrame(pcm, decoded []int16) {
 	if r.crs == nil {
 		r.caller.Write(pcm)
+		return
+	}
+	if len(decoded) == len(r.cIn) {
+		r.caller.Write(decoded)
 		return
 	}
 	if k, err := r.crs.ProcessTo(r.cIn, pcm); err != nil || k != len(r.cIn) {

@@ -46,6 +46,18 @@ func TestRecordersShareWriters(t *testing.T) {
 		}
 		return f
 	}
+	// Odd calls also hand over each caller frame as the transport decoded
+	// it, at 8 kHz: that frame is recorded as it is.
+	decoded := func(call, k int) []int16 {
+		if call%2 == 0 {
+			return nil
+		}
+		f := make([]int16, n)
+		for j := range f {
+			f[j] = int16(-call*50 - k - j%5)
+		}
+		return f
+	}
 	// Each call's pacer and input sides feed it from their own goroutines,
 	// a burst at a time; between bursts the shared writers drain the rings.
 	for b := range bursts {
@@ -61,7 +73,7 @@ func TestRecordersShareWriters(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				for k := b * perBurst; k < (b+1)*perBurst; k++ {
-					r.callerFrame(callerPCM(i, k))
+					r.callerFrame(callerPCM(i, k), decoded(i, k))
 				}
 			}()
 		}
@@ -92,7 +104,8 @@ func TestRecordersShareWriters(t *testing.T) {
 		f.Close()
 		require.NoError(t, err)
 		// A G.711 call is recorded at its own 8 kHz: the agent's frames
-		// as they were played, the caller's brought down from 16 kHz.
+		// as they were played, the caller's as decoded or else brought
+		// down from 16 kHz.
 		require.Equal(t, wav.Format{Encoding: wav.PCM16, SampleRate: 8000, Channels: 2}, format)
 		require.Len(t, pcm, 2*n*total)
 		rs, err := resample.New(media.Rate16k, media.Rate8k, resample.QualityLow)
@@ -101,6 +114,9 @@ func TestRecordersShareWriters(t *testing.T) {
 		for k := range total {
 			_, err := rs.ProcessTo(c8, callerPCM(i, k))
 			require.NoError(t, err)
+			if d := decoded(i, k); d != nil {
+				c8 = d
+			}
 			a := agentFrame(i, k)
 			for j := range n {
 				require.Equal(t, c8[j], pcm[2*(k*n+j)], "call %d frame %d caller", i, k)
@@ -123,9 +139,9 @@ func TestRecorderWriteErrorFromClose(t *testing.T) {
 	n := media.SamplesPerFrame(media.Rate8k)
 	for range 200 { // 4 s: more than the 64 KB buffer of each file
 		bad.tick(make([]int16, n))
-		bad.callerFrame(make([]int16, callerFrame))
+		bad.callerFrame(make([]int16, callerFrame), nil)
 		good.tick(make([]int16, n))
-		good.callerFrame(make([]int16, callerFrame))
+		good.callerFrame(make([]int16, callerFrame), nil)
 		if good.agent.Free() < 4*n {
 			time.Sleep(recDrainEvery)
 		}
@@ -172,7 +188,7 @@ func benchRecorderDrain(b *testing.B, rate int) {
 	for b.Loop() {
 		for range 5 {
 			r.tick(agent)
-			r.callerFrame(caller)
+			r.callerFrame(caller, nil)
 		}
 		r.mu.Lock()
 		r.drain(false)

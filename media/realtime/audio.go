@@ -138,7 +138,8 @@ func (c *conn) feedAudio(data []byte, encoded bool, eventID string) {
 }
 
 // writeFrame resamples one input frame to 16 kHz and hands it to the
-// session.
+// session, with the frame at its own rate too (a G.711 session's
+// recording is at 8 kHz and takes it as it is).
 func (c *conn) writeFrame(frame []int16) bool {
 	p := &c.in
 	out := frame
@@ -149,7 +150,7 @@ func (c *conn) writeFrame(frame []int16) bool {
 		}
 		out = p.frame16
 	}
-	if err := c.sess.WriteFrame(out); err != nil {
+	if err := c.sess.WriteFrameFrom(out, frame); err != nil {
 		return false
 	}
 	return true

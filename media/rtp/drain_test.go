@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"net"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -170,4 +171,53 @@ func TestDrainedReceptionLatency(t *testing.T) {
 	sink.mu.Lock()
 	defer sink.mu.Unlock()
 	require.GreaterOrEqual(t, sink.calls, 5, "frames reached the sink on the pacer")
+}
+
+// decodedLog is a DecodedSink keeping every frame both ways.
+type decodedLog struct {
+	pcm, decoded [][]int16
+}
+
+func (d *decodedLog) WriteFrame([]int16) error {
+	return errors.New("WriteFrame called on a DecodedSink")
+}
+
+func (d *decodedLog) WriteFrameFrom(pcm, decoded []int16) error {
+	d.pcm = append(d.pcm, append([]int16(nil), pcm...))
+	d.decoded = append(d.decoded, append([]int16(nil), decoded...))
+	return nil
+}
+
+// TestDecodedSink: a DecodedSink gets WriteFrameFrom instead of
+// WriteFrame, with each frame also as decoded at PCMU's 8 kHz: the
+// packets' own samples, beside their 16 kHz version.
+func TestDecodedSink(t *testing.T) {
+	s, peer := manual(t, Config{Jitter: jitterCfg(20, 400), MediaTimeout: -1})
+	sink := &decodedLog{}
+	s.SetSink(sink)
+	to := net.UDPAddrFromAddrPort(s.LocalAddr())
+	to.IP = net.IPv4(127, 0, 0, 1)
+	for k := range 3 {
+		_, err := peer.WriteToUDP(levelPacket(uint16(700+k), 3000), to)
+		require.NoError(t, err)
+	}
+	time.Sleep(10 * time.Millisecond)
+	s.postTick(time.Now())
+	for range 4 {
+		time.Sleep(20 * time.Millisecond)
+		s.postTick(time.Now())
+	}
+	require.Len(t, sink.decoded, 5, "one frame per tick, through WriteFrameFrom")
+	want := make([]int16, 160)
+	g711.DecodeULawTo(want, levelPacket(700, 3000)[12:])
+	played := 0
+	for i, d := range sink.decoded {
+		require.Len(t, d, 160, "20 ms at 8 kHz")
+		require.Len(t, sink.pcm[i], engineFrame)
+		if slices.Equal(d, want) { // a packet's samples as decoded
+			require.InDelta(t, float64(want[0]), float64(sink.pcm[i][200]), 0.05*3000, "the same level at 16 kHz")
+			played++
+		}
+	}
+	require.GreaterOrEqual(t, played, 2, "the packets were played as decoded: %v", sink.decoded)
 }

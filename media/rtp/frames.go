@@ -35,9 +35,21 @@ type Sink interface {
 	WriteFrame(pcm []int16) error
 }
 
+// DecodedSink is a Sink that also takes each frame as the codec decoded
+// it, at the codec's rate (8 kHz for G.711), before it was resampled to
+// 16 kHz: WriteFrameFrom replaces WriteFrame. A consumer that wants the
+// codec's rate (a G.711 call's recording) then need not resample the
+// 16 kHz frame back down. decoded is nil while no codec is negotiated;
+// like pcm it is valid only during the call.
+type DecodedSink interface {
+	Sink
+	WriteFrameFrom(pcm, decoded []int16) error
+}
+
 // sinkBox is a Sink with its frame buffer.
 type sinkBox struct {
 	k   Sink
+	dk  DecodedSink // k, when it is one
 	pcm []int16
 }
 
@@ -52,7 +64,8 @@ func (s *Session) SetSink(k Sink) {
 		s.sink.Store(nil)
 		return
 	}
-	s.sink.Store(&sinkBox{k: k, pcm: make([]int16, engineFrame)})
+	dk, _ := k.(DecodedSink)
+	s.sink.Store(&sinkBox{k: k, dk: dk, pcm: make([]int16, engineFrame)})
 	if s.waiting.Load() {
 		select {
 		case s.wake <- struct{}{}: // a blocked ReadFrame returns ErrSinkSet
@@ -74,9 +87,13 @@ func (s *Session) postTick(time.Time) {
 	now := time.Now() // the drain comes after this worker's sends
 	s.drain(now)
 	if b := s.sink.Load(); b != nil {
-		n, err := s.readFrame(b.pcm, now)
+		n, decoded, err := s.readFrame(b.pcm, now)
 		if err == nil {
-			err = b.k.WriteFrame(b.pcm[:n])
+			if b.dk != nil {
+				err = b.dk.WriteFrameFrom(b.pcm[:n], decoded)
+			} else {
+				err = b.k.WriteFrame(b.pcm[:n])
+			}
 		}
 		if err != nil && s.sink.CompareAndSwap(b, nil) {
 			s.log.Warn("rtp: sink stopped", "err", err)
@@ -140,26 +157,28 @@ func (s *Session) ReadFrame(ctx context.Context, dst []int16) (int, error) {
 		r.read = due - 1
 	}
 	r.read++
-	return s.readFrame(dst[:engineFrame], time.Now())
+	n, _, err := s.readFrame(dst[:engineFrame], time.Now())
+	return n, err
 }
 
 // readFrame produces one frame at now: the body of ReadFrame after the
-// wait.
-func (s *Session) readFrame(dst []int16, now time.Time) (int, error) {
+// wait. It also returns the frame as decoded, at the codec's rate (nil
+// without a codec), valid until the next readFrame.
+func (s *Session) readFrame(dst []int16, now time.Time) (int, []int16, error) {
 	r := &s.reader
 	s.mu.Lock()
 	rc := s.rxc
 	if rc == nil {
 		s.mu.Unlock()
 		clear(dst)
-		return engineFrame, nil
+		return engineFrame, nil, nil
 	}
 	kind, err := rc.play.ReadFrame(now, rc.pcm)
 	st := rc.buf.Stats()
 	base := s.base
 	s.mu.Unlock()
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	m := &s.m
 	m.Late.Store(base.late + st.Late)
@@ -178,7 +197,7 @@ func (s *Session) readFrame(dst []int16, now time.Time) (int, error) {
 		if rate := rc.play.Rate(); rate != EngineRate {
 			up, err := resample.New(rate, EngineRate, receiveQuality(rate))
 			if err != nil {
-				return 0, fmt.Errorf("resample %d->%d: %w", rate, EngineRate, err)
+				return 0, nil, fmt.Errorf("resample %d->%d: %w", rate, EngineRate, err)
 			}
 			r.up = up
 		}
@@ -186,13 +205,13 @@ func (s *Session) readFrame(dst []int16, now time.Time) (int, error) {
 	}
 	if r.up == nil {
 		copy(dst, rc.pcm)
-		return engineFrame, nil
+		return engineFrame, rc.pcm, nil
 	}
 	n, err := r.up.ProcessTo(dst, rc.pcm)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	return n, nil
+	return n, rc.pcm, nil
 }
 
 // frameQueue carries encoded frames from WriteFrame (one producer) to the
