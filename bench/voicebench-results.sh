@@ -36,8 +36,9 @@ Exact command: \`ROUNDS=${ROUNDS:-2} N_S1=${N_S1:-200} N_S2=${N_S2:-30} HOLD=${H
 every voicebench command line is listed under its table. Per-run summaries and charts are in [$rel]($rel/).
 
 How the systems do comparable work: per call and per 20 ms each receives one RTP packet and sends one. Ours
-terminates the call (audio-loopback agent: jitter buffer, decode, resample to 16 kHz, VAD and turn detection,
-recording, playout, resample, encode, node pacer); rtpengine relays the A leg to a B leg (S1) or decodes
+terminates the call (audio-loopback agent: jitter buffer, decode, VAD and turn detection, recording, playout,
+encode, node pacer; a G.711 call's agent listens and speaks at 8 kHz and an Opus call's at 16 kHz, which
+libopus decodes to and encodes from, so neither resamples per frame); rtpengine relays the A leg to a B leg (S1) or decodes
 PCMU and encodes Opus (S2); the echo floor sends each packet back from a goroutine per call. "µs per packet
 in" is the system's CPU time over the window divided by the packets voicebench sent to it.
 

@@ -12,10 +12,11 @@
 # The number sits on a VoIP connection that admits calls from 127.0.0.1
 # (voicebench's address); every call gets serve's loopback agent, which
 # plays each caller turn back through the full media path (RTP, jitter
-# buffer, decode, resample to 16 kHz, VAD and turn detection, recording,
-# playout, encode, the node pacer). The organization gets enough credit
-# that no call is cut for balance, and SIP from 127.0.0.1 is trusted so
-# the per-source rate limit does not throttle the load.
+# buffer, decode, VAD and turn detection, recording, playout, encode, the
+# node pacer; a G.711 call at 8 kHz throughout, an Opus call at 16 kHz).
+# The organization gets enough credit that no call is cut for balance, and
+# SIP from 127.0.0.1 is trusted so the per-source rate limit does not
+# throttle the load.
 
 # NICE is the scheduling prefix for the systems under test and voicebench:
 # left as set, else "chrt -f 10" as root where real-time priority is

@@ -65,6 +65,11 @@ func (m *callMedia) Bridge(l sip.Media) error {
 		return fmt.Errorf("caller session: %w", err)
 	}
 	m.bridge.Store(leg.rtp)
+	// The leg takes the caller's frames at 16 kHz (its WriteFrame); set
+	// after the bridge, so no 16 kHz frame reaches an 8 kHz agent.
+	if err := m.rtp.SetSinkAt(callerSink{m}, rtp.EngineRate); err != nil {
+		return fmt.Errorf("caller session: %w", err)
+	}
 	m.wg.Add(1)
 	go m.relay(leg)
 	m.log.Info("caller bridged to the transfer leg")

@@ -86,19 +86,20 @@ func newCallMedia(t *telephony, c *sip.Call, s *rtp.Session, info callInfo, recD
 			Tools: phoneTools{x: t.x, orgID: info.orgID, agentID: info.agentID, callID: c.ID(), call: c, dests: info.agent.TransferDestinations,
 				calls: t.calls.Load, log: m.log}}
 	}
-	vm, err := newScreening(m, info, c.Direction(), t.prov == nil)
+	cfg := phoneAgentConfig(info, c.Direction(), t.prov == nil, t.model, filepath.Join(recDir, name))
+	if c.Narrowband() {
+		// G.711: the agent listens and speaks at 8 kHz, so the pacer
+		// hands it the caller's frames as decoded and encodes its own as
+		// they come, with no resampler per call and tick either way, and
+		// the call is recorded at its own rate (docs/decisions.md).
+		cfg.InputRate, cfg.OutputRate = media.Rate8k, media.Rate8k
+	}
+	vm, err := newScreening(m, info, c.Direction(), t.prov == nil, cfg.InputRate)
 	if err != nil {
 		return nil, err
 	}
 	m.vm = vm
 	m.talk.Metrics = s.Metrics()
-	cfg := phoneAgentConfig(info, c.Direction(), t.prov == nil, t.model, filepath.Join(recDir, name))
-	if c.Narrowband() {
-		// G.711: the agent speaks at 8 kHz, so the pacer encodes its
-		// frames as they come, with no resampler per call and tick, and
-		// the call is recorded at its own rate (docs/decisions.md).
-		cfg.OutputRate = media.Rate8k
-	}
 	a, err := agent.New(vm.holdConfig(cfg), m.log, deps, m)
 	if err != nil {
 		return nil, err
@@ -109,7 +110,10 @@ func newCallMedia(t *telephony, c *sip.Call, s *rtp.Session, info callInfo, recD
 		a.Close()
 		return nil, err
 	}
-	s.SetSink(callerSink{m})
+	if err := s.SetSinkAt(callerSink{m}, cfg.InputRate); err != nil {
+		a.Close()
+		return nil, err
+	}
 	m.wg.Add(2)
 	go m.watch()
 	go m.recordDigits()
@@ -342,11 +346,17 @@ type callerSink struct{ m *callMedia }
 
 func (k callerSink) WriteFrame(pcm []int16) error { return k.WriteFrameFrom(pcm, nil) }
 
-// WriteFrameFrom implements rtp.DecodedSink: a G.711 call's recording
-// takes the caller's frame as decoded, at 8 kHz.
+// WriteFrameFrom implements rtp.DecodedSink: a recording at the codec's
+// rate takes the caller's frame as decoded.
 func (k callerSink) WriteFrameFrom(pcm, decoded []int16) error {
 	if leg := k.m.bridge.Load(); leg != nil {
-		leg.WriteFrame(pcm) // bridged (bridge.go): the leg hears the caller, the agent nothing
+		// Bridged (bridge.go): the leg hears the caller, the agent
+		// nothing. Bridge has the frames come at 16 kHz, the leg's
+		// WriteFrame rate; a frame at another rate from the tick in
+		// flight as it did is dropped.
+		if len(pcm) == rtp.EngineRate/50 {
+			leg.WriteFrame(pcm)
+		}
 		return nil
 	}
 	if err := k.m.agent.WriteFrameFrom(pcm, decoded); err != nil {

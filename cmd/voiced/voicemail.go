@@ -8,7 +8,6 @@ import (
 	"github.com/voiced/voiced/control"
 	"github.com/voiced/voiced/media/agent"
 	"github.com/voiced/voiced/media/amd"
-	"github.com/voiced/voiced/media/rtp"
 	"github.com/voiced/voiced/sip"
 )
 
@@ -64,9 +63,10 @@ type screening struct {
 	answerAt, verdictAt time.Time
 }
 
-// newScreening returns the screening of a call, or nil when detection
-// does not run: inbound calls, agents without a voicemail action.
-func newScreening(m *callMedia, info callInfo, direction string, loopback bool) (*screening, error) {
+// newScreening returns the screening of a call whose caller frames come
+// at rate, or nil when detection does not run: inbound calls, agents
+// without a voicemail action.
+func newScreening(m *callMedia, info callInfo, direction string, loopback bool, rate int) (*screening, error) {
 	vm := info.agent.Voicemail
 	if direction != sip.Outbound {
 		return nil, nil
@@ -76,7 +76,7 @@ func newScreening(m *callMedia, info callInfo, direction string, loopback bool) 
 	default:
 		return nil, nil
 	}
-	det, err := amd.New(amd.Config{SampleRate: rtp.EngineRate})
+	det, err := amd.New(amd.Config{SampleRate: rate})
 	if err != nil {
 		return nil, err
 	}

@@ -82,17 +82,24 @@ type Config struct {
 	// OutputRate is the rate of the audio ReadFrame returns (and the TTS
 	// produces). Zero means 24000.
 	OutputRate int
+	// InputRate is the rate of the caller frames WriteFrame takes: 16000
+	// (zero) or 8000. At 8000 (a G.711 transport, whose audio needs no
+	// resampler then) the agent listens at 8 kHz: noise reduction, echo
+	// cancellation, speech detection and the input buffer run at that
+	// rate, and each finished turn is brought up to 16 kHz for the STT.
+	InputRate int
 	// TurnDetection enables automatic turns; nil means manual.
 	TurnDetection *TurnDetection
 	// DSP configures noise reduction and echo cancellation of the caller's
-	// 16 kHz audio (SampleRate is ignored).
+	// audio (SampleRate is ignored: it is InputRate).
 	DSP dsp.Config
 	// KeepInterruptedOnSilence is false by default: when an interrupting
 	// turn holds no words (a false interruption), the agent resumes where
 	// it stopped. Set it to cancel the answer anyway.
 	KeepInterruptedOnSilence bool
-	// RecordPath, when set, records the call as a 16 kHz stereo WAV file
-	// there (caller left, agent right), finished by Close.
+	// RecordPath, when set, records the call as a stereo WAV file there
+	// (caller left, agent right), at OutputRate or 16 kHz, whichever is
+	// lower, finished by Close.
 	RecordPath string
 	// Now is the clock of transcript times; nil means time.Now.
 	Now func() time.Time
@@ -114,7 +121,10 @@ func (c Config) withDefaults() Config {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
-	c.DSP.SampleRate = media.Rate16k
+	if c.InputRate == 0 {
+		c.InputRate = media.Rate16k
+	}
+	c.DSP.SampleRate = c.InputRate
 	return c
 }
 
@@ -123,6 +133,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("agent: output rate: %w", err)
 	}
 	switch {
+	case c.InputRate != media.Rate8k && c.InputRate != media.Rate16k:
+		return fmt.Errorf("agent: input rate %d Hz (8000 or 16000): %w", c.InputRate, ErrConfig)
 	case c.PlaceholderDelay < 0:
 		return fmt.Errorf("agent: placeholder delay %v: %w", c.PlaceholderDelay, ErrConfig)
 	case c.CheckinInterval < 0 || c.MaxCheckins < 0:

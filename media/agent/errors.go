@@ -9,8 +9,9 @@ var (
 	// ErrNoProvider reports a missing LLM, STT or TTS for a session that
 	// needs it.
 	ErrNoProvider = errors.New("agent: provider missing")
-	// ErrFrameSize reports a caller frame that is not 20 ms at 16 kHz.
-	ErrFrameSize = errors.New("agent: caller frame must be 320 samples (20 ms at 16 kHz)")
+	// ErrFrameSize reports a caller frame that is not 20 ms at the input
+	// rate.
+	ErrFrameSize = errors.New("agent: caller frame must be 20 ms at the input rate (320 samples at 16 kHz, 160 at 8 kHz)")
 	// ErrClosed reports use of a closed session.
 	ErrClosed = errors.New("agent: session closed")
 )

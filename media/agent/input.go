@@ -9,20 +9,17 @@ import (
 	"github.com/voiced/voiced/media/turn"
 )
 
-// callerFrame is one 20 ms caller frame at 16 kHz.
-const callerFrame = 320
+// maxBufferFrames bounds the input audio buffer in manual mode (two
+// minutes); older audio is dropped.
+const maxBufferFrames = 120 * 50
 
-// maxBuffer bounds the input audio buffer in manual mode (two minutes);
-// older audio is dropped.
-const maxBuffer = 120 * 50 * callerFrame
-
-// initialBuffer is the input buffer's first capacity: 4 s, the second of
+// initialFrames is the input buffer's first capacity: 4 s, the second of
 // history kept outside a turn (up to 100 frames) and a turn of 2-3 s. It
 // would grow past that anyway in a call's first turns; reserved up front,
 // the growth (an allocation and a copy of the whole buffer, each time)
 // does not happen on the pacer, where an allocation can start a GC cycle
 // and have the tick pay for its marking.
-const initialBuffer = 200 * callerFrame
+const initialFrames = 200
 
 // input is the session's input side, owned by the transport's receive
 // goroutine: echo cancellation, noise reduction, speech detection,
@@ -35,14 +32,15 @@ type input struct {
 	// off is the stream frame index of the detector's frame 0.
 	off int64
 
+	frame int     // samples per caller frame: 20 ms at the input rate
 	buf   []int16 // input audio buffer (processed audio)
 	start int64   // frame index of buf[0]
 	n     int64   // frames seen
 
 	// The agent's audio as played, for the echo canceller: frames at the
-	// output rate from the pacer, at 16 kHz.
+	// output rate from the pacer, at the input rate.
 	farOut []int16
-	far16  []int16
+	farIn  []int16
 	farRS  *resample.Resampler
 }
 
@@ -53,14 +51,15 @@ func (in *input) init(s *Session) error {
 		return fmt.Errorf("agent: dsp: %w", err)
 	}
 	in.dsp = p
-	in.buf = make([]int16, 0, initialBuffer)
+	in.frame = media.SamplesPerFrame(s.cfg.InputRate)
+	in.buf = make([]int16, 0, initialFrames*in.frame)
 	if s.needFar {
-		if in.farRS, err = resample.New(s.cfg.OutputRate, media.Rate16k, resample.QualityLow); err != nil {
+		if in.farRS, err = resample.New(s.cfg.OutputRate, s.cfg.InputRate, resample.QualityLow); err != nil {
 			p.Close()
 			return fmt.Errorf("agent: echo reference resampler: %w", err)
 		}
 		in.farOut = make([]int16, media.SamplesPerFrame(s.cfg.OutputRate))
-		in.far16 = make([]int16, callerFrame)
+		in.farIn = make([]int16, in.frame)
 	}
 	if err := in.setTurn(s.cfg.TurnDetection); err != nil {
 		in.close()
@@ -120,7 +119,7 @@ func (s *Session) SetTurnDetection(td *TurnDetection) error {
 }
 
 // nextFar takes the agent's frame that played alongside this caller frame
-// and returns it at 16 kHz, or nil when the agent was silent. A backlog
+// and returns it at the input rate, or nil when the agent was silent. A backlog
 // (the caller's audio stalled while the agent spoke) is dropped down to
 // the latest frame.
 func (in *input) nextFar() []int16 {
@@ -132,14 +131,15 @@ func (in *input) nextFar() []int16 {
 	if !f.ReadFull(in.farOut) {
 		return nil
 	}
-	k, err := in.farRS.ProcessTo(in.far16, in.farOut)
-	if err != nil || k != len(in.far16) {
+	k, err := in.farRS.ProcessTo(in.farIn, in.farOut)
+	if err != nil || k != len(in.farIn) {
 		return nil
 	}
-	return in.far16
+	return in.farIn
 }
 
-// WriteFrame takes the caller's next 20 ms at 16 kHz: it records it,
+// WriteFrame takes the caller's next 20 ms at the input rate (16 kHz
+// unless Config.InputRate says 8 kHz): it records it,
 // cancels the agent's echo, reduces noise, detects speech and turns, and
 // buffers it. pcm is only read. Input goroutine only: WriteFrame,
 // CommitInput, ClearInput and SetTurnDetection must be called from one
@@ -148,18 +148,18 @@ func (in *input) nextFar() []int16 {
 func (s *Session) WriteFrame(pcm []int16) error { return s.WriteFrameFrom(pcm, nil) }
 
 // WriteFrameFrom is WriteFrame with the same 20 ms also as the transport
-// decoded it, before it was resampled to 16 kHz (a G.711 call's 8 kHz):
-// a recording at that rate takes decoded as it is instead of resampling
-// pcm back down. decoded at another rate, or nil, is ignored. Both are
-// only read.
+// decoded it, before it was resampled to the input rate (a G.711 call's
+// 8 kHz): a recording at that rate takes decoded as it is instead of
+// resampling pcm back down. decoded at another rate, or nil, is ignored.
+// Both are only read.
 func (s *Session) WriteFrameFrom(pcm, decoded []int16) error {
-	if len(pcm) != callerFrame {
+	in := &s.in
+	if len(pcm) != in.frame {
 		return ErrFrameSize
 	}
 	if s.closed.Load() {
 		return ErrClosed
 	}
-	in := &s.in
 	var far []int16
 	if s.needFar {
 		far = in.nextFar()
@@ -170,8 +170,8 @@ func (s *Session) WriteFrameFrom(pcm, decoded []int16) error {
 	if s.cfg.DSP.EchoCancellation {
 		ref := far
 		if ref == nil {
-			clear(in.far16)
-			ref = in.far16
+			clear(in.farIn)
+			ref = in.farIn
 		}
 		if err := in.dsp.ProcessFar(ref); err != nil {
 			return err
@@ -180,15 +180,15 @@ func (s *Session) WriteFrameFrom(pcm, decoded []int16) error {
 	// The frame is processed in place where it is buffered: a copy of its
 	// own would be one more cold buffer to write per call and tick.
 	in.buf = append(in.buf, pcm...)
-	res, err := in.dsp.ProcessNear(in.buf[len(in.buf)-callerFrame:])
+	res, err := in.dsp.ProcessNear(in.buf[len(in.buf)-in.frame:])
 	if err != nil {
-		in.buf = in.buf[:len(in.buf)-callerFrame]
+		in.buf = in.buf[:len(in.buf)-in.frame]
 		return err
 	}
 	in.n++
 	if in.det == nil {
-		if len(in.buf) > maxBuffer {
-			in.drop(int64(len(in.buf)-maxBuffer) / callerFrame)
+		if frames := int64(len(in.buf) / in.frame); frames > maxBufferFrames {
+			in.drop(frames - maxBufferFrames)
 		}
 		return nil
 	}
@@ -210,9 +210,9 @@ func (s *Session) WriteFrameFrom(pcm, decoded []int16) error {
 	case turn.IdleTimeout:
 		s.post(note{kind: nTimeout, a: turn.FrameMS(in.off + ev.Start), b: turn.FrameMS(in.off + ev.End)})
 	}
-	if !in.det.Speaking() && len(in.buf) > 100*callerFrame {
+	if !in.det.Speaking() && len(in.buf) > 100*in.frame {
 		// Outside a turn only the last second can become a prefix.
-		in.drop(int64(len(in.buf))/callerFrame - 50)
+		in.drop(int64(len(in.buf)/in.frame) - 50)
 	}
 	return nil
 }
@@ -221,10 +221,11 @@ func (s *Session) WriteFrameFrom(pcm, decoded []int16) error {
 // to.
 func (in *input) take(from, to int64) []int16 {
 	from = max(from, in.start)
-	to = min(to, in.start+int64(len(in.buf))/callerFrame)
+	f := int64(in.frame)
+	to = min(to, in.start+int64(len(in.buf))/f)
 	var out []int16
 	if to > from {
-		out = append([]int16(nil), in.buf[(from-in.start)*callerFrame:(to-in.start)*callerFrame]...)
+		out = append([]int16(nil), in.buf[(from-in.start)*f:(to-in.start)*f]...)
 	}
 	if to > in.start {
 		in.drop(to - in.start)
@@ -234,8 +235,9 @@ func (in *input) take(from, to int64) []int16 {
 
 // drop forgets the first k buffered frames.
 func (in *input) drop(k int64) {
-	k = min(k, int64(len(in.buf))/callerFrame)
-	n := copy(in.buf, in.buf[k*callerFrame:])
+	f := int64(in.frame)
+	k = min(k, int64(len(in.buf))/f)
+	n := copy(in.buf, in.buf[k*f:])
 	in.buf = in.buf[:n]
 	in.start += k
 }
@@ -267,7 +269,7 @@ func (s *Session) ClearInput(eventID string) error {
 		return ErrClosed
 	}
 	in := &s.in
-	in.drop(int64(len(in.buf)) / callerFrame)
+	in.drop(int64(len(in.buf) / in.frame))
 	if in.det != nil {
 		in.det.Reset()
 	}

@@ -3,9 +3,12 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/voiced/voiced/ai/llm"
 	"github.com/voiced/voiced/ai/stt"
+	"github.com/voiced/voiced/codecs/resample"
+	"github.com/voiced/voiced/media"
 )
 
 // noteKind says what a note reports to the loop.
@@ -47,6 +50,7 @@ type note struct {
 type sttJob struct {
 	itemID string
 	pcm    []int16
+	rate   int // pcm's rate: the input rate
 }
 
 // transcriber is the session's STT worker: turns are transcribed one at a
@@ -58,7 +62,11 @@ func (s *Session) transcriber() {
 		case <-s.ctx.Done():
 			return
 		case j := <-s.sttJobs:
-			res, err := s.deps.STT.Transcribe(s.ctx, stt.Request{PCM: j.pcm, Language: s.cfg.Language})
+			pcm, err := to16k(j.pcm, j.rate)
+			var res stt.Result
+			if err == nil {
+				res, err = s.deps.STT.Transcribe(s.ctx, stt.Request{PCM: pcm, Language: s.cfg.Language})
+			}
 			text := res.Text
 			if errors.Is(err, context.Canceled) && s.ctx.Err() != nil {
 				return
@@ -130,4 +138,37 @@ func (s *Session) idle(n note) {
 	if s.autoRespond() {
 		s.startRun(responseOpts{audio: true})
 	}
+}
+
+// to16k brings a turn at rate up to the 16 kHz the STT takes (a copy-free
+// no-op at 16 kHz): at 8 kHz with the half-band filter the RTP receive
+// path would have used frame by frame (resample.QualityPhone), on the STT
+// worker, and only for turns, not for every frame of the call. The
+// output is aligned with the input (the filter's delay is taken off the
+// front and flushed out at the end) and exactly twice as long.
+func to16k(pcm []int16, rate int) ([]int16, error) {
+	if rate == media.Rate16k || len(pcm) == 0 {
+		return pcm, nil
+	}
+	q := resample.QualityLow
+	if rate == media.Rate8k {
+		q = resample.QualityPhone
+	}
+	r, err := resample.New(rate, media.Rate16k, q)
+	if err != nil {
+		return nil, fmt.Errorf("agent: turn to 16 kHz: %w", err)
+	}
+	defer r.Close()
+	want := len(pcm) * media.Rate16k / rate
+	out := make([]int16, r.OutputLen(len(pcm))+r.Delay())
+	n, err := r.ProcessTo(out, pcm)
+	if err != nil {
+		return nil, fmt.Errorf("agent: turn to 16 kHz: %w", err)
+	}
+	k, err := r.Flush(out[n:])
+	if err != nil {
+		return nil, fmt.Errorf("agent: turn to 16 kHz: %w", err)
+	}
+	d := r.Delay()
+	return out[d : d+min(want, n+k-d)], nil
 }

@@ -34,9 +34,10 @@ type recorder struct {
 	w      *wav.Writer
 	agent  *media.Ring // agent frames at rate, from the pacer
 	caller *media.Ring // caller frames at the file's rate, from the input side
-	// rs brings agent frames up to 16 kHz (drain side), or crs caller
-	// frames down to the call's rate (input side, before the ring, which
-	// then holds half as much memory per second); the other is nil.
+	// rs brings agent frames to the file's rate (drain side), crs caller
+	// frames (input side, before the ring, which for an 8 kHz file then
+	// holds half as much memory per second); nil where the rate is the
+	// file's already.
 	rs     *resample.Resampler
 	crs    *resample.Resampler
 	crsErr atomic.Pointer[error] // crs's first error, for drain to report
@@ -106,8 +107,9 @@ func (b *bufferedFile) Seek(off int64, whence int) (int64, error) {
 	return n, err
 }
 
-// newRecorder creates the file and hands the recorder to a shard's writer.
-func newRecorder(path string, rate int) (*recorder, error) {
+// newRecorder creates the file and hands the recorder to a shard's writer:
+// agent frames at rate, caller frames at inRate.
+func newRecorder(path string, rate, inRate int) (*recorder, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("agent: recording directory: %w", err)
 	}
@@ -118,11 +120,12 @@ func newRecorder(path string, rate int) (*recorder, error) {
 	var err error
 	if rate != fileRate {
 		r.rs, err = resample.New(rate, fileRate, resample.QualityHigh)
-	} else if fileRate != media.Rate16k {
-		// The caller's audio came from this rate; QualityLow keeps its
-		// band (0.40 of 8 kHz is 3.2 kHz, with G.711's 3.4 kHz edge
-		// rolled off, not aliased).
-		r.crs, err = resample.New(media.Rate16k, fileRate, resample.QualityLow)
+	}
+	if err == nil && inRate != fileRate {
+		// For a 16 kHz input and an 8 kHz file the caller's audio came
+		// from 8 kHz; QualityLow keeps its band (0.40 of 8 kHz is 3.2 kHz,
+		// with G.711's 3.4 kHz edge rolled off, not aliased).
+		r.crs, err = resample.New(inRate, fileRate, resample.QualityLow)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("agent: recording resampler: %w", err)
@@ -159,9 +162,9 @@ func (r *recorder) tick(frame []int16) {
 	r.agent.Write(frame)
 }
 
-// callerFrame records one caller frame: pcm at 16 kHz, or decoded when it
-// is at the file's rate (a G.711 call's frame as decoded, which needs no
-// resampler). Input side.
+// callerFrame records one caller frame: pcm at the input rate, or decoded
+// when it is at the file's rate (a G.711 call's frame as decoded, which
+// needs no resampler). Input side.
 func (r *recorder) callerFrame(pcm, decoded []int16) {
 	if r.crs == nil {
 		r.caller.Write(pcm)

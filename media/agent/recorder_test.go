@@ -25,7 +25,7 @@ func TestRecordersShareWriters(t *testing.T) {
 	dir := t.TempDir()
 	recs := make([]*recorder, calls)
 	for i := range recs {
-		r, err := newRecorder(filepath.Join(dir, "rec", strconv.Itoa(i)+".wav"), media.Rate8k)
+		r, err := newRecorder(filepath.Join(dir, "rec", strconv.Itoa(i)+".wav"), media.Rate8k, media.Rate16k)
 		require.NoError(t, err)
 		recs[i] = r
 	}
@@ -131,9 +131,9 @@ func TestRecordersShareWriters(t *testing.T) {
 // and the others on its shard are unaffected.
 func TestRecorderWriteErrorFromClose(t *testing.T) {
 	dir := t.TempDir()
-	bad, err := newRecorder(filepath.Join(dir, "bad.wav"), media.Rate8k)
+	bad, err := newRecorder(filepath.Join(dir, "bad.wav"), media.Rate8k, media.Rate16k)
 	require.NoError(t, err)
-	good, err := newRecorder(filepath.Join(dir, "good.wav"), media.Rate8k)
+	good, err := newRecorder(filepath.Join(dir, "good.wav"), media.Rate8k, media.Rate16k)
 	require.NoError(t, err)
 	require.NoError(t, bad.f.Close()) // every later write to it fails
 	n := media.SamplesPerFrame(media.Rate8k)
@@ -178,7 +178,7 @@ func BenchmarkRecorderDrain(b *testing.B) {
 }
 
 func benchRecorderDrain(b *testing.B, rate int) {
-	r, err := newRecorder(filepath.Join(b.TempDir(), "call.wav"), rate)
+	r, err := newRecorder(filepath.Join(b.TempDir(), "call.wav"), rate, media.Rate16k)
 	require.NoError(b, err)
 	agent, caller := make([]int16, media.SamplesPerFrame(rate)), make([]int16, callerFrame)
 	for i := range agent {

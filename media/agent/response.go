@@ -23,7 +23,8 @@ type responseOpts struct {
 	// fixed is said as is instead of asking the model (first message,
 	// check-ins).
 	fixed string
-	// loop is caller audio (16 kHz) to play back instead (loopback).
+	// loop is caller audio (at the input rate) to play back instead
+	// (loopback).
 	loop []int16
 	// instructions overrides the session's for this answer.
 	instructions string
@@ -251,9 +252,10 @@ func (s *Session) say(r *responseRun, text string, hidden bool, buf []int16) err
 	}
 }
 
-// playBack writes loopback audio, resampled to the output rate.
+// playBack writes loopback audio, resampled from the input rate to the
+// output rate (a copy when they are equal, as for G.711 at 8 kHz).
 func (s *Session) playBack(r *responseRun) {
-	rs, err := resample.New(media.Rate16k, s.cfg.OutputRate, resample.QualityLow)
+	rs, err := resample.New(s.cfg.InputRate, s.cfg.OutputRate, resample.QualityLow)
 	if err != nil {
 		s.log.Warn("loopback resampler", "err", err)
 		return
@@ -261,7 +263,7 @@ func (s *Session) playBack(r *responseRun) {
 	defer rs.Close()
 	r.playout.beginSegment("", false)
 	s.post(note{kind: nSegment, run: r})
-	in := media.SamplesPerFrame(media.Rate16k)
+	in := media.SamplesPerFrame(s.cfg.InputRate)
 	out := make([]int16, media.SamplesPerFrame(s.cfg.OutputRate))
 	for pcm := r.opts.loop; len(pcm) >= in; pcm = pcm[in:] {
 		n, err := rs.ProcessTo(out, pcm[:in])

@@ -114,7 +114,7 @@ func New(cfg Config, log *slog.Logger, deps Deps, sink Sink) (*Session, error) {
 		return nil, err
 	}
 	if cfg.RecordPath != "" {
-		rec, err := newRecorder(cfg.RecordPath, cfg.OutputRate)
+		rec, err := newRecorder(cfg.RecordPath, cfg.OutputRate, cfg.InputRate)
 		if err != nil {
 			s.in.close()
 			return nil, err

@@ -12,10 +12,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/voiced/voiced/ai/llm"
+	"github.com/voiced/voiced/codecs/resample"
 	"github.com/voiced/voiced/codecs/wav"
 	"github.com/voiced/voiced/media"
 	"github.com/voiced/voiced/media/turn"
 )
+
+// callerFrame is one 20 ms caller frame at 16 kHz, the default input rate.
+const callerFrame = 320
 
 func serverVAD() *TurnDetection {
 	return &TurnDetection{CreateResponse: true, InterruptResponse: true}
@@ -147,6 +151,59 @@ func TestVoiceTurnIsTranscribedAndAnswered(t *testing.T) {
 	user := waitFor[Turn](t, m.k, func(tr Turn) bool { return tr.Role == RoleUser })
 	require.Equal(t, m.s.Start().Add(time.Duration(started.AudioStartMS)*time.Millisecond), user.Start)
 	require.Equal(t, lm.requests()[0].Messages[1], llm.Message{Role: llm.RoleUser, Content: "I would like to book a table for Friday evening."})
+}
+
+// TestNarrowbandTurn: a session listening at 8 kHz (a G.711 call's
+// frames as decoded) finds the same turn in the same audio as at 16 kHz,
+// and its STT gets the turn at 16 kHz, as long as the turn.
+func TestNarrowbandTurn(t *testing.T) {
+	checkGoroutines(t)
+	_, err := New(Config{InputRate: media.Rate24k}, nil, Deps{LLM: &fakeLLM{}, STT: &fakeSTT{}, TTS: &fakeTTS{}}, newSink())
+	require.ErrorIs(t, err, ErrConfig, "8 or 16 kHz only")
+	rs, err := resample.New(media.Rate16k, media.Rate8k, resample.QualityHigh)
+	require.NoError(t, err)
+	caller16 := loadWAV(t, "caller16k.wav")
+	caller := make([]int16, rs.OutputLen(len(caller16)))
+	n, err := rs.ProcessTo(caller, caller16)
+	require.NoError(t, err)
+	caller = caller[:n]
+	stt := &fakeSTT{answers: []string{"I would like to book a table for Friday evening."}}
+	lm := &fakeLLM{scripts: [][]llm.Chunk{say("Sure.")}}
+	m := newSim(t, Config{InputRate: media.Rate8k, OutputRate: media.Rate8k, TurnDetection: serverVAD()}, Deps{LLM: lm, STT: stt, TTS: &fakeTTS{wordMS: 200}})
+	require.ErrorIs(t, m.s.WriteFrame(make([]int16, callerFrame)), ErrFrameSize, "a 16 kHz frame")
+	m.ticks(25)
+	m.speak(caller)
+	m.ticks(30)
+	started := waitFor[SpeechStarted](t, m.k, nil)
+	stopped := waitFor[SpeechStopped](t, m.k, nil)
+	// As TestVoiceTurnIsTranscribedAndAnswered at 16 kHz.
+	require.InDelta(t, 500-300, started.AudioStartMS, 100)
+	require.InDelta(t, 500+2800, stopped.AudioEndMS, 200)
+	tr := waitFor[Transcription](t, m.k, nil)
+	require.Equal(t, "I would like to book a table for Friday evening.", tr.Transcript)
+	require.Equal(t, []int{int(stopped.AudioEndMS-started.AudioStartMS) * 16}, stt.calls(), "the whole turn, at 16 kHz")
+	done := m.untilDone(500)
+	require.Equal(t, "Sure.", done.Response.Output[0].Content[0].Transcript)
+}
+
+// TestTo16k: a turn at 8 kHz comes up to 16 kHz twice as long and in
+// time: a click stays where it was.
+func TestTo16k(t *testing.T) {
+	pcm := make([]int16, 8000)
+	pcm[4000] = 20000
+	up, err := to16k(pcm, media.Rate8k)
+	require.NoError(t, err)
+	require.Len(t, up, 16000)
+	peak := 0
+	for i, v := range up {
+		if v > up[peak] {
+			peak = i
+		}
+	}
+	require.InDelta(t, 8000, peak, 1, "the click stays at 0.5 s")
+	same, err := to16k(pcm, media.Rate16k)
+	require.NoError(t, err)
+	require.Equal(t, pcm, same)
 }
 
 func TestManualCommitAndClear(t *testing.T) {
@@ -517,7 +574,7 @@ func TestWriteFrameDoesNotGrow(t *testing.T) {
 		m := newSim(t, Config{Loopback: true, OutputRate: media.Rate16k, TurnDetection: td}, Deps{})
 		frame := make([]int16, callerFrame)
 		mem := unsafe.SliceData(m.s.in.buf)
-		for range initialBuffer / callerFrame {
+		for range initialFrames {
 			require.NoError(t, m.s.WriteFrame(frame))
 		}
 		require.Positive(t, len(m.s.in.buf))

@@ -65,7 +65,7 @@ func (m *sim) tick(caller []int16) bool {
 		m.frames++
 		heard = append([]int16(nil), m.out...)
 	}
-	near := make([]int16, callerFrame)
+	near := make([]int16, m.s.in.frame)
 	for i := range near {
 		near[i] = int16(m.rnd.NormFloat64() * 10)
 	}
@@ -94,10 +94,12 @@ func (m *sim) ticks(n int) {
 	}
 }
 
-// speak plays pcm (16 kHz) as the caller, frame by frame.
+// speak plays pcm (at the input rate, 16 kHz by default) as the caller,
+// frame by frame.
 func (m *sim) speak(pcm []int16) {
-	for i := 0; i+callerFrame <= len(pcm); i += callerFrame {
-		m.tick(pcm[i : i+callerFrame])
+	f := m.s.in.frame
+	for i := 0; i+f <= len(pcm); i += f {
+		m.tick(pcm[i : i+f])
 	}
 }
 

@@ -101,7 +101,7 @@ func (r *rig) receive() {
 	r.i++
 	r.now = r.now.Add(20 * time.Millisecond)
 	r.s.handle(p, r.from, r.now, false, &r.pkt, &r.dig)
-	if _, _, err := r.s.readFrame(r.frame, r.now.Add(5*time.Millisecond)); err != nil {
+	if _, _, err := r.s.readFrame(r.frame, EngineRate, r.now.Add(5*time.Millisecond)); err != nil {
 		panic(err)
 	}
 }

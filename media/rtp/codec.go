@@ -79,18 +79,18 @@ func resampleQuality(lower int) resample.Quality {
 }
 
 // receiveQuality is the filter from a receive codec's rate to the
-// engine's: resample.QualityPhone for G.711's 8 kHz, a half-band
+// engine's (or a Sink's): resample.QualityPhone for G.711's 8 kHz, a half-band
 // interpolator flat over the telephone band (to 3.4 kHz) at a quarter of
 // QualityLow's CPU and 1.75 ms of delay instead of 2.5, whose images of
 // what lies above that band (3.4 to 4 kHz) fall partly attenuated at 4 to
 // 4.6 kHz, where the engine's VAD and speech recognition take them for
 // the sibilance they are and the recording at 8 kHz cuts them
 // (TestG711ReceiveQuality); resampleQuality otherwise.
-func receiveQuality(rate int) resample.Quality {
-	if rate <= 8000 {
+func receiveQuality(from, to int) resample.Quality {
+	if from <= 8000 {
 		return resample.QualityPhone
 	}
-	return resampleQuality(min(rate, EngineRate))
+	return resampleQuality(min(from, to))
 }
 
 // encode encodes one 20 ms frame at the source rate into dst.

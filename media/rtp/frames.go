@@ -26,7 +26,8 @@ type Source interface {
 }
 
 // Sink takes the peer's audio in push mode: one 20 ms frame at 16 kHz
-// (320 samples) per pacer tick, written on the pacer worker right after
+// (320 samples), or at the rate given to SetSinkAt, per pacer tick,
+// written on the pacer worker right after
 // the tick's packets were drained into the jitter buffer. The conversation
 // engine's WriteFrame fits as it is. WriteFrame must not block and must
 // not call the Session's Close; pcm is valid only during the call. An
@@ -46,11 +47,12 @@ type DecodedSink interface {
 	WriteFrameFrom(pcm, decoded []int16) error
 }
 
-// sinkBox is a Sink with its frame buffer.
+// sinkBox is a Sink with its rate and frame buffer.
 type sinkBox struct {
-	k   Sink
-	dk  DecodedSink // k, when it is one
-	pcm []int16
+	k    Sink
+	dk   DecodedSink // k, when it is one
+	rate int
+	pcm  []int16
 }
 
 // SetSink makes the session push the peer's audio into k, one frame per
@@ -59,19 +61,29 @@ type sinkBox struct {
 // replaces a goroutine and a wake-up per call and frame with a function
 // call. Set it before anything calls ReadFrame, or after the last
 // ReadFrame returned: the two share the reader's resampler.
-func (s *Session) SetSink(k Sink) {
+func (s *Session) SetSink(k Sink) { _ = s.SetSinkAt(k, EngineRate) }
+
+// SetSinkAt is SetSink with the Sink's frames at rate Hz (8000, 16000,
+// 24000 or 48000) instead of 16 kHz: a G.711 call's consumer that listens
+// at 8 kHz takes its frames as decoded, with no resampler per call and
+// tick.
+func (s *Session) SetSinkAt(k Sink, rate int) error {
 	if k == nil {
 		s.sink.Store(nil)
-		return
+		return nil
+	}
+	if err := media.ValidateRate(rate); err != nil {
+		return fmt.Errorf("sink rate: %w", err)
 	}
 	dk, _ := k.(DecodedSink)
-	s.sink.Store(&sinkBox{k: k, dk: dk, pcm: make([]int16, engineFrame)})
+	s.sink.Store(&sinkBox{k: k, dk: dk, rate: rate, pcm: make([]int16, rate/50)})
 	if s.waiting.Load() {
 		select {
 		case s.wake <- struct{}{}: // a blocked ReadFrame returns ErrSinkSet
 		default:
 		}
 	}
+	return nil
 }
 
 // postTick is the session's receive work on the pacer worker, once per
@@ -87,7 +99,7 @@ func (s *Session) postTick(time.Time) {
 	now := time.Now() // the drain comes after this worker's sends
 	s.drain(now)
 	if b := s.sink.Load(); b != nil {
-		n, decoded, err := s.readFrame(b.pcm, now)
+		n, decoded, err := s.readFrame(b.pcm, b.rate, now)
 		if err == nil {
 			if b.dk != nil {
 				err = b.dk.WriteFrameFrom(b.pcm[:n], decoded)
@@ -113,6 +125,7 @@ func (s *Session) postTick(time.Time) {
 type readerState struct {
 	read uint64 // frames read, against Session.due
 	gen  uint64 // receive codec generation the resampler was built for
+	to   int    // and the rate it was built for
 	up   *resample.Resampler
 }
 
@@ -157,21 +170,22 @@ func (s *Session) ReadFrame(ctx context.Context, dst []int16) (int, error) {
 		r.read = due - 1
 	}
 	r.read++
-	n, _, err := s.readFrame(dst[:engineFrame], time.Now())
+	n, _, err := s.readFrame(dst[:engineFrame], EngineRate, time.Now())
 	return n, err
 }
 
-// readFrame produces one frame at now: the body of ReadFrame after the
-// wait. It also returns the frame as decoded, at the codec's rate (nil
-// without a codec), valid until the next readFrame.
-func (s *Session) readFrame(dst []int16, now time.Time) (int, []int16, error) {
+// readFrame produces one frame at now, at rate (dst holds 20 ms of it):
+// the body of ReadFrame after the wait. It also returns the frame as
+// decoded, at the codec's rate (nil without a codec), valid until the
+// next readFrame.
+func (s *Session) readFrame(dst []int16, rate int, now time.Time) (int, []int16, error) {
 	r := &s.reader
 	s.mu.Lock()
 	rc := s.rxc
 	if rc == nil {
 		s.mu.Unlock()
 		clear(dst)
-		return engineFrame, nil, nil
+		return len(dst), nil, nil
 	}
 	kind, err := rc.play.ReadFrame(now, rc.pcm)
 	st := rc.buf.Stats()
@@ -192,20 +206,23 @@ func (s *Session) readFrame(dst []int16, now time.Time) (int, []int16, error) {
 
 	// rc.pcm is written only by Playout.ReadFrame, which only this
 	// goroutine calls: it is safe to read after unlocking.
-	if r.gen != rc.gen {
+	if r.gen != rc.gen || r.to != rate {
+		if r.up != nil {
+			r.up.Close()
+		}
 		r.up = nil
-		if rate := rc.play.Rate(); rate != EngineRate {
-			up, err := resample.New(rate, EngineRate, receiveQuality(rate))
+		if from := rc.play.Rate(); from != rate {
+			up, err := resample.New(from, rate, receiveQuality(from, rate))
 			if err != nil {
-				return 0, nil, fmt.Errorf("resample %d->%d: %w", rate, EngineRate, err)
+				return 0, nil, fmt.Errorf("resample %d->%d: %w", from, rate, err)
 			}
 			r.up = up
 		}
-		r.gen = rc.gen
+		r.gen, r.to = rc.gen, rate
 	}
 	if r.up == nil {
 		copy(dst, rc.pcm)
-		return engineFrame, rc.pcm, nil
+		return len(rc.pcm), rc.pcm, nil
 	}
 	n, err := r.up.ProcessTo(dst, rc.pcm)
 	if err != nil {

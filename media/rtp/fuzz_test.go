@@ -25,7 +25,7 @@ func FuzzHandle(f *testing.F) {
 		if r.dig.n > 0 {
 			r.s.deliver(&r.dig)
 		}
-		if _, _, err := r.s.readFrame(r.frame, r.now); err != nil {
+		if _, _, err := r.s.readFrame(r.frame, EngineRate, r.now); err != nil {
 			t.Fatal(err)
 		}
 	})

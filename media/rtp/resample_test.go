@@ -145,8 +145,8 @@ func TestG711ResampleQuality(t *testing.T) {
 // 3.2 kHz (its passband), and above 40 dB at the band's top, where the
 // images fall in the half-band's transition.
 func TestG711ReceiveQuality(t *testing.T) {
-	require.Equal(t, resample.QualityPhone, receiveQuality(8000))
-	require.Equal(t, resample.QualityHigh, receiveQuality(16000))
+	require.Equal(t, resample.QualityPhone, receiveQuality(8000, EngineRate))
+	require.Equal(t, resample.QualityHigh, receiveQuality(16000, EngineRate))
 	for _, amp := range []float64{10362, 1036} {
 		for _, f := range []float64{303, 1013, 2017, 2999, 3199, 3301, 3399} {
 			_, _, _, rs := g711PathsRecv(t, resample.QualityLow, resample.QualityPhone, false, f, amp)
