@@ -190,7 +190,7 @@ func phoneAgentConfig(info callInfo, direction string, loopback bool, model, rec
 	if a.Telephony.EndpointingMS > 0 {
 		td.Turn.SilenceDuration = time.Duration(a.Telephony.EndpointingMS) * time.Millisecond
 	}
-	cfg := agent.Config{Loopback: loopback, OutputRate: rtp.EngineRate, TurnDetection: td, RecordPath: recPath, MaxDuration: info.maxDur}
+	cfg := agent.Config{Loopback: loopback, InputRate: rtp.EngineRate, OutputRate: rtp.EngineRate, TurnDetection: td, RecordPath: recPath, MaxDuration: info.maxDur}
 	if loopback {
 		return cfg
 	}

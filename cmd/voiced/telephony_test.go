@@ -96,6 +96,32 @@ func TestServeTelephony(t *testing.T) {
 	require.LessOrEqual(t, m1[seriesCostP50], m1[seriesCostMax])
 	t.Logf("pacer tick lateness p50 %.3f ms, p99 %.3f ms, max %.3f ms; cost p50 %.3f ms, max %.3f ms", m1[seriesLateP50]*1e3, m1[seriesLateP99]*1e3, m1[seriesLateMax]*1e3, m1[seriesCostP50]*1e3, m1[seriesCostMax]*1e3)
 
+	// A wideband caller: with Opus allowed, a call offering only Opus is
+	// answered with it, and its agent runs and records at 16 kHz.
+	st, conn = call("PATCH", fmt.Sprintf("/v1/voip-connections/%d", objID(conn)), `{"codecs":["PCMU","PCMA","opus"]}`)
+	require.Equal(t, 200, st, "%v", conn)
+	uac = siptest.Sipp(t, "../../sip/testdata/sipp/uac_opus.xml", 20*time.Second, "-d", "1000", "-s", "+14155550100", "-m", "1", "127.0.0.1:"+strconv.Itoa(sipPort))
+	require.NoError(t, uac.Wait(), "the Opus call is answered with Opus")
+	var wide map[string]any
+	require.Eventually(t, func() bool {
+		_, list := call("GET", "/v1/calls?direction=inbound", "")
+		rs, _ := list["results"].([]any)
+		for _, r := range rs {
+			if c := r.(map[string]any); c["call_id"] != in["call_id"] && c["status"] != "in_progress" {
+				wide = c
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, 50*time.Millisecond)
+	require.Equal(t, "completed", wide["status"], "%v", wide)
+	f, err = os.Open(filepath.Join(dir, "blobs", strings.TrimPrefix(wide["recording_url"].(string), "blob://")))
+	require.NoError(t, err)
+	wr, err = wav.NewReader(f)
+	require.NoError(t, err)
+	require.Equal(t, wav.Format{Encoding: wav.PCM16, SampleRate: 16000, Channels: 2}, wr.Format())
+	f.Close()
+
 	// Outbound through the trunk: 401, authenticated INVITE, answer, the
 	// callee hangs up after a second.
 	st, out := call("POST", "/v1/call", fmt.Sprintf(`{"agent_id":%d,"from_number":"+14155550100","to_number":"+14155550123"}`, objID(ag)))
