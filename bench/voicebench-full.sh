@@ -181,5 +181,17 @@ cmp knee-s1.md "S1, largest sustained N" knee-s1 ours rtpengine echo
 cmp knee-s2.md "S2, largest sustained N" knee-s2 ours rtpengine
 
 export ROUNDS N_S1 N_S2 HOLD WINDOW FACTOR START_S1 START_S2 NICE
-bench/voicebench-results.sh "$OUT" >bench/RESULTS-voicebench.md
-log "wrote bench/RESULTS-voicebench.md"
+# The file's tables are this run's; the notes on earlier runs below them are history
+# and are carried over, the latest "This run" section becoming an "Earlier run".
+history=$(mktemp)
+if [ -f bench/RESULTS-voicebench.md ]; then
+  awk '/^## (This run|Earlier run|Interrupted run)/ { h = 1 } h' bench/RESULTS-voicebench.md |
+    sed '1s/^## This run/## Earlier run/' >"$history"
+fi
+{
+  bench/voicebench-results.sh "$OUT"
+  if [ -s "$history" ]; then echo; cat "$history"; fi
+} >bench/RESULTS-voicebench.md.new
+mv bench/RESULTS-voicebench.md.new bench/RESULTS-voicebench.md
+rm -f "$history"
+log "wrote bench/RESULTS-voicebench.md (earlier runs' notes kept below the tables)"
