@@ -88,3 +88,57 @@ func Float32ToInt16To(dst []int16, src []float32) int {
 	}
 	return n
 }
+
+// InterleaveStereoTo writes frames of 16-bit little-endian stereo to dst,
+// left from left and right from right; a nil side is silence. It writes
+// min(len(dst)/4, len of the non-nil sides) frames and returns that
+// number (with both sides nil, len(dst)/4 frames of silence).
+func InterleaveStereoTo(dst []byte, left, right []int16) int {
+	n := len(dst) / 4
+	if left != nil {
+		n = min(n, len(left))
+	}
+	if right != nil {
+		n = min(n, len(right))
+	}
+	if n == 0 {
+		return 0
+	}
+	dst = dst[:4*n]
+	if left == nil && right == nil {
+		clear(dst)
+		return n
+	}
+	if nativeLittleEndian && uintptr(unsafe.Pointer(&dst[0]))%4 == 0 {
+		// A stereo frame is one uint32 in memory, left in its low half.
+		out := unsafe.Slice((*uint32)(unsafe.Pointer(&dst[0])), n)
+		switch {
+		case right == nil:
+			for i, l := range left[:n] {
+				out[i] = uint32(uint16(l))
+			}
+		case left == nil:
+			for i, r := range right[:n] {
+				out[i] = uint32(uint16(r)) << 16
+			}
+		default:
+			right = right[:n]
+			for i, l := range left[:n] {
+				out[i] = uint32(uint16(l)) | uint32(uint16(right[i]))<<16
+			}
+		}
+		return n
+	}
+	for i := range n {
+		var l, r int16
+		if left != nil {
+			l = left[i]
+		}
+		if right != nil {
+			r = right[i]
+		}
+		binary.LittleEndian.PutUint16(dst[4*i:], uint16(l))
+		binary.LittleEndian.PutUint16(dst[4*i+2:], uint16(r))
+	}
+	return n
+}

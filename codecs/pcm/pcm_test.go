@@ -146,3 +146,50 @@ func TestNoAllocations(t *testing.T) {
 		require.Zero(t, testing.AllocsPerRun(100, fn), name)
 	}
 }
+
+// Interleaved stereo is left then right per frame, each little-endian; a
+// nil side is silence; the unaligned path (dst at an odd offset) writes
+// the same bytes as the aligned one.
+func TestInterleaveStereo(t *testing.T) {
+	left := []int16{1, -1, -32768, 32767, 0x1234}
+	right := []int16{0x0102, 0, -2, 7, -32768}
+	want := func(l, r []int16, n int) []byte {
+		var b []byte
+		for i := range n {
+			var x, y int16
+			if l != nil {
+				x = l[i]
+			}
+			if r != nil {
+				y = r[i]
+			}
+			b = binary.LittleEndian.AppendUint16(b, uint16(x))
+			b = binary.LittleEndian.AppendUint16(b, uint16(y))
+		}
+		return b
+	}
+	for _, off := range []int{0, 1, 2} {
+		for _, tc := range []struct {
+			name        string
+			left, right []int16
+		}{{"both", left, right}, {"left", left, nil}, {"right", nil, right}, {"silence", nil, nil}} {
+			buf := make([]byte, off+4*len(left)+3) // room for 5 frames and 3 stray bytes
+			for i := range buf {
+				buf[i] = 0xAA
+			}
+			n := InterleaveStereoTo(buf[off:], tc.left, tc.right)
+			if tc.left == nil && tc.right == nil {
+				require.Equal(t, 5, n, "%s at offset %d: len(dst)/4 frames", tc.name, off)
+			} else {
+				require.Equal(t, 5, n, "%s at offset %d", tc.name, off)
+			}
+			require.Equal(t, want(tc.left, tc.right, 5), buf[off:off+20], "%s at offset %d", tc.name, off)
+			for i, b := range append(append([]byte(nil), buf[:off]...), buf[off+20:]...) {
+				require.Equal(t, byte(0xAA), b, "%s at offset %d: byte %d outside the frames untouched", tc.name, off, i)
+			}
+		}
+	}
+	require.Equal(t, 2, InterleaveStereoTo(make([]byte, 40), left[:2], right), "the shorter side bounds it")
+	require.Equal(t, 1, InterleaveStereoTo(make([]byte, 7), left, right), "whole frames of dst only")
+	require.Zero(t, InterleaveStereoTo(nil, left, right))
+}

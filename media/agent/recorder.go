@@ -1,9 +1,8 @@
 package agent
 
 import (
-	"bufio"
 	"fmt"
-	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -11,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/voiced/voiced/codecs/pcm"
 	"github.com/voiced/voiced/codecs/resample"
 	"github.com/voiced/voiced/codecs/wav"
 	"github.com/voiced/voiced/media"
@@ -19,92 +19,110 @@ import (
 // recorder writes a call as a stereo WAV, the caller on the left, the
 // agent on the right, at 16 kHz, or at the call's own rate when that is
 // lower (8 kHz for G.711: the telephone band needs no more, and the file
-// and its write-out are half the size). The pacer's side (ReadFrame) puts one agent
-// frame per tick (silence too) into one ring, the input side the caller's
-// frames into another, and a writer goroutine shared by many calls (see
-// recWriter) pairs them every 100 ms and writes the file, so neither the
-// pacer nor the receive loop waits for the disk. The agent's ticks are the clock: each agent frame is
-// paired with the next caller frame, or with silence when none came within
-// 200 ms (a caller who sends nothing, as in text sessions); caller audio
-// that arrives faster than real time is written with agent silence once
-// more than half a second of it waits.
+// and its write-out are half the size). The agent's ticks are the clock:
+// each agent frame (silence too) is paired with the next caller frame, or
+// with silence once more than 10 agent frames (200 ms) wait for one (a
+// caller who sends nothing, as in text sessions); caller audio that
+// arrives faster than real time is written with agent silence once more
+// than 25 frames (half a second) wait.
+//
+// A pair is interleaved, as the file's bytes, into the call's current
+// 64 KB chunk at once, on whichever side completes it (for an RTP call
+// both sides are the pacer): the frames are still in the cache, and no
+// sample is copied again before write(2). Only a frame that waits for its
+// partner is kept, in a queue that starts at its first slot whenever it
+// empties, so it stays hot; a silent agent frame is kept as a flag. A full
+// chunk goes to a writer goroutine shared by many calls (see recWriter),
+// so neither the pacer nor the receive loop waits for the disk.
 type recorder struct {
 	f      *os.File
-	bf     *bufferedFile
-	w      *wav.Writer
-	agent  *media.Ring // agent frames at rate, from the pacer
-	caller *media.Ring // caller frames at the file's rate, from the input side
-	// rs brings agent frames to the file's rate (drain side), crs caller
-	// frames (input side, before the ring, which for an 8 kHz file then
-	// holds half as much memory per second); nil where the rate is the
-	// file's already.
-	rs     *resample.Resampler
-	crs    *resample.Resampler
-	crsErr atomic.Pointer[error] // crs's first error, for drain to report
-	rate   int
-	zero   []int16 // a silent agent frame at rate, for ticks without speech
-	aFrame []int16
-	a16    []int16 // agent frame at the file's rate
-	cFrame []int16 // caller frame at the file's rate (drain side)
-	cIn    []int16 // caller frame at the file's rate (input side)
-	stereo []int16
-	sh     *recShard
-	// mu serialises the rings' consumer side and the file between the
-	// shard's periodic drain and close's last one; err and stopped are
-	// under it too.
+	format wav.Format
+	fn     int // samples per frame at the file's rate
+	// rs brings agent frames to the file's rate (pacer side), crs caller
+	// frames (input side); nil where the rate is the file's already.
+	rs  *resample.Resampler
+	crs *resample.Resampler
+	a16 []int16 // agent frame at the file's rate (pacer side)
+	cIn []int16 // caller frame at the file's rate (input side)
+	sh  *recShard
+
+	// mu guards the pairing, the chunks and err: the pacer and the input
+	// side hold it for a frame each, the writer to take full chunks.
 	mu      sync.Mutex
-	err     error
+	agentQ  frameQueue // agent frames waiting for their caller frame
+	callerQ frameQueue // caller frames waiting for their agent frame
+	chunk   []byte     // being filled; nil until the first pair
+	ready   [][]byte   // full chunks, oldest first
+	lost    int64      // bytes dropped because the writer fell behind
+	err     error      // the first error; nothing more is recorded after it
 	stopped bool
+
+	// wmu serialises the file's writes (the shard writer's and close's)
+	// and the fields below; it is taken before mu.
+	wmu     sync.Mutex
+	taken   [][]byte // the writer's chunks of this round
+	written int64    // data bytes in the file
+	prev    int64    // where the write before the last one began (dropWritten)
 }
 
-// bufferedFile buffers writes to a file and flushes before seeking, so the
-// WAV writer's per-frame writes become a few large ones, which fw makes
-// and counts.
-type bufferedFile struct {
-	bw *bufio.Writer
-	fw fileWrites
+const (
+	// recChunk is the size of a recording chunk: one write(2) per chunk
+	// (2 s of an 8 kHz call, 1 s of a 16 kHz one).
+	recChunk = 64 << 10
+	// recMaxReady bounds the full chunks a call may have waiting for a
+	// slow disk (16 s of an 8 kHz call); beyond it the newest is dropped
+	// and close reports the loss.
+	recMaxReady = 8
+	// recAgentWait and recCallerWait are how many frames of one side wait
+	// for the other before they are written against silence.
+	recAgentWait  = 10
+	recCallerWait = 25
+	// wavHeaderLen is the length of the PCM16 header wav.AppendHeader
+	// writes: the data start in the file.
+	wavHeaderLen = 44
+)
+
+// frameQueue is a FIFO of up to a fixed number of frames of fn samples.
+// A nil frame (silence) is a flag, not a copy; the queue goes back to
+// its first slot whenever it empties, so a queue that holds one frame at
+// a time uses one slot.
+type frameQueue struct {
+	buf     []int16
+	silent  []bool
+	head, n int
+	fn      int
 }
 
-// fileWrites passes writes to f and counts them: each is a write(2),
-// which the shard writer yields after (recShard.run). After each write it
-// asks the kernel to start writing the new bytes out and to drop the pages
-// of the write before from the page cache (dropWritten), which by then
-// are on disk: a recording is written once and read rarely, if ever, by
-// this node, so its pages would only push other files out of the cache,
-// and taking fresh pages costs more than reusing freed ones (on a VM that
-// hands freed memory back to its host, 12 µs a page against 3: see
-// docs/decisions.md).
-type fileWrites struct {
-	f    *os.File
-	n    int
-	off  int64 // bytes written at the end of the file
-	prev int64 // where the write before the last one began
+func newFrameQueue(frames, fn int) frameQueue {
+	return frameQueue{buf: make([]int16, frames*fn), silent: make([]bool, frames), fn: fn}
 }
 
-func (w *fileWrites) Write(p []byte) (int, error) {
-	w.n++
-	at := w.off
-	k, err := w.f.Write(p)
-	w.off += int64(k)
-	if k > 0 {
-		dropWritten(w.f, w.prev, w.off)
-		w.prev = at
+// push appends f (nil: silence); the queue must not be full.
+func (q *frameQueue) push(f []int16) {
+	i := (q.head + q.n) % len(q.silent)
+	q.silent[i] = f == nil
+	if f != nil {
+		copy(q.buf[i*q.fn:(i+1)*q.fn], f)
 	}
-	return k, err
+	q.n++
 }
 
-func (b *bufferedFile) Write(p []byte) (int, error) { return b.bw.Write(p) }
+// front returns the oldest frame, nil when it is silence; the queue must
+// not be empty. It is valid until the next push.
+func (q *frameQueue) front() []int16 {
+	if q.silent[q.head] {
+		return nil
+	}
+	return q.buf[q.head*q.fn : (q.head+1)*q.fn]
+}
 
-func (b *bufferedFile) Seek(off int64, whence int) (int64, error) {
-	if err := b.bw.Flush(); err != nil {
-		return 0, err
+func (q *frameQueue) pop() {
+	q.n--
+	if q.n == 0 {
+		q.head = 0
+	} else {
+		q.head = (q.head + 1) % len(q.silent)
 	}
-	n, err := b.fw.f.Seek(off, whence)
-	if err == nil {
-		b.fw.off = n
-		b.fw.prev = min(b.fw.prev, n)
-	}
-	return n, err
 }
 
 // newRecorder creates the file and hands the recorder to a shard's writer:
@@ -114,9 +132,10 @@ func newRecorder(path string, rate, inRate int) (*recorder, error) {
 		return nil, fmt.Errorf("agent: recording directory: %w", err)
 	}
 	fileRate := min(rate, media.Rate16k)
-	n, fn := media.SamplesPerFrame(rate), media.SamplesPerFrame(fileRate)
-	r := &recorder{rate: rate, zero: make([]int16, n), aFrame: make([]int16, n), a16: make([]int16, fn),
-		cFrame: make([]int16, fn), cIn: make([]int16, fn), stereo: make([]int16, 2*fn)}
+	fn := media.SamplesPerFrame(fileRate)
+	r := &recorder{format: wav.Format{Encoding: wav.PCM16, SampleRate: fileRate, Channels: 2}, fn: fn,
+		a16: make([]int16, fn), cIn: make([]int16, fn),
+		agentQ: newFrameQueue(recAgentWait+1, fn), callerQ: newFrameQueue(recCallerWait+1, fn)}
 	var err error
 	if rate != fileRate {
 		r.rs, err = resample.New(rate, fileRate, resample.QualityHigh)
@@ -130,69 +149,167 @@ func newRecorder(path string, rate, inRate int) (*recorder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent: recording resampler: %w", err)
 	}
+	hdr, err := wav.AppendHeader(nil, r.format, 0)
+	if err == nil && len(hdr) != wavHeaderLen {
+		err = fmt.Errorf("%d-byte header, not %d", len(hdr), wavHeaderLen)
+	}
+	if err != nil {
+		r.closeResamplers()
+		return nil, fmt.Errorf("agent: recording: %w", err)
+	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err == nil {
+		if _, err = f.Write(hdr); err != nil {
+			f.Close()
+		}
+	}
 	if err != nil {
 		r.closeResamplers()
 		return nil, fmt.Errorf("agent: recording: %w", err)
 	}
-	bf := &bufferedFile{fw: fileWrites{f: f}}
-	bf.bw = bufio.NewWriterSize(&bf.fw, 64<<10)
-	w, err := wav.NewWriter(bf, wav.Format{Encoding: wav.PCM16, SampleRate: fileRate, Channels: 2})
-	if err != nil {
-		f.Close()
-		r.closeResamplers()
-		return nil, fmt.Errorf("agent: recording: %w", err)
-	}
-	r.f, r.bf, r.w = f, bf, w
-	// Two seconds each (recWriter). The caller's ring held 4 s at 16 kHz
-	// (128 KB a call) before it took the file's rate; at 2 s, 8 kHz for
-	// G.711, a call's two rings take 64 KB instead of 160.
-	r.agent, _ = media.NewRing(2 * rate)
-	r.caller, _ = media.NewRing(2 * fileRate)
+	r.f = f
 	recWriter.add(r)
 	return r, nil
 }
 
 // tick records the agent's frame of this tick (nil: silent). Pacer side;
-// it allocates nothing.
+// it allocates nothing but a chunk, when the pool of free ones is empty.
 func (r *recorder) tick(frame []int16) {
-	if frame == nil {
-		frame = r.zero
+	var rerr error
+	if frame != nil && r.rs != nil {
+		k, err := r.rs.ProcessTo(r.a16, frame)
+		if err == nil && k != len(r.a16) {
+			err = fmt.Errorf("%d samples out, not %d", k, len(r.a16))
+		}
+		frame, rerr = r.a16, err
 	}
-	r.agent.Write(frame)
+	r.mu.Lock()
+	switch {
+	case rerr != nil:
+		r.fail(fmt.Errorf("agent: recording resampler: %w", rerr))
+	case r.callerQ.n > 0:
+		r.emit(r.callerQ.front(), frame)
+		r.callerQ.pop()
+	default:
+		r.agentQ.push(frame)
+		if r.agentQ.n > recAgentWait {
+			r.emit(nil, r.agentQ.front())
+			r.agentQ.pop()
+		}
+	}
+	r.mu.Unlock()
 }
 
 // callerFrame records one caller frame: pcm at the input rate, or decoded
 // when it is at the file's rate (a G.711 call's frame as decoded, which
 // needs no resampler). Input side.
 func (r *recorder) callerFrame(pcm, decoded []int16) {
-	if r.crs == nil {
-		r.caller.Write(pcm)
-		return
-	}
-	if len(decoded) == len(r.cIn) {
-		r.caller.Write(decoded)
-		return
-	}
-	if k, err := r.crs.ProcessTo(r.cIn, pcm); err != nil || k != len(r.cIn) {
-		if err == nil {
+	frame := pcm
+	var rerr error
+	switch {
+	case r.crs == nil:
+	case len(decoded) == r.fn:
+		frame = decoded
+	default:
+		k, err := r.crs.ProcessTo(r.cIn, pcm)
+		if err == nil && k != len(r.cIn) {
 			err = fmt.Errorf("%d samples out, not %d", k, len(r.cIn))
 		}
-		r.crsErr.CompareAndSwap(nil, &err)
-		clear(r.cIn)
+		frame, rerr = r.cIn, err
 	}
-	r.caller.Write(r.cIn)
+	r.mu.Lock()
+	switch {
+	case rerr != nil:
+		r.fail(fmt.Errorf("agent: recording resampler: %w", rerr))
+	case r.agentQ.n > 0:
+		r.emit(frame, r.agentQ.front())
+		r.agentQ.pop()
+	default:
+		r.callerQ.push(frame)
+		if r.callerQ.n > recCallerWait {
+			r.emit(r.callerQ.front(), nil)
+			r.callerQ.pop()
+		}
+	}
+	r.mu.Unlock()
 }
 
-// recDrainEvery is how often a shard's writer drains its recorders.
+// fail records the first error; the recording stops there. Under mu.
+func (r *recorder) fail(err error) {
+	if r.err == nil {
+		r.err = err
+	}
+}
+
+// emit appends one frame pair (nil: silence) to the current chunk as the
+// file's bytes, and hands the chunk on when it is full. Under mu.
+func (r *recorder) emit(caller, agent []int16) {
+	if r.err != nil || r.stopped {
+		return
+	}
+	need := 4 * r.fn
+	if r.chunk == nil {
+		r.chunk = recChunks.get()
+	}
+	at := len(r.chunk)
+	r.chunk = r.chunk[:at+need]
+	pcm.InterleaveStereoTo(r.chunk[at:], caller, agent)
+	if len(r.chunk)+need > cap(r.chunk) {
+		if len(r.ready) >= recMaxReady {
+			r.lost += int64(len(r.chunk))
+			r.chunk = r.chunk[:0]
+			return
+		}
+		r.ready = append(r.ready, r.chunk)
+		r.chunk = nil
+	}
+}
+
+// recChunks keeps the chunks the writers have written, for the calls to
+// fill again: a fresh chunk costs page faults (on a VM with free page
+// reporting, a host fault a page: see dropWritten), a reused one none.
+var recChunks chunkPool
+
+type chunkPool struct {
+	mu   sync.Mutex
+	free [][]byte
+}
+
+// recMaxFree bounds the pool (64 MB): a node that ran 1,000 calls keeps
+// that many chunks, and after a peak the rest go to the GC.
+const recMaxFree = 1024
+
+func (p *chunkPool) get() []byte {
+	p.mu.Lock()
+	if n := len(p.free); n > 0 {
+		c := p.free[n-1]
+		p.free[n-1] = nil
+		p.free = p.free[:n-1]
+		p.mu.Unlock()
+		return c[:0]
+	}
+	p.mu.Unlock()
+	return make([]byte, 0, recChunk)
+}
+
+func (p *chunkPool) put(cs [][]byte) {
+	p.mu.Lock()
+	for _, c := range cs {
+		if len(p.free) < recMaxFree {
+			p.free = append(p.free, c)
+		}
+	}
+	p.mu.Unlock()
+}
+
+// recDrainEvery is how often a shard's writer writes its recorders' full
+// chunks.
 const recDrainEvery = 100 * time.Millisecond
 
-// recYieldEvery is how many recorders a shard drains before it lets
-// other goroutines run: a drain takes about 3.5 µs per call
-// (BenchmarkRecorderDrain), so a batch of 1000 calls would otherwise hold
-// its P for some 3.5 ms, and with one P (a node pinned to one core) the
-// pacer's tick would wait that long. The shard also yields after every
-// drain that wrote to its file: a goroutine in a system call keeps its P
+// recYieldEvery is how many recorders a shard visits before it lets other
+// goroutines run, so that with one P (a node pinned to one core) the
+// pacer's tick does not wait for a whole batch. The shard also yields after
+// every recorder it wrote for: a goroutine in a system call keeps its P
 // until the runtime's monitor takes it back, which can be 10 ms later,
 // and a 64 KB write(2) of new page-cache pages took 0.3 ms on a VM node
 // at 345 calls (20 µs on an idle one: likely fresh pages faulting in the
@@ -202,12 +319,13 @@ const recYieldEvery = 64
 
 // recWriter writes every call's recording of the process. A goroutine per
 // recorder waking every 100 ms cost a wake-up per call ten times a second
-// (about 3% of the node's CPU at 300 calls, beside the drains' own 8%:
-// bench/RESULTS-voicebench.md); instead the recorders are spread over one shard per CPU,
-// and each shard's goroutine drains all its recorders in one wake-up. A
-// shard's goroutine runs only while it has recorders. The rings hold 2 s
-// each, so a slow write to one call's file delays the shard's other calls
-// without losing their samples unless it takes seconds.
+// (about 3% of the node's CPU at 300 calls: bench/RESULTS-voicebench.md);
+// instead the recorders are spread over one shard per CPU, and each
+// shard's goroutine writes all its recorders' full chunks in one wake-up.
+// A shard's goroutine runs only while it has recorders. A call may have
+// recMaxReady chunks waiting, so a slow write to one call's file delays
+// the shard's other calls without losing their samples unless it takes
+// seconds.
 var recWriter recShards
 
 type recShards struct {
@@ -242,7 +360,7 @@ func (w *recShards) add(r *recorder) {
 	sh.mu.Unlock()
 }
 
-// remove takes r off the shard; the writer may still be draining it.
+// remove takes r off the shard; the writer may still be writing for it.
 func (sh *recShard) remove(r *recorder) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -270,14 +388,7 @@ func (sh *recShard) run() {
 		sh.batch = append(sh.batch[:0], sh.recs...)
 		sh.mu.Unlock()
 		for i, r := range sh.batch {
-			r.mu.Lock()
-			wrote := false
-			if !r.stopped {
-				n := r.bf.fw.n
-				r.drain(false)
-				wrote = r.bf.fw.n != n
-			}
-			r.mu.Unlock()
+			wrote := r.flush()
 			sh.batch[i] = nil
 			if wrote || i%recYieldEvery == recYieldEvery-1 {
 				runtime.Gosched()
@@ -286,41 +397,69 @@ func (sh *recShard) run() {
 	}
 }
 
-// drain writes what the rings hold; at the end everything. Otherwise an
-// agent frame waits for its caller frame up to 200 ms (network jitter)
-// before it is written against silence, and caller audio waits for its
-// agent frame unless more than half a second piles up.
-func (r *recorder) drain(final bool) {
-	if e := r.crsErr.Load(); e != nil && r.err == nil {
-		r.err = fmt.Errorf("agent: recording resampler: %v", *e)
+// flush writes the full chunks waiting and reports whether there were
+// any. The shard's writer; after close it does nothing.
+func (r *recorder) flush() bool {
+	r.wmu.Lock()
+	defer r.wmu.Unlock()
+	r.mu.Lock()
+	if r.stopped || len(r.ready) == 0 {
+		r.mu.Unlock()
+		return false
 	}
-	n, cn := len(r.aFrame), len(r.cFrame)
-	for r.err == nil && r.agent.Len() >= n {
-		haveCaller := r.caller.Len() >= cn
-		if !haveCaller && !final && r.agent.Len() <= 10*n {
-			break
+	r.taken = append(r.taken[:0], r.ready...)
+	clear(r.ready)
+	r.ready = r.ready[:0]
+	err := r.err
+	r.mu.Unlock()
+	if err = r.writeTaken(err); err != nil {
+		r.mu.Lock()
+		r.fail(err)
+		r.mu.Unlock()
+	}
+	return true
+}
+
+// writeTaken writes the chunks in taken unless err is set already, gives
+// them back to the pool and returns the first error. Under wmu.
+func (r *recorder) writeTaken(err error) error {
+	for _, c := range r.taken {
+		if err == nil {
+			err = r.write(c)
 		}
-		r.agent.ReadFull(r.aFrame)
-		a := r.aFrame
-		if r.rs != nil {
-			if k, err := r.rs.ProcessTo(r.a16, r.aFrame); err != nil || k != len(r.a16) {
-				r.err = fmt.Errorf("agent: recording resampler: %v", err)
-				return
-			}
-			a = r.a16
-		}
-		if !haveCaller || !r.caller.ReadFull(r.cFrame) {
-			clear(r.cFrame)
-		}
-		r.write(r.cFrame, a)
 	}
-	limit := 25 * cn
-	if final {
-		limit = 0
+	recChunks.put(r.taken)
+	clear(r.taken)
+	r.taken = r.taken[:0]
+	return err
+}
+
+// write appends one chunk to the file. After each write it asks the kernel
+// to start writing the new bytes out and to drop the pages of the write
+// before from the page cache (dropWritten), which by then are on disk: a
+// recording is written once and read rarely, if ever, by this node, so
+// its pages would only push other files out of the cache, and taking
+// fresh pages costs more than reusing freed ones (on a VM that hands freed
+// memory back to its host, 12 µs a page against 3: see docs/decisions.md).
+// Under wmu.
+func (r *recorder) write(c []byte) error {
+	if r.written+int64(len(c)) > math.MaxUint32-wavHeaderLen {
+		return fmt.Errorf("agent: recording: %d bytes after %d: %w", len(c), r.written, wav.ErrTooLarge)
 	}
-	for r.err == nil && r.caller.Len() > limit && r.caller.ReadFull(r.cFrame) {
-		r.write(r.cFrame, nil)
+	at := wavHeaderLen + r.written
+	if r.written == 0 {
+		at = 0 // the header's page goes with the first chunk's
 	}
+	k, err := r.f.Write(c)
+	r.written += int64(k)
+	if k > 0 {
+		dropWritten(r.f, r.prev, wavHeaderLen+r.written)
+		r.prev = at
+	}
+	if err != nil {
+		return fmt.Errorf("agent: recording: %w", err)
+	}
+	return nil
 }
 
 func (r *recorder) closeResamplers() {
@@ -332,39 +471,51 @@ func (r *recorder) closeResamplers() {
 	}
 }
 
-func (r *recorder) write(caller, agent []int16) {
-	for i, v := range caller {
-		r.stereo[2*i] = v
-		if agent != nil {
-			r.stereo[2*i+1] = agent[i]
-		} else {
-			r.stereo[2*i+1] = 0
-		}
-	}
-	r.err = r.w.WriteSamples(r.stereo)
-}
-
-// close takes the recorder off its shard, drains what is left and finishes
-// the file. The pacer and the input side must have stopped.
+// close takes the recorder off its shard, writes what is left (a side's
+// frames that wait for the other against silence) and finishes the file.
+// The pacer and the input side must have stopped.
 func (r *recorder) close() error {
+	r.wmu.Lock()
+	defer r.wmu.Unlock()
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if r.stopped {
+		r.mu.Unlock()
 		return nil
 	}
-	r.stopped = true
 	r.sh.remove(r)
-	r.drain(true)
+	for ; r.agentQ.n > 0; r.agentQ.pop() {
+		r.emit(nil, r.agentQ.front())
+	}
+	for ; r.callerQ.n > 0; r.callerQ.pop() {
+		r.emit(r.callerQ.front(), nil)
+	}
+	r.stopped = true
+	if r.chunk != nil {
+		r.ready = append(r.ready, r.chunk)
+		r.chunk = nil
+	}
+	r.taken = append(r.taken[:0], r.ready...)
+	r.ready = nil
+	err, lost := r.err, r.lost
+	r.mu.Unlock()
+
+	err = r.writeTaken(err)
 	r.closeResamplers()
-	err := r.w.Close()
-	if _, serr := r.bf.Seek(0, io.SeekCurrent); err == nil {
-		err = serr
+	if err == nil {
+		var hdr []byte
+		if hdr, err = wav.AppendHeader(nil, r.format, r.written); err == nil {
+			_, err = r.f.WriteAt(hdr, 0)
+		}
+		if err != nil {
+			err = fmt.Errorf("agent: recording: header: %w", err)
+		}
 	}
-	if cerr := r.f.Close(); err == nil {
-		err = cerr
+	if cerr := r.f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("agent: recording: %w", cerr)
 	}
-	if r.err != nil {
-		return r.err
+	if err == nil && lost > 0 {
+		err = fmt.Errorf("agent: recording: the disk fell behind, %d bytes (%.1f s) lost",
+			lost, float64(lost)/float64(r.format.SampleRate*4))
 	}
 	return err
 }

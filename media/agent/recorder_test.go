@@ -78,14 +78,12 @@ func TestRecordersShareWriters(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		require.Eventually(t, func() bool {
-			for _, r := range recs {
-				if r.agent.Len() != 0 || r.caller.Len() != 0 {
-					return false
-				}
-			}
-			return true
-		}, 5*time.Second, 5*time.Millisecond, "the writers drain every call")
+		for _, r := range recs {
+			r.mu.Lock()
+			q := r.agentQ.n + r.callerQ.n
+			r.mu.Unlock()
+			require.Zero(t, q, "every frame is paired once both sides have sent it")
+		}
 	}
 	for _, r := range recs {
 		require.NoError(t, r.close())
@@ -142,7 +140,10 @@ func TestRecorderWriteErrorFromClose(t *testing.T) {
 		bad.callerFrame(make([]int16, callerFrame), nil)
 		good.tick(make([]int16, n))
 		good.callerFrame(make([]int16, callerFrame), nil)
-		if good.agent.Free() < 4*n {
+		good.mu.Lock()
+		full := len(good.ready)
+		good.mu.Unlock()
+		if full > 0 {
 			time.Sleep(recDrainEvery)
 		}
 	}
@@ -168,9 +169,9 @@ func waitUntil(f func() bool) bool {
 	return false
 }
 
-// BenchmarkRecorderDrain is one recorder's share of a shard's wake-up:
-// pairing and writing 100 ms of a 16 kHz call (the pacer's engine rate).
-// A shard's batch takes about this times its calls.
+// BenchmarkRecorderDrain is one recorder's 100 ms: five agent and five
+// caller frames paired into the file's chunk, and the shard's visit. A
+// shard's batch takes about this times its calls.
 func BenchmarkRecorderDrain(b *testing.B) {
 	for _, rate := range []int{media.Rate8k, media.Rate16k, media.Rate24k} {
 		b.Run(strconv.Itoa(rate/1000)+"k", func(b *testing.B) { benchRecorderDrain(b, rate) })
@@ -182,7 +183,10 @@ func benchRecorderDrain(b *testing.B, rate int) {
 	require.NoError(b, err)
 	agent, caller := make([]int16, media.SamplesPerFrame(rate)), make([]int16, callerFrame)
 	for i := range agent {
-		agent[i], caller[i] = int16(i), int16(-i)
+		agent[i] = int16(i)
+	}
+	for i := range caller {
+		caller[i] = int16(-i)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
@@ -190,9 +194,54 @@ func benchRecorderDrain(b *testing.B, rate int) {
 			r.tick(agent)
 			r.callerFrame(caller, nil)
 		}
-		r.mu.Lock()
-		r.drain(false)
-		r.mu.Unlock()
+		recDrainNow(r)
 	}
 	require.NoError(b, r.close())
 }
+
+// BenchmarkRecorderCalls is the recording's share of one pacer tick of
+// 600 G.711 calls (8 kHz agent, caller frames as decoded), with the
+// agents speaking half the time and the shard's writes every fifth tick:
+// at this many calls a call's recording state is out of the cache
+// between two ticks, which one recorder alone does not show.
+func BenchmarkRecorderCalls(b *testing.B) {
+	const calls = 600
+	n := media.SamplesPerFrame(media.Rate8k)
+	dir := b.TempDir()
+	recs := make([]*recorder, calls)
+	for i := range recs {
+		r, err := newRecorder(filepath.Join(dir, strconv.Itoa(i)+".wav"), media.Rate8k, media.Rate8k)
+		require.NoError(b, err)
+		recs[i] = r
+	}
+	agent, caller := make([]int16, n), make([]int16, n)
+	for i := range agent {
+		agent[i], caller[i] = int16(i*31), int16(-i*17)
+	}
+	tick := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		for i, r := range recs {
+			if (tick/50+i)%2 == 0 {
+				r.tick(agent)
+			} else {
+				r.tick(nil)
+			}
+			r.callerFrame(caller, caller)
+		}
+		tick++
+		if tick%5 == 0 {
+			for _, r := range recs {
+				recDrainNow(r)
+			}
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*calls), "ns/call-tick")
+	for _, r := range recs {
+		require.NoError(b, r.close())
+	}
+}
+
+// recDrainNow does a shard's work for r at once.
+func recDrainNow(r *recorder) { r.flush() }
