@@ -245,3 +245,102 @@ func BenchmarkRecorderCalls(b *testing.B) {
 
 // recDrainNow does a shard's work for r at once.
 func recDrainNow(r *recorder) { r.flush() }
+
+// A call whose file falls more than recMaxReady chunks behind loses the
+// newest audio rather than growing without bound, and close says so; what
+// was kept is a valid file.
+func TestRecorderFallsBehind(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "slow.wav")
+	r, err := newRecorder(path, media.Rate8k, media.Rate8k)
+	require.NoError(t, err)
+	n := media.SamplesPerFrame(media.Rate8k)
+	perChunk := recChunk / (4 * n)
+	frame := make([]int16, n)
+	r.wmu.Lock() // the shard's writer waits here, as for a stalled disk
+	frames := (recMaxReady+1)*perChunk + perChunk/2 // 8 chunks wait, the 9th is dropped, half a 10th
+	for range frames {
+		r.tick(frame)
+		r.callerFrame(frame, frame)
+	}
+	r.mu.Lock()
+	ready, lost := len(r.ready), r.lost
+	r.mu.Unlock()
+	r.wmu.Unlock()
+	require.Equal(t, recMaxReady, ready)
+	require.Equal(t, int64(perChunk*4*n), lost, "one chunk's worth dropped")
+	err = r.close()
+	require.ErrorContains(t, err, "fell behind")
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	_, pcm, err := wav.ReadAll(f)
+	require.NoError(t, err)
+	require.Equal(t, (recMaxReady*perChunk+perChunk/2)*2*n, len(pcm), "the chunks kept and the one being filled")
+}
+
+// An agent frame waits recAgentWait frames for its caller frame and
+// caller audio recCallerWait frames for agent audio; then they are written
+// against silence, in order, and close writes whatever still waits.
+func TestRecorderPairing(t *testing.T) {
+	n := media.SamplesPerFrame(media.Rate8k)
+	frame := func(v int) []int16 {
+		f := make([]int16, n)
+		for i := range f {
+			f[i] = int16(v)
+		}
+		return f
+	}
+	type pair struct{ caller, agent int }
+	record := func(t *testing.T, feed func(r *recorder)) []pair {
+		path := filepath.Join(t.TempDir(), "call.wav")
+		r, err := newRecorder(path, media.Rate8k, media.Rate8k)
+		require.NoError(t, err)
+		feed(r)
+		require.NoError(t, r.close())
+		f, err := os.Open(path)
+		require.NoError(t, err)
+		defer f.Close()
+		_, pcm, err := wav.ReadAll(f)
+		require.NoError(t, err)
+		var out []pair
+		for k := 0; k < len(pcm); k += 2 * n {
+			for j := 0; j < 2*n; j += 2 {
+				require.Equal(t, pcm[k], pcm[k+j], "frame %d is constant", k/(2*n))
+				require.Equal(t, pcm[k+1], pcm[k+j+1], "frame %d is constant", k/(2*n))
+			}
+			out = append(out, pair{int(pcm[k]), int(pcm[k+1])})
+		}
+		return out
+	}
+	t.Run("agent ahead", func(t *testing.T) {
+		got := record(t, func(r *recorder) {
+			for k := 1; k <= recAgentWait+2; k++ {
+				r.tick(frame(100 + k))
+			}
+			r.tick(nil) // silence is a frame too
+			for k := 1; k <= 3; k++ {
+				r.callerFrame(frame(k), frame(k))
+			}
+		})
+		// 13 agent frames: the first 3 waited too long for a caller frame.
+		want := []pair{{0, 101}, {0, 102}, {0, 103}, {1, 104}, {2, 105}, {3, 106}}
+		for k := 107; k <= 100+recAgentWait+2; k++ {
+			want = append(want, pair{0, k})
+		}
+		want = append(want, pair{0, 0})
+		require.Equal(t, want, got)
+	})
+	t.Run("caller ahead", func(t *testing.T) {
+		got := record(t, func(r *recorder) {
+			for k := 1; k <= recCallerWait+2; k++ {
+				r.callerFrame(frame(k), frame(k))
+			}
+			r.tick(frame(-1))
+		})
+		want := []pair{{1, 0}, {2, 0}, {3, -1}}
+		for k := 4; k <= recCallerWait+2; k++ {
+			want = append(want, pair{k, 0})
+		}
+		require.Equal(t, want, got)
+	})
+}
