@@ -228,20 +228,54 @@ func (v *VAD) Process(frame []int16) VADResult {
 // analyse filters frame at the VAD's rate and returns the energy of bands
 // 0-2 (band 3 is unused). The loop is written for speed: each recurrence
 // (the high-passes and the two low-passes) is one multiply and one add per
-// sample, and energies are in int16 units (a constant offset in dB,
+// sample, the high-passes take one multiply where hp*h1 + hp*(x-prev) took
+// two, and energies are in int16 units (a constant offset in dB,
 // irrelevant to band SNRs; the silence gate subtracts it).
 func (v *VAD) analyse(frame []int16) [vadBands]float32 {
 	var e0, e1, e2 float32
 	prev, h1, hpy, lp1, lp2 := v.prev, v.h1, v.hpy, v.lp1, v.lp2
 	hp, a1, a2 := v.hp, v.a1, v.a2
 	c1, c2 := 1-a1, 1-a2
-	dither := v.dither
-	for _, s := range frame {
-		dither = -dither
-		x := float32(s) + dither
-		h1n := hp*h1 + hp*(x-prev)
+	// The dither alternates in sign from sample to sample; the loop takes
+	// two samples at a time so that its sign is a constant of each.
+	d := v.dither
+	i := 0
+	for ; i+1 < len(frame); i += 2 {
+		{
+			x := float32(frame[i]) - d
+			h1n := hp * (h1 + (x - prev))
+			prev = x
+			hpy = hp * (hpy + (h1n - h1))
+			h1 = h1n
+			lp1 = c1*lp1 + a1*hpy
+			lp2 = c2*lp2 + a2*hpy
+			b1 := lp2 - lp1
+			b2 := hpy - lp2
+			e0 += lp1 * lp1
+			e1 += b1 * b1
+			e2 += b2 * b2
+		}
+		{
+			x := float32(frame[i+1]) + d
+			h1n := hp * (h1 + (x - prev))
+			prev = x
+			hpy = hp * (hpy + (h1n - h1))
+			h1 = h1n
+			lp1 = c1*lp1 + a1*hpy
+			lp2 = c2*lp2 + a2*hpy
+			b1 := lp2 - lp1
+			b2 := hpy - lp2
+			e0 += lp1 * lp1
+			e1 += b1 * b1
+			e2 += b2 * b2
+		}
+	}
+	if i < len(frame) {
+		d = -d
+		x := float32(frame[i]) + d
+		h1n := hp * (h1 + (x - prev))
 		prev = x
-		hpy = hp*hpy + hp*(h1n-h1)
+		hpy = hp * (hpy + (h1n - h1))
 		h1 = h1n
 		lp1 = c1*lp1 + a1*hpy
 		lp2 = c2*lp2 + a2*hpy
@@ -251,7 +285,7 @@ func (v *VAD) analyse(frame []int16) [vadBands]float32 {
 		e1 += b1 * b1
 		e2 += b2 * b2
 	}
-	v.prev, v.h1, v.hpy, v.lp1, v.lp2, v.dither = prev, h1, hpy, lp1, lp2, dither
+	v.prev, v.h1, v.hpy, v.lp1, v.lp2, v.dither = prev, h1, hpy, lp1, lp2, d
 	return [vadBands]float32{e0, e1, e2, 0}
 }
 
@@ -271,9 +305,9 @@ func (v *VAD) analysePairs(frame []int16) [vadBands]float32 {
 		e3 += d * d
 		dither = -dither
 		x := a + b + dither
-		h1n := hp*h1 + hp*(x-prev)
+		h1n := hp * (h1 + (x - prev))
 		prev = x
-		hpy = hp*hpy + hp*(h1n-h1)
+		hpy = hp * (hpy + (h1n - h1))
 		h1 = h1n
 		lp1 = c1*lp1 + a1*hpy
 		lp2 = c2*lp2 + a2*hpy

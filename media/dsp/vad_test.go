@@ -242,20 +242,31 @@ func TestVADSilenceSpeed(t *testing.T) {
 }
 
 func BenchmarkDSPVADLight(b *testing.B) {
-	v, err := NewVAD(VADConfig{})
-	require.NoError(b, err)
-	for _, tc := range []struct {
-		name  string
-		frame []int16
+	speech := loadWAV(b, "agent16k.wav")[8000 : 8000+frameLen]
+	nb := make([]int16, frameLen/2) // the same 20 ms at 8 kHz
+	for i := range nb {
+		nb[i] = int16((int(speech[2*i]) + int(speech[2*i+1])) / 2)
+	}
+	for _, rc := range []struct {
+		name          string
+		rate          int
+		speech, quiet []int16
 	}{
-		{"speech", loadWAV(b, "agent16k.wav")[8000 : 8000+frameLen]},
-		{"silence", make([]int16, frameLen)},
+		{"16k", 16000, speech, make([]int16, frameLen)},
+		{"8k", 8000, nb, make([]int16, frameLen/2)},
 	} {
-		b.Run(tc.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				v.Process(tc.frame)
-			}
-		})
+		v, err := NewVAD(VADConfig{SampleRate: rc.rate})
+		require.NoError(b, err)
+		for _, tc := range []struct {
+			name  string
+			frame []int16
+		}{{"speech", rc.speech}, {"silence", rc.quiet}} {
+			b.Run(rc.name+"/"+tc.name, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					v.Process(tc.frame)
+				}
+			})
+		}
 	}
 }
