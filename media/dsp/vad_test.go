@@ -121,6 +121,33 @@ func TestVAD8kHz(t *testing.T) {
 	require.LessOrEqual(t, s.falseAlarm(), 0.05)
 }
 
+// Telephone-band speech in the noises of TestVADSpeechInNoise: the rate
+// of a G.711 call's agent.
+func TestVADSpeechInNoise8kHz(t *testing.T) {
+	sp := vadSpeech(t)
+	truth := speechTruth(sp)
+	nb := make([]int16, len(sp)/2)
+	for i := range nb {
+		nb[i] = int16((int(sp[2*i]) + int(sp[2*i+1])) / 2)
+	}
+	ar := activeRMS(sp)
+	noises := []struct {
+		name string
+		gen  func(int, float64, uint64) []float64
+	}{{"white", whiteNoise}, {"pink", pinkishNoise}, {"brown", brownNoise}, {"hiss", hissNoise}}
+	for _, nz := range noises {
+		for _, snr := range []float64{30, 10, 5} {
+			t.Run(nz.name+"/"+strconv.Itoa(int(snr))+"dB", func(t *testing.T) {
+				in := toInt16(mix(toFloat(nb), nz.gen(len(nb), ar*math.Pow(10, -snr/20), 99)))
+				s := scoreVAD(t, VADConfig{SampleRate: 8000}, in, truth, frameLen/2)
+				t.Logf("8 kHz, %s noise at %.0f dB SNR: %v", nz.name, snr, s)
+				require.GreaterOrEqual(t, s.recall(), 0.9, "speech frames found")
+				require.LessOrEqual(t, s.falseAlarm(), 0.05, "non-speech frames flagged")
+			})
+		}
+	}
+}
+
 func TestVAD48kHz(t *testing.T) {
 	// The clips repeated three times per sample up to 48 kHz, in white
 	// noise at 10 dB SNR.
