@@ -183,21 +183,7 @@ func (r *recorder) tick(frame []int16) {
 		}
 		frame, rerr = r.a16, err
 	}
-	r.mu.Lock()
-	switch {
-	case rerr != nil:
-		r.fail(fmt.Errorf("agent: recording resampler: %w", rerr))
-	case r.callerQ.n > 0:
-		r.emit(r.callerQ.front(), frame)
-		r.callerQ.pop()
-	default:
-		r.agentQ.push(frame)
-		if r.agentQ.n > recAgentWait {
-			r.emit(nil, r.agentQ.front())
-			r.agentQ.pop()
-		}
-	}
-	r.mu.Unlock()
+	r.add(frame, rerr, true)
 }
 
 // callerFrame records one caller frame: pcm at the input rate, or decoded
@@ -217,18 +203,37 @@ func (r *recorder) callerFrame(pcm, decoded []int16) {
 		}
 		frame, rerr = r.cIn, err
 	}
+	r.add(frame, rerr, false)
+}
+
+// add takes one side's frame (nil: silence; rerr: its resampler failed):
+// it pairs it with the other side's oldest waiting frame, or else queues
+// it, and writes the oldest of its side against silence once more than
+// the side's wait are queued. The agent's frames are the right channel.
+func (r *recorder) add(frame []int16, rerr error, agent bool) {
+	own, other, wait := &r.callerQ, &r.agentQ, recCallerWait
+	if agent {
+		own, other, wait = &r.agentQ, &r.callerQ, recAgentWait
+	}
+	pair := func(mine, theirs []int16) {
+		if agent {
+			r.emit(theirs, mine)
+		} else {
+			r.emit(mine, theirs)
+		}
+	}
 	r.mu.Lock()
 	switch {
 	case rerr != nil:
 		r.fail(fmt.Errorf("agent: recording resampler: %w", rerr))
-	case r.agentQ.n > 0:
-		r.emit(frame, r.agentQ.front())
-		r.agentQ.pop()
+	case other.n > 0:
+		pair(frame, other.front())
+		other.pop()
 	default:
-		r.callerQ.push(frame)
-		if r.callerQ.n > recCallerWait {
-			r.emit(r.callerQ.front(), nil)
-			r.callerQ.pop()
+		own.push(frame)
+		if own.n > wait {
+			pair(own.front(), nil)
+			own.pop()
 		}
 	}
 	r.mu.Unlock()

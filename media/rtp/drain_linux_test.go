@@ -1,7 +1,6 @@
 package rtp
 
 import (
-	"net"
 	"testing"
 	"time"
 
@@ -14,8 +13,7 @@ import (
 // not the ticks'.
 func TestDrainKeepsArrivalTime(t *testing.T) {
 	s, peer := manual(t, Config{MediaTimeout: -1})
-	to := net.UDPAddrFromAddrPort(s.LocalAddr())
-	to.IP = net.IPv4(127, 0, 0, 1)
+	to := loopbackTo(s)
 	// The kernel turns receive timestamps on for the whole machine a
 	// moment after the first socket asks (a deferred static key), and
 	// stamps a packet that came before that at the read: warm up.
@@ -40,8 +38,7 @@ func TestDrainKeepsArrivalTime(t *testing.T) {
 func TestDrainDoesNotAllocate(t *testing.T) {
 	s, peer := manual(t, Config{MediaTimeout: -1})
 	s.SetSink(&nopSink{})
-	to := net.UDPAddrFromAddrPort(s.LocalAddr())
-	to.IP = net.IPv4(127, 0, 0, 1)
+	to := loopbackTo(s)
 	pkt := levelPacket(0, 3000)
 	seq := uint16(0)
 	step := func() {

@@ -41,6 +41,13 @@ func (f *frameLog) WriteFrame(pcm []int16) error {
 // manual returns a session on a pacer that never ticks by itself (the
 // test calls tick and postTick), updated to exchange PCMU with a plain UDP
 // socket, which it returns.
+// loopbackTo is s's local address on 127.0.0.1, for a peer to send to.
+func loopbackTo(s *Session) *net.UDPAddr {
+	to := net.UDPAddrFromAddrPort(s.LocalAddr())
+	to.IP = net.IPv4(127, 0, 0, 1)
+	return to
+}
+
 func manual(t *testing.T, cfg Config) (*Session, *net.UDPConn) {
 	t.Helper()
 	pacer, err := pace.New(pace.Config{Period: time.Hour}, nil)
@@ -72,8 +79,7 @@ func TestDrainBurstInOrder(t *testing.T) {
 	s, peer := manual(t, Config{Jitter: jitterCfg(20, 400), MediaTimeout: -1})
 	sink := &frameLog{}
 	s.SetSink(sink)
-	to := net.UDPAddrFromAddrPort(s.LocalAddr())
-	to.IP = net.IPv4(127, 0, 0, 1)
+	to := loopbackTo(s)
 	const n = 12
 	level := func(k int) float64 { return float64(1000 * (k + 1)) }
 	for k := range n {
@@ -143,8 +149,7 @@ func TestDrainedReceptionLatency(t *testing.T) {
 	s.SetSink(sink)
 	got := make(chan time.Time, 16)
 	s.OnDTMF(func(Digit) { got <- time.Now() })
-	to := net.UDPAddrFromAddrPort(s.LocalAddr())
-	to.IP = net.IPv4(127, 0, 0, 1)
+	to := loopbackTo(s)
 
 	var worst time.Duration
 	for i := range 8 {
@@ -195,8 +200,7 @@ func TestDecodedSink(t *testing.T) {
 	s, peer := manual(t, Config{Jitter: jitterCfg(20, 400), MediaTimeout: -1})
 	sink := &decodedLog{}
 	s.SetSink(sink)
-	to := net.UDPAddrFromAddrPort(s.LocalAddr())
-	to.IP = net.IPv4(127, 0, 0, 1)
+	to := loopbackTo(s)
 	for k := range 3 {
 		_, err := peer.WriteToUDP(levelPacket(uint16(700+k), 3000), to)
 		require.NoError(t, err)

@@ -299,8 +299,7 @@ func TestDrainThroughRing(t *testing.T) {
 	require.NoError(t, err)
 	defer peer.Close()
 	require.NoError(t, s.Update(Params{Remote: peer.LocalAddr().(*net.UDPAddr).AddrPort(), RTCPMux: true, Codec: codecPCMU, RecvPT: 0, Send: false, Receive: true}))
-	to := net.UDPAddrFromAddrPort(s.LocalAddr())
-	to.IP = net.IPv4(127, 0, 0, 1)
+	to := loopbackTo(s)
 	payload := make([]byte, 160)
 	const bursts, per = 10, 5
 	for b := range bursts {
