@@ -256,8 +256,9 @@ func TestRecorderFallsBehind(t *testing.T) {
 	n := media.SamplesPerFrame(media.Rate8k)
 	perChunk := recChunk / (4 * n)
 	frame := make([]int16, n)
+	// 8 chunks wait, the 9th is dropped, half a 10th is being filled.
+	frames := (recMaxReady+1)*perChunk + perChunk/2
 	r.wmu.Lock() // the shard's writer waits here, as for a stalled disk
-	frames := (recMaxReady+1)*perChunk + perChunk/2 // 8 chunks wait, the 9th is dropped, half a 10th
 	for range frames {
 		r.tick(frame)
 		r.callerFrame(frame, frame)
