@@ -8,6 +8,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/voiced/voiced/codecs/wav"
 )
 
 // resident counts the pages of f's bytes [from, to) in the page cache.
@@ -38,10 +40,15 @@ func TestRecordingLeavesPageCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if _, err := f.Write(make([]byte, wavHeaderLen)); err != nil {
+	format := wav.Format{Encoding: wav.PCM16, SampleRate: 8000, Channels: 2}
+	hdr, err := wav.AppendHeader(nil, format, 0)
+	if err != nil {
 		t.Fatal(err)
 	}
-	r := &recorder{f: f}
+	if _, err := f.Write(hdr); err != nil {
+		t.Fatal(err)
+	}
+	r := &recorder{f: f, format: format, hdr: hdr, dataAt: int64(len(hdr))}
 	chunk := make([]byte, 64<<10)
 	for i := range chunk {
 		chunk[i] = byte(i)
@@ -62,7 +69,7 @@ func TestRecordingLeavesPageCache(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	end := wavHeaderLen + r.written
+	end := r.dataAt + r.written
 	if n := resident(t, f, end-size, end); n == 0 {
 		t.Fatal("the last write left the cache before it could have been written back")
 	}

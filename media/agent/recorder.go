@@ -2,7 +2,6 @@ package agent
 
 import (
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -61,6 +60,8 @@ type recorder struct {
 	// and the fields below; it is taken before mu.
 	wmu     sync.Mutex
 	taken   [][]byte // the writer's chunks of this round
+	hdr     []byte   // the WAV header, rewritten at close
+	dataAt  int64    // where the data starts in the file: len(hdr)
 	written int64    // data bytes in the file
 	prev    int64    // where the write before the last one began (dropWritten)
 }
@@ -77,9 +78,6 @@ const (
 	// for the other before they are written against silence.
 	recAgentWait  = 10
 	recCallerWait = 25
-	// wavHeaderLen is the length of the PCM16 header wav.AppendHeader
-	// writes: the data start in the file.
-	wavHeaderLen = 44
 )
 
 // frameQueue is a FIFO of up to a fixed number of frames of fn samples.
@@ -150,9 +148,6 @@ func newRecorder(path string, rate, inRate int) (*recorder, error) {
 		return nil, fmt.Errorf("agent: recording resampler: %w", err)
 	}
 	hdr, err := wav.AppendHeader(nil, r.format, 0)
-	if err == nil && len(hdr) != wavHeaderLen {
-		err = fmt.Errorf("%d-byte header, not %d", len(hdr), wavHeaderLen)
-	}
 	if err != nil {
 		r.closeResamplers()
 		return nil, fmt.Errorf("agent: recording: %w", err)
@@ -167,7 +162,7 @@ func newRecorder(path string, rate, inRate int) (*recorder, error) {
 		r.closeResamplers()
 		return nil, fmt.Errorf("agent: recording: %w", err)
 	}
-	r.f = f
+	r.f, r.hdr, r.dataAt = f, hdr, int64(len(hdr))
 	recWriter.add(r)
 	return r, nil
 }
@@ -175,15 +170,11 @@ func newRecorder(path string, rate, inRate int) (*recorder, error) {
 // tick records the agent's frame of this tick (nil: silent). Pacer side;
 // it allocates nothing but a chunk, when the pool of free ones is empty.
 func (r *recorder) tick(frame []int16) {
-	var rerr error
+	var err error
 	if frame != nil && r.rs != nil {
-		k, err := r.rs.ProcessTo(r.a16, frame)
-		if err == nil && k != len(r.a16) {
-			err = fmt.Errorf("%d samples out, not %d", k, len(r.a16))
-		}
-		frame, rerr = r.a16, err
+		frame, err = toFileRate(r.rs, r.a16, frame)
 	}
-	r.add(frame, rerr, true)
+	r.add(frame, err, true)
 }
 
 // callerFrame records one caller frame: pcm at the input rate, or decoded
@@ -191,19 +182,25 @@ func (r *recorder) tick(frame []int16) {
 // needs no resampler). Input side.
 func (r *recorder) callerFrame(pcm, decoded []int16) {
 	frame := pcm
-	var rerr error
+	var err error
 	switch {
 	case r.crs == nil:
 	case len(decoded) == r.fn:
 		frame = decoded
 	default:
-		k, err := r.crs.ProcessTo(r.cIn, pcm)
-		if err == nil && k != len(r.cIn) {
-			err = fmt.Errorf("%d samples out, not %d", k, len(r.cIn))
-		}
-		frame, rerr = r.cIn, err
+		frame, err = toFileRate(r.crs, r.cIn, pcm)
 	}
-	r.add(frame, rerr, false)
+	r.add(frame, err, false)
+}
+
+// toFileRate resamples one frame into dst, which holds a frame at the
+// file's rate, and returns dst.
+func toFileRate(rs *resample.Resampler, dst, src []int16) ([]int16, error) {
+	k, err := rs.ProcessTo(dst, src)
+	if err == nil && k != len(dst) {
+		err = fmt.Errorf("%d samples out, not %d", k, len(dst))
+	}
+	return dst, err
 }
 
 // add takes one side's frame (nil: silence; rerr: its resampler failed):
@@ -215,28 +212,31 @@ func (r *recorder) add(frame []int16, rerr error, agent bool) {
 	if agent {
 		own, other, wait = &r.agentQ, &r.callerQ, recAgentWait
 	}
-	pair := func(mine, theirs []int16) {
-		if agent {
-			r.emit(theirs, mine)
-		} else {
-			r.emit(mine, theirs)
-		}
-	}
 	r.mu.Lock()
 	switch {
 	case rerr != nil:
 		r.fail(fmt.Errorf("agent: recording resampler: %w", rerr))
 	case other.n > 0:
-		pair(frame, other.front())
+		r.emitSide(frame, other.front(), agent)
 		other.pop()
 	default:
 		own.push(frame)
 		if own.n > wait {
-			pair(own.front(), nil)
+			r.emitSide(own.front(), nil, agent)
 			own.pop()
 		}
 	}
 	r.mu.Unlock()
+}
+
+// emitSide is emit with the frames named by side: mine is the agent's
+// when agent is set, the caller's otherwise. Under mu.
+func (r *recorder) emitSide(mine, theirs []int16, agent bool) {
+	if agent {
+		r.emit(theirs, mine)
+	} else {
+		r.emit(mine, theirs)
+	}
 }
 
 // fail records the first error; the recording stops there. Under mu.
@@ -412,9 +412,7 @@ func (r *recorder) flush() bool {
 		r.mu.Unlock()
 		return false
 	}
-	r.taken = append(r.taken[:0], r.ready...)
-	clear(r.ready)
-	r.ready = r.ready[:0]
+	r.takeReady()
 	err := r.err
 	r.mu.Unlock()
 	if err = r.writeTaken(err); err != nil {
@@ -423,6 +421,14 @@ func (r *recorder) flush() bool {
 		r.mu.Unlock()
 	}
 	return true
+}
+
+// takeReady moves the full chunks to taken for writeTaken. Under wmu and
+// mu.
+func (r *recorder) takeReady() {
+	r.taken = append(r.taken[:0], r.ready...)
+	clear(r.ready)
+	r.ready = r.ready[:0]
 }
 
 // writeTaken writes the chunks in taken unless err is set already, gives
@@ -448,17 +454,19 @@ func (r *recorder) writeTaken(err error) error {
 // memory back to its host, 12 µs a page against 3: see docs/decisions.md).
 // Under wmu.
 func (r *recorder) write(c []byte) error {
-	if r.written+int64(len(c)) > math.MaxUint32-wavHeaderLen {
-		return fmt.Errorf("agent: recording: %d bytes after %d: %w", len(c), r.written, wav.ErrTooLarge)
+	// The header for the longer data checks it against the format's limit
+	// (the 32-bit RIFF sizes) before the file grows past it.
+	if _, err := wav.AppendHeader(r.hdr[:0], r.format, r.written+int64(len(c))); err != nil {
+		return fmt.Errorf("agent: recording: %d bytes after %d: %w", len(c), r.written, err)
 	}
-	at := wavHeaderLen + r.written
+	at := r.dataAt + r.written
 	if r.written == 0 {
 		at = 0 // the header's page goes with the first chunk's
 	}
 	k, err := r.f.Write(c)
 	r.written += int64(k)
 	if k > 0 {
-		dropWritten(r.f, r.prev, wavHeaderLen+r.written)
+		dropWritten(r.f, r.prev, r.dataAt+r.written)
 		r.prev = at
 	}
 	if err != nil {
@@ -499,8 +507,7 @@ func (r *recorder) close() error {
 		r.ready = append(r.ready, r.chunk)
 		r.chunk = nil
 	}
-	r.taken = append(r.taken[:0], r.ready...)
-	r.ready = nil
+	r.takeReady()
 	err, lost := r.err, r.lost
 	r.mu.Unlock()
 
@@ -508,7 +515,7 @@ func (r *recorder) close() error {
 	r.closeResamplers()
 	if err == nil {
 		var hdr []byte
-		if hdr, err = wav.AppendHeader(nil, r.format, r.written); err == nil {
+		if hdr, err = wav.AppendHeader(r.hdr[:0], r.format, r.written); err == nil {
 			_, err = r.f.WriteAt(hdr, 0)
 		}
 		if err != nil {

@@ -194,7 +194,7 @@ func benchRecorderDrain(b *testing.B, rate int) {
 			r.tick(agent)
 			r.callerFrame(caller, nil)
 		}
-		recDrainNow(r)
+		r.flush()
 	}
 	require.NoError(b, r.close())
 }
@@ -232,7 +232,7 @@ func BenchmarkRecorderCalls(b *testing.B) {
 		tick++
 		if tick%5 == 0 {
 			for _, r := range recs {
-				recDrainNow(r)
+				r.flush()
 			}
 		}
 	}
@@ -242,9 +242,6 @@ func BenchmarkRecorderCalls(b *testing.B) {
 		require.NoError(b, r.close())
 	}
 }
-
-// recDrainNow does a shard's work for r at once.
-func recDrainNow(r *recorder) { r.flush() }
 
 // A call whose file falls more than recMaxReady chunks behind loses the
 // newest audio rather than growing without bound, and close says so; what
