@@ -77,3 +77,39 @@ func TestRecordingLeavesPageCache(t *testing.T) {
 		t.Fatalf("%d bytes written after %d writes of %d", r.written, writes, size)
 	}
 }
+
+// The recorder's chunks are whole stereo frames, not whole pages (65280
+// bytes at 8 kHz) and follow the header: the page where one write ends and
+// the next begins leaves the cache too, not only the pages inside a write.
+func TestRecordingLeavesPageCacheUnaligned(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rec.wav")
+	r, err := newRecorder(path, 8000, 8000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.sh.remove(r) // this test writes, not the shard
+	defer r.close()
+	rf, err := os.Open(path) // the recorder's file is write-only; resident maps it
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rf.Close()
+	chunk := make([]byte, recChunk/640*640)
+	size := int64(len(chunk))
+	deadline := time.Now().Add(10 * time.Second)
+	for writes := 1; ; writes++ {
+		if err := r.write(chunk); err != nil {
+			t.Fatal(err)
+		}
+		// All but the last two writes (the one before the last is
+		// dropped by the next write) are out of the cache.
+		old := r.dataAt + int64(writes-2)*size
+		if writes >= 4 && resident(t, rf, 0, old) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %d writes of %d bytes, %d pages before byte %d still cached", writes, size, resident(t, rf, 0, old), old)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -460,9 +460,6 @@ func (r *recorder) write(c []byte) error {
 		return fmt.Errorf("agent: recording: %d bytes after %d: %w", len(c), r.written, err)
 	}
 	at := r.dataAt + r.written
-	if r.written == 0 {
-		at = 0 // the header's page goes with the first chunk's
-	}
 	k, err := r.f.Write(c)
 	r.written += int64(k)
 	if k > 0 {
