@@ -503,7 +503,10 @@ func (b *Buffer) play(n *entry, t int64) Slot {
 	b.st.Played++
 	b.st.Delay = time.Duration(b.delay(t, n.ts))
 	b.st.Buffered += time.Duration(t - n.arrival)
-	b.out = append(b.out[:0], n.payload...)
+	// The slot's payload becomes the Slot's and the previous Slot's buffer
+	// goes to the slot for its next packet: a swap, not a copy, and the
+	// payload stays where Push put it, already in the cache.
+	b.out, n.payload = n.payload, b.out[:0]
 	if n.cn {
 		b.mode = modeComfort
 	}

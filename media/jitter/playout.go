@@ -66,53 +66,95 @@ func (p *Playout) ReadFrame(now time.Time, dst []int16) (Action, error) {
 	if len(dst) < p.frame {
 		return Silence, fmt.Errorf("%d < %d samples: %w", len(dst), p.frame, ErrShortBuffer)
 	}
+	dst = dst[:p.frame]
 	kind := Play
 	seen := false
 	for p.n < p.frame {
 		s := p.buf.Pop(now)
 		want := int(int64(s.Samples) * int64(p.rate) / int64(p.buf.ClockRate()))
+		if p.n == 0 && want == p.frame {
+			// The common case, a slot of exactly one frame: it goes
+			// straight into dst, not through p.pcm.
+			if got, k, ok := p.direct(dst, s); ok {
+				if got == p.frame {
+					return p.count(k), nil
+				}
+				// The codec produced another length than the packet's
+				// timestamps said: carry on through p.pcm.
+				p.n = copy(p.pcm, dst[:got])
+				kind, seen = merge(kind, k, seen), true
+				continue
+			}
+		}
 		want = min(max(want, 0), len(p.pcm)-p.n)
 		if want == 0 {
 			want = min(p.frame, len(p.pcm)-p.n)
 		}
-		out := p.pcm[p.n:]
-		got := 0
-		switch s.Action {
-		case Play:
-			if s.CN {
-				p.cng.Update(s.Payload)
-				p.cng.Generate(out[:want])
-				got = want
-				kind = worse(kind, Comfort)
-				break
-			}
-			n, err := p.dec.Decode(out, s.Payload)
-			if err == nil && n > 0 {
-				got = n
-				break
-			}
-			p.st.DecodeErrors++
-			got = p.conceal(out[:want], nil)
-			kind = worse(kind, Conceal)
-		case Conceal:
-			got = p.conceal(out[:want], s.Next)
-			kind = worse(kind, Conceal)
-		case Comfort:
-			p.cng.Generate(out[:want])
-			got = want
-			kind = worse(kind, Comfort)
-		default:
-			clear(out[:want])
-			got = want
-			if !seen {
-				kind = Silence
-			}
-		}
-		seen = true
+		got, k := p.fill(p.pcm[p.n:], s, want)
+		kind, seen = merge(kind, k, seen), true
 		p.n += got
 	}
 	copy(dst, p.pcm[:p.frame])
 	p.n = copy(p.pcm, p.pcm[p.frame:p.n])
+	return p.count(kind), nil
+}
+
+// fill produces the audio of slot s into out (want samples of it, except
+// a decoded packet, which is as long as it is) and returns how many
+// samples it wrote and what they are.
+func (p *Playout) fill(out []int16, s Slot, want int) (int, Action) {
+	switch s.Action {
+	case Play:
+		if s.CN {
+			p.cng.Update(s.Payload)
+			p.cng.Generate(out[:want])
+			return want, Comfort
+		}
+		n, err := p.dec.Decode(out, s.Payload)
+		if err == nil && n > 0 {
+			return n, Play
+		}
+		p.st.DecodeErrors++
+		return p.conceal(out[:want], nil), Conceal
+	case Conceal:
+		return p.conceal(out[:want], s.Next), Conceal
+	case Comfort:
+		p.cng.Generate(out[:want])
+		return want, Comfort
+	}
+	clear(out[:want])
+	return want, Silence
+}
+
+// direct produces slot s, one frame long, into dst (a frame). It reports
+// false, having changed nothing, when the codec refuses the packet there:
+// a packet longer than its timestamps said needs p.pcm's room.
+func (p *Playout) direct(dst []int16, s Slot) (int, Action, bool) {
+	if s.Action == Play && !s.CN {
+		n, err := p.dec.Decode(dst, s.Payload)
+		if err != nil || n <= 0 {
+			return 0, Play, false
+		}
+		return n, Play, true
+	}
+	n, k := p.fill(dst, s, len(dst))
+	return n, k, true
+}
+
+// merge folds the kind of a slot's audio into the frame's: the worse of
+// the two, except that silence counts only as a frame's first slot.
+func merge(kind, k Action, seen bool) Action {
+	if k == Silence {
+		if !seen {
+			return Silence
+		}
+		return kind
+	}
+	return worse(kind, k)
+}
+
+// count adds a frame of the given kind to the counters and returns kind.
+func (p *Playout) count(kind Action) Action {
 	p.st.Frames++
 	switch kind {
 	case Conceal:
@@ -122,7 +164,7 @@ func (p *Playout) ReadFrame(now time.Time, dst []int16) (Action, error) {
 	case Silence:
 		p.st.Silent++
 	}
-	return kind, nil
+	return kind
 }
 
 // conceal asks the decoder for len(dst) samples of concealment and falls

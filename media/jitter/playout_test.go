@@ -283,3 +283,43 @@ func TestPlayoutCollectsOddPacketSizes(t *testing.T) {
 	}
 	require.Zero(t, diff, "samples differing from the G.711 round trip")
 }
+
+// TestPlayoutPacketsNotAsLongAsTheirTimestamps: a G.711 sender whose
+// packets hold more or fewer samples than their timestamps advance by (20
+// ms). Every decoded sample still comes out once, in order, and nothing
+// is taken for a decoding error: a frame-long slot goes straight into the
+// caller's frame only when the packet fits it, and what a packet decodes
+// to beyond or short of the frame carries over. (Short packets run the
+// buffer dry, as the sender's clock says they should not: only the frames
+// before that are compared.)
+func TestPlayoutPacketsNotAsLongAsTheirTimestamps(t *testing.T) {
+	for _, tc := range []struct{ n, played int }{{240, 12}, {160, 12}, {80, 1}} {
+		sig := voice(8000, 20*tc.n)
+		b := newBuffer(t, Config{})
+		p, err := NewPlayout(b, NewG711(false))
+		require.NoError(t, err)
+		var want, out []int16
+		frame := make([]int16, 160)
+		next := 0
+		for k := 0; k < 12; k++ {
+			now := t0.Add(ms(float64(20*k + 25))) // the first packet plays at the 20 ms target
+			for ; next < 20 && time.Duration(next)*ms(20) <= now.Sub(t0); next++ {
+				pl := make([]byte, tc.n)
+				g711.EncodeULawTo(pl, sig[next*tc.n:(next+1)*tc.n])
+				dec := make([]int16, tc.n)
+				g711.DecodeULawTo(dec, pl)
+				want = append(want, dec...)
+				b.Push(Packet{Seq: uint16(next), Timestamp: uint32(next * 160), Samples: 160, Payload: pl}, t0.Add(time.Duration(next)*ms(20)))
+			}
+			kind, err := p.ReadFrame(now, frame)
+			require.NoError(t, err)
+			if kind != Play {
+				break
+			}
+			out = append(out, frame...)
+		}
+		require.GreaterOrEqual(t, len(out), tc.played*160, "%d-sample packets: frames played before the first other", tc.n)
+		require.Equal(t, want[:len(out)], out, "%d-sample packets", tc.n)
+		require.Zero(t, p.Stats().DecodeErrors, "%d-sample packets", tc.n)
+	}
+}
