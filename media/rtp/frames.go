@@ -176,8 +176,8 @@ func (s *Session) ReadFrame(ctx context.Context, dst []int16) (int, error) {
 
 // readFrame produces one frame at now, at rate (dst holds 20 ms of it):
 // the body of ReadFrame after the wait. It also returns the frame as
-// decoded, at the codec's rate (nil without a codec), valid until the
-// next readFrame.
+// decoded, at the codec's rate (nil without a codec; dst itself when that
+// is rate), valid until the next readFrame.
 func (s *Session) readFrame(dst []int16, rate int, now time.Time) (int, []int16, error) {
 	r := &s.reader
 	s.mu.Lock()
@@ -187,7 +187,13 @@ func (s *Session) readFrame(dst []int16, rate int, now time.Time) (int, []int16,
 		clear(dst)
 		return len(dst), nil, nil
 	}
-	kind, err := rc.play.ReadFrame(now, rc.pcm)
+	// At the codec's rate the frame is decoded straight into dst; at
+	// another it goes through rc.pcm to the resampler.
+	out := rc.pcm
+	if rc.play.Rate() == rate {
+		out = dst[:len(rc.pcm)]
+	}
+	kind, err := rc.play.ReadFrame(now, out)
 	st := rc.buf.Stats()
 	base := s.base
 	s.mu.Unlock()
@@ -204,8 +210,8 @@ func (s *Session) readFrame(dst []int16, rate int, now time.Time) (int, []int16,
 		m.FramesConcealed.Add(1)
 	}
 
-	// rc.pcm is written only by Playout.ReadFrame, which only this
-	// goroutine calls: it is safe to read after unlocking.
+	// out is written only by Playout.ReadFrame, which only this goroutine
+	// calls: it is safe to read after unlocking.
 	if r.gen != rc.gen || r.to != rate {
 		if r.up != nil {
 			r.up.Close()
@@ -221,14 +227,13 @@ func (s *Session) readFrame(dst []int16, rate int, now time.Time) (int, []int16,
 		r.gen, r.to = rc.gen, rate
 	}
 	if r.up == nil {
-		copy(dst, rc.pcm)
-		return len(rc.pcm), rc.pcm, nil
+		return len(out), out, nil
 	}
-	n, err := r.up.ProcessTo(dst, rc.pcm)
+	n, err := r.up.ProcessTo(dst, out)
 	if err != nil {
 		return 0, nil, err
 	}
-	return n, rc.pcm, nil
+	return n, out, nil
 }
 
 // frameQueue carries encoded frames from WriteFrame (one producer) to the

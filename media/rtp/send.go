@@ -49,6 +49,7 @@ type txState struct {
 	batch *workerIO
 
 	nextRTCP time.Time
+	pkt      []byte // this tick's packet buffer (tick): buf or a send slot
 	buf      [1500]byte
 	rbuf     [256]byte
 }
@@ -143,6 +144,13 @@ func (s *Session) tick(now time.Time) {
 		t.marker = true
 		return
 	}
+	// The packet is built where it is sent from: in the worker's next
+	// send slot, or in t.buf when each packet is its own system call.
+	// (Taken after the report, which may have used that slot.)
+	t.pkt = t.buf[:]
+	if t.batch != nil {
+		t.pkt = t.batch.next()
+	}
 	if t.params.DTMF.Name != "" {
 		ts, ev, end, dur, first, ok := t.dtmf.next(t.ts, t.params.DTMF.ClockRate)
 		if ok {
@@ -188,17 +196,17 @@ func (s *Session) nextAudio(t *txState) []byte {
 		if !t.src.ReadFrame(t.srcPCM) || t.enc == nil {
 			return nil
 		}
-		n, err := t.enc.encode(t.buf[12:12+maxPayload], t.srcPCM)
+		n, err := t.enc.encode(t.pkt[12:12+maxPayload], t.srcPCM)
 		if err != nil || n <= 2 && t.enc.opus != nil {
 			return nil // an encoder error, or an Opus DTX frame: send silence
 		}
-		return t.buf[12 : 12+n]
+		return t.pkt[12 : 12+n]
 	}
-	n := s.queue.pop(t.buf[12:12+maxPayload], t.gen, s.flushTo.Load())
+	n := s.queue.pop(t.pkt[12:12+maxPayload], t.gen, s.flushTo.Load())
 	if n == 0 {
 		return nil
 	}
-	return t.buf[12 : 12+n]
+	return t.pkt[12 : 12+n]
 }
 
 // sendErrors counts the RTP packets the process's sessions failed to send.
@@ -219,18 +227,19 @@ func (s *Session) send(t *txState, pt uint8, ts uint32, marker bool, payload []b
 	}
 	h := &t.hdr
 	h.PayloadType, h.SequenceNumber, h.Timestamp, h.Marker = pt, t.seq, ts, marker
-	n, err := h.MarshalTo(t.buf[:])
+	b := t.pkt
+	n, err := h.MarshalTo(b)
 	if err != nil {
 		return
 	}
-	if len(payload) > 0 && &payload[0] != &t.buf[n] {
-		copy(t.buf[n:], payload)
+	if len(payload) > 0 && &payload[0] != &b[n] {
+		copy(b[n:], payload)
 	}
 	n += len(payload)
-	if t.batch != nil && n <= maxBatchPacket {
-		err = t.batch.add(s.sock, t.buf[:n], t.dst) // sent at the end of the worker's Ticks
+	if t.batch != nil {
+		err = t.batch.commit(s.sock, n, t.dst) // sent at the end of the worker's Ticks
 	} else {
-		err = s.sock.writeTo(t.buf[:n], t.dst)
+		err = s.sock.writeTo(b[:n], t.dst)
 	}
 	if err != nil {
 		sendErrors.Add(1)

@@ -31,6 +31,10 @@ const maxHeld = 16 * batchSlots
 // and the largest payload (maxPayload) fit; anything larger is sent alone.
 const maxBatchPacket = 512
 
+// A session builds its RTP packets (a 12-byte header, no extensions) in a
+// send slot: the largest must fit. This fails to compile if it does not.
+var _ [maxBatchPacket - 12 - maxPayload]struct{}
+
 // Provided buffers of a worker's multishot reads: recvBufs of recvBufSize
 // bytes. Each holds one datagram in the layout of io_uring_recvmsg_out:
 // its 16-byte header, then recvNameLen bytes of source address, then
@@ -296,6 +300,17 @@ func (w *workerIO) probe() error {
 // add queues p for to from sk's socket. It fails only as sock.writeTo
 // would before sending: a destination the socket cannot reach.
 func (w *workerIO) add(sk *sock, p []byte, to netip.AddrPort) error {
+	return w.commit(sk, copy(w.next(), p), to)
+}
+
+// next returns the buffer of the packet to queue next (maxBatchPacket
+// bytes): a session builds its packet there, where it is sent from, and
+// queues it with commit. Until then the buffer is the next add's too.
+func (w *workerIO) next() []byte { return w.slot(w.n).buf[:] }
+
+// commit queues the first n bytes of next's buffer for to from sk's
+// socket. It fails as add does.
+func (w *workerIO) commit(sk *sock, n int, to netip.AddrPort) error {
 	sl := w.slot(w.n)
 	salen, err := sk.sockaddr(&sl.name, to)
 	if err != nil {
@@ -303,7 +318,7 @@ func (w *workerIO) add(sk *sock, p []byte, to netip.AddrPort) error {
 	}
 	sl.fd = sk.fd
 	sl.msg.Namelen = uint32(salen)
-	sl.iov.SetLen(copy(sl.buf[:], p))
+	sl.iov.SetLen(n)
 	if w.n++; w.n == maxHeld {
 		w.mu.Lock()
 		w.flush()

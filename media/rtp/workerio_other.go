@@ -19,6 +19,10 @@ type workerIO struct{ sends atomic.Uint64 }
 
 func (*workerIO) add(*sock, []byte, netip.AddrPort) error { panic("rtp: no io_uring on this system") }
 
+func (*workerIO) next() []byte { panic("rtp: no io_uring on this system") }
+
+func (*workerIO) commit(*sock, int, netip.AddrPort) error { panic("rtp: no io_uring on this system") }
+
 func (*workerIO) leave(*Session) {}
 
 // reader is a workerIO's reader of a session: never anything here.
