@@ -211,10 +211,8 @@ type Buffer struct {
 	fade     int   // conceal slots left before idle output turns to silence
 	lastDrop int64 // ns since base of the last delay-reducing drop
 
-	win      [window]int64 // relative transit times, ns
 	winN     int
 	winPos   int
-	scratch  [window]int64
 	dMin     int64
 	target   int64 // ns
 	pushesTg int
@@ -222,6 +220,11 @@ type Buffer struct {
 	out  []byte
 	next []byte
 	st   Stats
+
+	// The windows last: what a Push or Pop touches above is a few
+	// neighbouring cache lines, not lines on both sides of 1.6 KB.
+	win     [window]int64 // relative transit times, ns
+	scratch [window]int64
 }
 
 // New returns an empty Buffer.
