@@ -19,6 +19,14 @@ best() {
   jq -s "[.[] | ($2 // 0)] | max" "${files[@]}"
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.2f", a / b; else printf "–" }'; }
+# a knee cell: knee VALUE FILE-GLOB; 0 from runs whose first step failed
+# reads "< START" (the search only steps up from --start).
+knee() {
+  if [ "$(printf %.0f "$1")" != 0 ]; then printf %.0f "$1"; return; fi
+  local files=("$OUT"/$2/results.json)
+  [ -f "${files[0]}" ] || { echo 0; return; }
+  jq -rs 'if any(.[]; (.steps // []) | length > 0) then "< \([.[] | .steps[0].calls] | min)" else "0" end' "${files[@]}"
+}
 lastpass='([(.steps // [])[] | select(.pass)] | last | .window)'
 
 span=$(jq -rs 'map(.started[0:16] | sub("T"; " ")) | "\(min) to \(max) UTC"' "$OUT"/*/results.json)
@@ -70,8 +78,8 @@ cat <<SUM
 |---|---|---|---|---|
 | S1 CPU µs per packet | $(printf %.2f "$s1o") | $(printf %.2f "$s1r") | $(ratio "$s1o" "$s1r") | ≤ 1 |
 | S2 CPU µs per packet | $(printf %.2f "$s2o") | $(printf %.2f "$s2r") | $(ratio "$s2o" "$s2r") | ≤ 0.7 |
-| S1 largest sustained N (one core, best round) | $(printf %.0f "$k1o") | $(printf %.0f "$k1r") | $(ratio "$k1o" "$k1r") | ours ≥ 1000 |
-| S2 largest sustained N (one core, best round) | $(printf %.0f "$k2o") | $(printf %.0f "$k2r") | $(ratio "$k2o" "$k2r") | |
+| S1 largest sustained N (one core, best round) | $(knee "$k1o" 'knee-s1-ours-*') | $(knee "$k1r" 'knee-s1-rtpengine-*') | $(ratio "$k1o" "$k1r") | ours ≥ 1000 |
+| S2 largest sustained N (one core, best round) | $(knee "$k2o" 'knee-s2-ours-*') | $(knee "$k2r" 'knee-s2-rtpengine-*') | $(ratio "$k2o" "$k2r") | |
 
 The Go UDP echo floor sustained $(printf %.0f "$k1e") S1 calls. $atknee
 

@@ -211,13 +211,24 @@ func writeComparison(w io.Writer, title string, systems []*system, ratios []stri
 func bestCell(s *system) string {
 	best, same := 0, true
 	var all []string
+	below := 0 // the smallest first step of a round that failed it
 	for i, r := range s.runs {
 		n := figuresOf(r).maxN
 		best = max(best, n)
 		same = same && (i == 0 || n == figuresOf(s.runs[0]).maxN)
-		all = append(all, fmt.Sprint(n))
+		v := fmt.Sprint(n)
+		if n == 0 && len(r.Steps) > 0 {
+			v = fmt.Sprintf("< %d", r.Steps[0].Calls)
+			if below == 0 || r.Steps[0].Calls < below {
+				below = r.Steps[0].Calls
+			}
+		}
+		all = append(all, v)
 	}
-	if same {
+	switch {
+	case best == 0 && below > 0 && same:
+		return fmt.Sprintf("< %d", below)
+	case same:
 		return fmt.Sprint(best)
 	}
 	return fmt.Sprintf("%d (rounds: %s)", best, strings.Join(all, ", "))

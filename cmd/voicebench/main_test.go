@@ -144,10 +144,11 @@ func TestLoadFindMaxAndCompare(t *testing.T) {
 	require.False(t, sr.Steps[1].Pass)
 	require.Contains(t, sr.Steps[1].Reason, "p99 |D|")
 	require.Zero(t, sr.MaxSustained)
+	require.Contains(t, stdout.String(), "largest sustained: below 2 calls (the first step failed")
 
 	out := filepath.Join(dir, "cmp.md")
 	err = run(context.Background(), []string{"compare", "--out", out, "--title", "Echo twice", "--ratio", "a:b", "--ratio", "a:missing",
-		"a=" + plain, "b=" + plain, "a=" + knee}, &stdout, &stderr)
+		"a=" + plain, "b=" + plain, "a=" + knee, "c=" + strict}, &stdout, &stderr)
 	require.NoError(t, err)
 	md, err := os.ReadFile(out)
 	require.NoError(t, err)
@@ -162,7 +163,11 @@ func TestLoadFindMaxAndCompare(t *testing.T) {
 		if strings.HasPrefix(line, "| a |") {
 			require.Contains(t, line, "| 2 | 5 (4–6) |")
 		}
+		if strings.HasPrefix(line, "| c |") {
+			require.True(t, strings.HasSuffix(line, "| < 2 |"), "a knee below the first step is shown as such, not as 0: %s", line)
+		}
 	}
+	require.Contains(t, text, "| c |")
 
 	// The echo floor on any free ports, found through its list file.
 	list := filepath.Join(dir, "echo.addrs")

@@ -362,7 +362,7 @@ func printSummary(w io.Writer, r *report.Report, dir string) {
 		fmt.Fprintf(w, "target CPU %.1f%% of a core, %.2f µs per packet received\n", x.TargetCPUPct, x.TargetUsPerPacket)
 	}
 	if len(r.Steps) > 0 {
-		fmt.Fprintf(w, "largest sustained: %d calls (%s)\n", r.MaxSustained, r.Bound)
+		fmt.Fprintf(w, "largest sustained: %s (%s)\n", r.Knee(), r.Bound)
 	}
 	fmt.Fprintf(w, "results in %s/summary.md\n", dir)
 }

@@ -19,7 +19,7 @@ func (r *Report) Markdown(w io.Writer, charts []string) {
 		set.Codec, set.Topology, set.Calls, trimFloat(set.Rate), trimFloat(set.HoldS), set.Lanes, set.Phases, set.Prompt)
 
 	if len(r.Steps) > 0 {
-		fmt.Fprintf(w, "## Find the knee\n\nBound: %s. **Largest sustained: %d calls.**\n\n", r.Bound, r.MaxSustained)
+		fmt.Fprintf(w, "## Find the knee\n\nBound: %s. **Largest sustained: %s.**\n\n", r.Bound, r.Knee())
 		fmt.Fprintln(w, "| calls | pass | loss % | p99 |D| ms | max |D| ms | target CPU % | target µs/packet | voicebench CPU % | reason |")
 		fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
 		for _, st := range r.Steps {

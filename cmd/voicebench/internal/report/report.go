@@ -86,7 +86,8 @@ type Report struct {
 	Machine  Machine   `json:"machine"`
 	// Window is the steady-state measurement (plain runs).
 	Window *load.Window `json:"window,omitempty"`
-	// Steps and MaxSustained are --find-max's.
+	// Steps and MaxSustained are --find-max's. MaxSustained is 0 when the
+	// first step (--start) already failed: the knee is below it (Knee).
 	Steps        []Step            `json:"steps,omitempty"`
 	MaxSustained int               `json:"max_sustained_calls,omitempty"`
 	Bound        string            `json:"bound,omitempty"`
@@ -380,4 +381,15 @@ func (r *Report) hasTargetCPU() bool {
 		}
 	}
 	return r.Window != nil && r.Window.TargetCPUPct > 0
+}
+
+// Knee is --find-max's answer in words: "N calls", or, when the first
+// step already failed, "below N calls (...)": the search only steps up,
+// so a knee below --start is not located, and 0 would read as a target
+// that carries nothing.
+func (r *Report) Knee() string {
+	if r.MaxSustained == 0 && len(r.Steps) > 0 {
+		return fmt.Sprintf("below %d calls (the first step failed; search again with a lower --start)", r.Steps[0].Calls)
+	}
+	return fmt.Sprintf("%d calls", r.MaxSustained)
 }

@@ -123,6 +123,12 @@ func TestFindMaxMarkdown(t *testing.T) {
 	require.Contains(t, sb.String(), "**Largest sustained: 100 calls.**")
 	require.Contains(t, sb.String(), "| 200 | **no** |")
 	require.Contains(t, sb.String(), "loss 0.3% > 0.1%")
+
+	// The first step failed: the knee is below --start, not 0.
+	r.Steps, r.MaxSustained = r.Steps[1:], 0
+	sb.Reset()
+	r.Markdown(&sb, nil)
+	require.Contains(t, sb.String(), "**Largest sustained: below 200 calls (the first step failed; search again with a lower --start).**")
 }
 
 func TestFinalSteps(t *testing.T) {
