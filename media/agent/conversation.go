@@ -42,6 +42,7 @@ func (s *Session) msAt(ms int64) time.Time { return s.start.Add(time.Duration(ms
 // commit turns a committed input buffer into a user audio item and sends
 // it to the STT (or, in loopback, plays it back).
 func (s *Session) commit(n note) {
+	s.spareTurn(len(n.pcm))
 	id := s.userItem
 	s.userItem = ""
 	if id == "" {

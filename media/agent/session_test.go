@@ -633,3 +633,53 @@ func TestRecordingWithoutCallerAudio(t *testing.T) {
 	require.Greater(t, right, 1e9)
 	require.GreaterOrEqual(t, len(pcm)/2, 50*format.SampleRate/50, "every tick is in the file")
 }
+
+// TestCommittedTurnUsesTheSpare: once the loop has received a turn it
+// leaves a buffer for the next, a quarter larger, and the input side
+// copies the next turn into it instead of allocating on the pacer; a turn
+// that does not fit allocates as before.
+func TestCommittedTurnUsesTheSpare(t *testing.T) {
+	k := newSink()
+	s, err := New(Config{Loopback: true, OutputRate: media.Rate16k}, nil, Deps{}, k)
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	frame := make([]int16, callerFrame)
+	for i := range frame {
+		frame[i] = int16(i * 37)
+	}
+	turn := func(frames int) []int16 {
+		for range frames {
+			require.NoError(t, s.WriteFrame(frame))
+		}
+		return s.in.take(s.in.start, s.in.n)
+	}
+	first := turn(100)
+	require.Len(t, first, 100*callerFrame)
+	require.Empty(t, s.spare, "no turn received yet, no spare")
+	s.spareTurn(len(first)) // what the loop does when the turn arrives
+	sp := <-s.spare
+	require.Equal(t, 125*callerFrame, cap(sp))
+	s.spare <- sp
+
+	second := turn(110)
+	require.Len(t, second, 110*callerFrame)
+	require.Same(t, unsafe.SliceData(sp[:1]), unsafe.SliceData(second), "the turn went into the spare")
+	require.Equal(t, frame, second[:callerFrame])
+
+	s.spareTurn(len(second))
+	third := turn(200) // longer than the spare (137.5 frames): allocated
+	require.Len(t, third, 200*callerFrame)
+	require.Empty(t, s.spare, "the spare that did not fit was dropped")
+	require.Equal(t, frame, third[199*callerFrame:])
+}
+
+// The loop leaves the spare when it receives a committed turn.
+func TestCommitLeavesASpare(t *testing.T) {
+	m := newSim(t, Config{Loopback: true, OutputRate: media.Rate16k}, Deps{})
+	frame := make([]int16, callerFrame)
+	for range 50 {
+		require.NoError(t, m.s.WriteFrame(frame))
+	}
+	require.NoError(t, m.s.CommitInput(""))
+	require.Eventually(t, func() bool { return len(m.s.spare) == 1 }, 2*time.Second, time.Millisecond)
+}
