@@ -72,17 +72,18 @@ func (p *Playout) ReadFrame(now time.Time, dst []int16) (Action, error) {
 	for p.n < p.frame {
 		s := p.buf.Pop(now)
 		want := int(int64(s.Samples) * int64(p.rate) / int64(p.buf.ClockRate()))
-		if p.n == 0 && want == p.frame {
-			// The common case, a slot of exactly one frame: it goes
-			// straight into dst, not through p.pcm.
-			if got, k, ok := p.direct(dst, s); ok {
-				if got == p.frame {
-					return p.count(k), nil
+		if p.n == 0 && want == p.frame && s.Action == Play && !s.CN {
+			// The common case, a packet of exactly one frame: it is
+			// decoded straight into dst, not through p.pcm. A packet
+			// that decodes to another length carries on through p.pcm;
+			// one the codec refuses there (longer than dst) is decoded
+			// below, into p.pcm's room.
+			if n, err := p.dec.Decode(dst, s.Payload); err == nil && n > 0 {
+				if n == p.frame {
+					return p.count(Play), nil
 				}
-				// The codec produced another length than the packet's
-				// timestamps said: carry on through p.pcm.
-				p.n = copy(p.pcm, dst[:got])
-				kind, seen = merge(kind, k, seen), true
+				p.n = copy(p.pcm, dst[:n])
+				seen = true
 				continue
 			}
 		}
@@ -124,21 +125,6 @@ func (p *Playout) fill(out []int16, s Slot, want int) (int, Action) {
 	}
 	clear(out[:want])
 	return want, Silence
-}
-
-// direct produces slot s, one frame long, into dst (a frame). It reports
-// false, having changed nothing, when the codec refuses the packet there:
-// a packet longer than its timestamps said needs p.pcm's room.
-func (p *Playout) direct(dst []int16, s Slot) (int, Action, bool) {
-	if s.Action == Play && !s.CN {
-		n, err := p.dec.Decode(dst, s.Payload)
-		if err != nil || n <= 0 {
-			return 0, Play, false
-		}
-		return n, Play, true
-	}
-	n, k := p.fill(dst, s, len(dst))
-	return n, k, true
 }
 
 // merge folds the kind of a slot's audio into the frame's: the worse of
