@@ -217,10 +217,10 @@ func bestCell(s *system) string {
 		best = max(best, n)
 		same = same && (i == 0 || n == figuresOf(s.runs[0]).maxN)
 		v := fmt.Sprint(n)
-		if n == 0 && len(r.Steps) > 0 {
-			v = fmt.Sprintf("< %d", r.Steps[0].Calls)
-			if below == 0 || r.Steps[0].Calls < below {
-				below = r.Steps[0].Calls
+		if b := r.Below(); b > 0 {
+			v = fmt.Sprintf("< %d", b)
+			if below == 0 || b < below {
+				below = b
 			}
 		}
 		all = append(all, v)

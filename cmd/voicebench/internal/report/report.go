@@ -388,8 +388,17 @@ func (r *Report) hasTargetCPU() bool {
 // so a knee below --start is not located, and 0 would read as a target
 // that carries nothing.
 func (r *Report) Knee() string {
-	if r.MaxSustained == 0 && len(r.Steps) > 0 {
-		return fmt.Sprintf("below %d calls (the first step failed; search again with a lower --start)", r.Steps[0].Calls)
+	if n := r.Below(); n > 0 {
+		return fmt.Sprintf("below %d calls (the first step failed; search again with a lower --start)", n)
 	}
 	return fmt.Sprintf("%d calls", r.MaxSustained)
+}
+
+// Below is the first step's calls when --find-max failed it (the knee is
+// below that), else 0.
+func (r *Report) Below() int {
+	if r.MaxSustained == 0 && len(r.Steps) > 0 {
+		return r.Steps[0].Calls
+	}
+	return 0
 }
