@@ -20,8 +20,8 @@ const maxBufferFrames = 120 * 50
 // growth (an allocation and a copy of the whole buffer, each time) does
 // not happen on the pacer, where an allocation can start a GC cycle and
 // have the tick pay for its marking. (4 s was too little: history, a 3 s
-// turn and its silence are 290 frames, and at 600 S1 calls the growth
-// was 40 MB a second's worth of the pacer's garbage every 10 s.)
+// turn and its silence are about 290 frames, and at 600 S1 calls the
+// growth made 40 MB of the pacer's garbage in 10 s.)
 const initialFrames = 400
 
 // input is the session's input side, owned by the transport's receive
