@@ -102,6 +102,10 @@ type Config struct {
 	// every packet the tick sends. The price: while the clock sleeps (up
 	// to a millisecond a tick) no other goroutine runs on its P. Meant
 	// for a media node's pacer (20 ms ticks), not for a fast clock.
+	// PreciseWake also arms a timerfd beside each of the runtime's timers
+	// the pacer waits on (on Linux), so that the GC's idle marking, which
+	// holds a lone P without looking at timers, yields it on time (see
+	// nudger).
 	PreciseWake bool
 	// AlignSends starts each tick's Ticks ahead of the tick's time by
 	// about as long as they took in the last second, and has every
@@ -219,6 +223,7 @@ type shard struct {
 	wake    chan tickTimes
 	worker  Worker        // nil without Config.NewWorker
 	timer   *time.Timer   // for the wait before AfterTicks (AlignSends)
+	nudge   *nudger       // beside timer (PreciseWake, AlignSends); else nil
 	ticked  time.Duration // how long the last tick's Ticks took (AlignSends)
 	sentAt  time.Time     // when the last tick's AfterTicks began (AlignSends)
 }
@@ -251,6 +256,9 @@ func New(cfg Config, log *slog.Logger) (*Pacer, error) {
 		sh.timer.Stop()
 		if cfg.NewWorker != nil {
 			sh.worker = cfg.NewWorker(i)
+		}
+		if cfg.PreciseWake && cfg.AlignSends && sh.worker != nil {
+			sh.nudge = newNudger()
 		}
 		if i > 0 {
 			sh.wake = make(chan tickTimes, 1)
@@ -405,11 +413,17 @@ func (p *Pacer) run() {
 		// Every tick waits for all its shards, so no worker is ticking;
 		// each worker goroutine closes its own Worker on its way out.
 		closeWorker(p.shards[0].worker)
+		p.shards[0].nudge.close()
 		close(p.done)
 	}()
 	period := p.cfg.Period
 	timer := time.NewTimer(period)
 	defer timer.Stop()
+	var nudge *nudger
+	if p.cfg.PreciseWake {
+		nudge = newNudger()
+		defer nudge.close()
+	}
 	base := time.Now()
 	last := base
 	for n := int64(1); ; n++ {
@@ -418,7 +432,7 @@ func (p *Pacer) run() {
 		if g := last.Add(p.cfg.MinGap); wake.Before(g) {
 			wake = g
 		}
-		if !p.sleepUntil(wake, timer, p.stop) {
+		if !p.sleepUntil(wake, timer, nudge, p.stop) {
 			return
 		}
 		now := time.Now()
@@ -489,6 +503,7 @@ func (p *Pacer) work(sh *shard) {
 		p.tickDone <- struct{}{}
 	}
 	closeWorker(sh.worker)
+	sh.nudge.close()
 }
 
 // closeWorker closes w if it is an io.Closer, on the goroutine (and so,
@@ -518,7 +533,7 @@ func (p *Pacer) tickShard(sh *shard, t tickTimes) {
 		if p.align {
 			sh.ticked = time.Since(now)
 			r = phase("pace.wait")
-			p.sleepUntil(t.send, sh.timer, nil)
+			p.sleepUntil(t.send, sh.timer, sh.nudge, nil)
 			r.End()
 			sh.sentAt = time.Now()
 		}
@@ -554,14 +569,17 @@ func phase(name string) *trace.Region {
 
 // sleepUntil returns true at t: on timer, the runtime's (the P is free
 // for other goroutines), with PreciseWake only until fineWait before t
-// and then on a nanosleep that keeps the P. It returns false at once if
-// stop is closed first (a nil stop never is: a tick's wait completes).
-func (p *Pacer) sleepUntil(t time.Time, timer *time.Timer, stop <-chan struct{}) bool {
+// and then on a nanosleep that keeps the P. nudge (nil: none) is armed
+// with the timer, so that the GC's idle marking cannot hold the timer
+// back. It returns false at once if stop is closed first (a nil stop
+// never is: a tick's wait completes).
+func (p *Pacer) sleepUntil(t time.Time, timer *time.Timer, nudge *nudger, stop <-chan struct{}) bool {
 	d := time.Until(t)
 	if p.cfg.PreciseWake {
 		d -= fineWait
 	}
 	if d > 0 {
+		nudge.at(d)
 		timer.Reset(d)
 		select {
 		case <-stop:
