@@ -287,8 +287,13 @@ func (s *Session) ClearInput(eventID string) error {
 // it is the pacer's garbage and, while a GC cycle runs, the pacer's tick
 // pays a mark assist for it. So the session's loop, which receives each
 // turn, leaves a buffer for the next one in Session.spare (one, a quarter
-// larger than the turn it received), and take uses it when it fits. The
-// memory is the same; who allocates it is not (docs/decisions.md).
+// larger than the turn it received), and take uses it when it fits. When
+// a turn's audio has been played back (loopback) or transcribed, its
+// buffer comes back (recycleTurn) and becomes the spare after the next
+// turn, so a conversation of similar turns allocates none after its first
+// two: the turns were most of a node's garbage, and fewer GC cycles are
+// fewer mark phases for the pacer's ticks to share the P with
+// (docs/decisions.md).
 
 // takeSpare returns the spare turn buffer, emptied, if one is there and
 // holds n samples, else nil (append then allocates). Input goroutine.
@@ -304,13 +309,37 @@ func (s *Session) takeSpare(n int) []int16 {
 }
 
 // spareTurn leaves a buffer for the turn after one of n samples, if none
-// is waiting. Loop goroutine.
+// is waiting: the turn buffer that came back last if it holds n samples
+// (it was made a quarter larger than a turn before, and turns of one
+// conversation differ by a few frames), else a new one a quarter larger
+// than n. Loop goroutine (the spare's only sender).
 func (s *Session) spareTurn(n int) {
-	if n == 0 {
+	if n == 0 || len(s.spare) > 0 {
+		return
+	}
+	var b []int16
+	select {
+	case f := <-s.freeTurn:
+		if cap(f) >= n {
+			b = f[:0]
+		}
+	default:
+	}
+	if b == nil {
+		b = make([]int16, 0, n+n/4)
+	}
+	s.spare <- b
+}
+
+// recycleTurn hands back a committed turn's buffer once nothing reads it
+// any more, for spareTurn. One is kept; another is left to the GC. Any
+// goroutine.
+func (s *Session) recycleTurn(b []int16) {
+	if cap(b) == 0 {
 		return
 	}
 	select {
-	case s.spare <- make([]int16, 0, n+n/4):
+	case s.freeTurn <- b:
 	default:
 	}
 }

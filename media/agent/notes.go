@@ -67,6 +67,9 @@ func (s *Session) transcriber() {
 			if err == nil {
 				res, err = s.deps.STT.Transcribe(s.ctx, stt.Request{PCM: pcm, Language: s.cfg.Language})
 			}
+			// Providers keep no PCM after Transcribe (stt.Request), and
+			// pcm is j.pcm or a copy of it.
+			s.recycleTurn(j.pcm)
 			text := res.Text
 			if errors.Is(err, context.Canceled) && s.ctx.Err() != nil {
 				return

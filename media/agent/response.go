@@ -193,6 +193,7 @@ func (s *Session) speak(r *responseRun, sentences <-chan string) {
 	}()
 	if r.opts.loop != nil {
 		s.playBack(r)
+		s.recycleTurn(r.opts.loop) // played: the playout holds copies
 		return
 	}
 	var placeholder <-chan time.Time

@@ -33,6 +33,7 @@ type Session struct {
 	notes    chan note
 	playDone chan struct{}
 	spare    chan []int16 // a buffer for the next committed turn (takeSpare)
+	freeTurn chan []int16 // a turn's buffer nothing reads any more (recycleTurn)
 	sttJobs  chan sttJob
 
 	// Shared with the pacer (ReadFrame).
@@ -101,7 +102,7 @@ func New(cfg Config, log *slog.Logger, deps Deps, sink Sink) (*Session, error) {
 	_, _ = rand.Read(tag[:])
 	s := &Session{
 		cfg: cfg, log: log, deps: deps, sink: sink,
-		cmds: make(chan func(), 64), notes: make(chan note, 256), playDone: make(chan struct{}, 1), spare: make(chan []int16, 1),
+		cmds: make(chan func(), 64), notes: make(chan note, 256), playDone: make(chan struct{}, 1), spare: make(chan []int16, 1), freeTurn: make(chan []int16, 1),
 		sttJobs: make(chan sttJob, 32),
 		ids:     ids{tag: strings.ToLower(base32.StdEncoding.EncodeToString(tag[:]))},
 		audio:   map[string]*itemAudio{}, spans: map[string][2]int64{},

@@ -683,3 +683,77 @@ func TestCommitLeavesASpare(t *testing.T) {
 	require.NoError(t, m.s.CommitInput(""))
 	require.Eventually(t, func() bool { return len(m.s.spare) == 1 }, 2*time.Second, time.Millisecond)
 }
+
+// spareTurn takes the turn buffer that came back when it is large enough.
+func TestSpareIsARecycledTurn(t *testing.T) {
+	s, err := New(Config{Loopback: true}, nil, Deps{}, newSink())
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	old := make([]int16, 500, 1000)
+	s.recycleTurn(old)
+	s.spareTurn(1000)
+	sp := <-s.spare
+	require.Same(t, unsafe.SliceData(old), unsafe.SliceData(sp[:1]), "the returned buffer is the spare")
+	require.Empty(t, sp)
+
+	s.recycleTurn(make([]int16, 0, 799))
+	s.spareTurn(800)
+	sp = <-s.spare
+	require.Equal(t, 1000, cap(sp), "one too small is dropped for a new one, a quarter larger")
+	require.Empty(t, s.freeTurn)
+
+	s.spare <- sp
+	s.recycleTurn(old)
+	s.spareTurn(800)
+	require.Len(t, s.freeTurn, 1, "with a spare waiting the returned one stays")
+	s.recycleTurn(make([]int16, 10))
+	require.Same(t, unsafe.SliceData(old), unsafe.SliceData((<-s.freeTurn)[:1]), "one is kept")
+	s.recycleTurn(nil)
+	require.Empty(t, s.freeTurn)
+}
+
+// A turn comes back once it has been played back (loopback) or
+// transcribed, and the turn after the next goes into it.
+func TestTurnsComeBack(t *testing.T) {
+	caller := loadWAV(t, "caller16k.wav")
+	t.Run("loopback", func(t *testing.T) {
+		m := newSim(t, Config{Loopback: true, OutputRate: media.Rate16k, TurnDetection: serverVAD()}, Deps{})
+		turn := func(n int) {
+			m.ticks(25)
+			m.speak(caller)
+			m.ticks(30)
+			for i := 0; count[ResponseDone](m.k) < n; i++ {
+				require.Less(t, i, 2000, "no response.done %d", n)
+				if !m.tick(nil) {
+					time.Sleep(100 * time.Microsecond)
+				}
+			}
+			require.Eventually(t, func() bool { return len(m.s.freeTurn) == 1 }, 2*time.Second, time.Millisecond)
+		}
+		turn(1)
+		// The first turn was allocated (no spare yet); its commit left a
+		// spare a quarter larger, which the second turn goes into.
+		spare := <-m.s.spare
+		m.s.spare <- spare
+		turn(2)
+		back := <-m.s.freeTurn
+		require.Same(t, unsafe.SliceData(spare[:1]), unsafe.SliceData(back[:1]), "the second turn, played, came back")
+		m.s.freeTurn <- back
+		// The third turn's commit leaves the second's buffer as the spare.
+		<-m.s.spare
+		m.s.spareTurn(len(back))
+		require.Same(t, unsafe.SliceData(back[:1]), unsafe.SliceData((<-m.s.spare)[:1]), "the spare after the third turn")
+	})
+	t.Run("transcribed", func(t *testing.T) {
+		stt := &fakeSTT{answers: []string{"hello"}}
+		m := newSim(t, Config{OutputRate: media.Rate16k, TurnDetection: &TurnDetection{}}, Deps{LLM: &fakeLLM{}, STT: stt, TTS: &fakeTTS{wordMS: 100}})
+		m.ticks(25)
+		m.speak(caller)
+		m.ticks(30)
+		waitFor[Transcription](t, m.k, nil)
+		require.Len(t, stt.calls(), 1)
+		require.Eventually(t, func() bool { return len(m.s.freeTurn) == 1 }, 2*time.Second, time.Millisecond)
+		back := <-m.s.freeTurn
+		require.GreaterOrEqual(t, cap(back), stt.calls()[0], "the transcribed turn's buffer")
+	})
+}
