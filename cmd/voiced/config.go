@@ -64,6 +64,7 @@ type config struct {
 	WebRTCUDPAddr, WebRTCPublicIP            string
 	WebRTCTURN, WebRTCTURNUser, WebRTCTURNPw string
 	WebRTCMaxSessions                        int64
+	RTPSendPhases                            int64
 	WebRTCTURNSecret, WebRTCTURNTTL          string
 
 	rtpLow, rtpHigh int
@@ -93,6 +94,7 @@ func bindFlags(fs *flag.FlagSet, c *config, names ...string) []flagSpec {
 		{"sip-register", "VOICED_SIP_REGISTER", "false", "REGISTER with a VoIP connection (kept fresh) before placing calls through it, for providers that want it", &c.SIPRegister},
 		{"sip-trusted", "VOICED_SIP_TRUSTED", "", "IPs or CIDRs, comma-separated, exempt from the per-source SIP rate limit: your carriers' SBCs, the Kamailio dispatcher in scale-out", &c.SIPTrusted},
 		{"rtp-ports", "VOICED_RTP_PORTS", "10000-20000", "UDP port range LOW-HIGH for RTP media", &c.RTPPorts},
+		{"rtp-send-phases", "VOICED_RTP_SEND_PHASES", "1", "RTP send instants per 20 ms frame (1-20): each call sends at one of them, so a node's packets leave in that many smaller bursts (steadier timing at high load, for some CPU)", &c.RTPSendPhases},
 		{"public-url", "VOICED_PUBLIC_URL", "", "externally visible base URL (default http://<http-addr>)", &c.PublicURL},
 		{"secret-key", "VOICED_SECRET_KEY", "", "32-byte key (hex or base64) that encrypts stored secrets; empty = <data-dir>/secret.key, created on first use", &c.SecretKey},
 		{"dev-credit-cents", "VOICED_DEV_CREDIT_CENTS", "1000", "starting credit granted to the first organization on an empty database", &c.DevCreditCents},
@@ -258,6 +260,9 @@ func (c *config) validate(_ map[string]bool, specs []flagSpec) error {
 			return fmt.Errorf("invalid --rtp-ports %q: %v", c.RTPPorts, err)
 		}
 		c.rtpLow, c.rtpHigh = lo, hi
+	}
+	if has("rtp-send-phases") && (c.RTPSendPhases < 1 || c.RTPSendPhases > 20) {
+		return fmt.Errorf("invalid --rtp-send-phases %d: 1 to 20", c.RTPSendPhases)
 	}
 	if has("public-url") && c.PublicURL != "" {
 		u, err := url.Parse(c.PublicURL)

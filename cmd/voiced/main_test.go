@@ -64,6 +64,8 @@ func TestInvalidFlagsAreOneLineNamingTheFlag(t *testing.T) {
 		{[]string{"serve", "--audio-url-ttl", "10s"}, nil, "--audio-url-ttl"},
 		{[]string{"serve", "--realtime-delta-ms", "30"}, nil, "--realtime-delta-ms"},
 		{[]string{"serve", "--realtime-delta-ms", "0"}, nil, "--realtime-delta-ms"},
+		{[]string{"serve", "--rtp-send-phases", "0"}, nil, "--rtp-send-phases"},
+		{[]string{"serve", "--rtp-send-phases", "21"}, nil, "--rtp-send-phases"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			for k, v := range tc.env {

@@ -17,8 +17,17 @@
 //
 // The runtime's timers wake through epoll, in whole milliseconds, so a tick
 // on the timer alone starts up to a millisecond late; Config.PreciseWake
-// sleeps the last millisecond with nanosleep instead, for a media node
-// whose every packet would carry that lateness as jitter.
+// arms a timerfd beside the timer (on Linux; elsewhere it sleeps the last
+// millisecond with nanosleep), for a media node whose every packet would
+// carry that lateness as jitter. The timerfd also gets the tick past the
+// GC's idle marking, which with one P would otherwise hold it for a whole
+// mark phase.
+//
+// Config.Phases spreads the streams over several evenly spaced ticks a
+// period, each stream in one: a node then sends a tenth of its packets
+// every 2 ms instead of all of them in one burst every 20 ms, whose
+// length, varying from period to period, was jitter on the packets sent
+// last.
 //
 // Config.AlignSends starts the Ticks ahead of the tick's time by about
 // what they cost in the last second and holds each Worker's AfterTicks

@@ -94,18 +94,18 @@ type Config struct {
 	// whose streams also receive and process in PostTick (media/rtp) wants
 	// runtime.GOMAXPROCS(0).
 	Workers int
-	// PreciseWake waits out the last millisecond before each tick with a
-	// nanosleep that keeps the clock goroutine's P, so ticks start within
-	// microseconds of their time. Without it a tick starts up to a
-	// millisecond late, at random: Go's timers wake through epoll, whose
-	// timeout is in whole milliseconds, and that lateness is jitter on
-	// every packet the tick sends. The price: while the clock sleeps (up
-	// to a millisecond a tick) no other goroutine runs on its P. Meant
-	// for a media node's pacer (20 ms ticks), not for a fast clock.
-	// PreciseWake also arms a timerfd beside each of the runtime's timers
-	// the pacer waits on (on Linux), so that the GC's idle marking, which
-	// holds a lone P without looking at timers, yields it on time (see
-	// nudger).
+	// PreciseWake makes ticks start within a fraction of a millisecond
+	// of their time. Without it a tick starts up to a millisecond late,
+	// at random: Go's timers wake through epoll, whose timeout is in
+	// whole milliseconds, and that lateness is jitter on every packet
+	// the tick sends. On Linux it arms a timerfd beside each of the
+	// runtime's timers the pacer waits on (see nudger): epoll then wakes
+	// at the timer's time, and the GC's idle marking, which holds a lone
+	// P without looking at timers, yields it on time. Elsewhere it waits
+	// out the last millisecond before each tick with a nanosleep that
+	// keeps the clock goroutine's P, at the price that no other goroutine
+	// runs on that P meanwhile. Meant for a media node's pacer, not for a
+	// fast clock.
 	PreciseWake bool
 	// AlignSends starts each tick's Ticks ahead of the tick's time by
 	// about as long as they took in the last second, and has every
@@ -120,6 +120,17 @@ type Config struct {
 	// batching) are not waited for; with none at all (media/rtp without
 	// io_uring) ticks start on their time as without AlignSends.
 	AlignSends bool
+	// Phases spreads each worker's streams over this many ticks a
+	// period, evenly spaced (10 at 20 ms: one every 2 ms), each stream in
+	// one of them: every stream still ticks once a period, but a tick
+	// runs, sends and receives for a tenth of the streams. Without it a
+	// node's sends leave in one burst a period, and the burst's length
+	// (600 packets took 3.5 ms on a VM core) varies from one period to
+	// the next by milliseconds at its end: jitter on the packets sent
+	// last (bench/RESULTS-voicebench.md). 0 means 1. With Phases, Stats
+	// counts each of these ticks, and MinGap applies to each stream's
+	// ticks (the ticks of a catch-up run MinGap/Phases apart).
+	Phases int
 	// NewWorker, when set, makes each worker's Worker (see the type),
 	// given the worker's index; Pacer.Worker hands it to the streams of
 	// that worker. It may return nil, for no per-worker work.
@@ -144,6 +155,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Workers < 0 || c.Workers > 256 {
 		return c, fmt.Errorf("%d workers (1..256): %w", c.Workers, ErrBadConfig)
+	}
+	if c.Phases == 0 {
+		c.Phases = 1
+	}
+	if c.Phases < 0 || c.Phases > 100 || c.Period/time.Duration(c.Phases) < 100*time.Microsecond {
+		return c, fmt.Errorf("%d phases of %v (1..100, at least 100µs apart): %w", c.Phases, c.Period, ErrBadConfig)
 	}
 	if c.MinGap > c.Period {
 		return c, fmt.Errorf("min gap %v longer than period %v: %w", c.MinGap, c.Period, ErrBadConfig)
@@ -185,7 +202,8 @@ type Pacer struct {
 	shardOf []uint16 // slot -> shard
 	free    []uint32 // free slots
 	closed  bool
-	shards  []*shard
+	shards  []*shard  // worker w's phase k is shards[w*Phases+k]
+	runners []*runner // one per worker: runners[0] is the clock goroutine's
 
 	stop     chan struct{}
 	done     chan struct{}
@@ -203,34 +221,44 @@ type Pacer struct {
 	// align is Config.AlignSends with a Worker to wait: without one
 	// nothing would be held for the tick's time, so ticks start on it.
 	align bool
-	// align: recent Ticks phase durations (the longest of the shards'
-	// per tick), written and read by the clock goroutine only.
-	phases  [leadWindow]time.Duration
+	// align: recent Ticks phase durations (the longest of the workers'
+	// per tick), a second's worth, written and read by the clock
+	// goroutine only.
+	phases  []time.Duration
 	phaseAt int
 }
 
-// leadWindow is how many ticks AlignSends looks back on for its lead: a
+// leadWindow is how many periods AlignSends looks back on for its lead: a
 // second at 20 ms.
 const leadWindow = 50
 
-// shard is one worker's share of the streams.
+// shard is one worker's share of the streams in one phase.
 type shard struct {
 	mu      sync.Mutex
 	streams []Stream     // dense: the tick loop's only input
 	posts   []PostTicker // dense, beside streams: nil for a plain Stream
 	handles []Handle     // dense index -> its registration
 	broken  []Handle     // streams whose Tick or PostTick panicked this tick
-	wake    chan tickTimes
-	worker  Worker        // nil without Config.NewWorker
-	timer   *time.Timer   // for the wait before AfterTicks (AlignSends)
-	nudge   *nudger       // beside timer (PreciseWake, AlignSends); else nil
-	ticked  time.Duration // how long the last tick's Ticks took (AlignSends)
-	sentAt  time.Time     // when the last tick's AfterTicks began (AlignSends)
+	run     *runner      // the worker that ticks it
 }
 
-// tickTimes are one tick's start and the time its sends are due.
+// runner is one worker: the goroutine that ticks its shards, one per
+// phase, and what it keeps from tick to tick.
+type runner struct {
+	shards []*shard // by phase
+	wake   chan tickTimes
+	worker Worker        // nil without Config.NewWorker
+	timer  *time.Timer   // for the wait before AfterTicks (AlignSends)
+	nudge  *nudger       // beside timer (PreciseWake, AlignSends); else nil
+	ticked time.Duration // how long the last tick's Ticks took (AlignSends)
+	sentAt time.Time     // when the last tick's AfterTicks began (AlignSends)
+}
+
+// tickTimes are one tick's start, the time its sends are due and its
+// phase.
 type tickTimes struct {
 	now, send time.Time
+	phase     int
 }
 
 // New starts a Pacer whose first tick is one Period from now, and its
@@ -251,29 +279,35 @@ func New(cfg Config, log *slog.Logger) (*Pacer, error) {
 		done:     make(chan struct{}),
 		tickDone: make(chan struct{}, cfg.Workers),
 	}
+	p.phases = make([]time.Duration, leadWindow*cfg.Phases)
 	for i := range cfg.Workers {
-		sh := &shard{timer: time.NewTimer(time.Hour)}
-		sh.timer.Stop()
+		r := &runner{timer: time.NewTimer(time.Hour)}
+		r.timer.Stop()
 		if cfg.NewWorker != nil {
-			sh.worker = cfg.NewWorker(i)
+			r.worker = cfg.NewWorker(i)
 		}
-		if cfg.PreciseWake && cfg.AlignSends && sh.worker != nil {
-			sh.nudge = newNudger()
+		if cfg.PreciseWake && cfg.AlignSends && r.worker != nil {
+			r.nudge = newNudger()
 		}
-		if i > 0 {
-			sh.wake = make(chan tickTimes, 1)
-			p.workers.Add(1)
-			go p.work(sh)
+		for range cfg.Phases {
+			sh := &shard{run: r}
+			r.shards = append(r.shards, sh)
+			p.shards = append(p.shards, sh)
 		}
-		p.shards = append(p.shards, sh)
-		p.align = p.align || cfg.AlignSends && sh.worker != nil
+		p.runners = append(p.runners, r)
+		p.align = p.align || cfg.AlignSends && r.worker != nil
+	}
+	for _, r := range p.runners[1:] {
+		r.wake = make(chan tickTimes, 1)
+		p.workers.Add(1)
+		go p.work(r)
 	}
 	go p.run()
 	return p, nil
 }
 
-// Register adds s to the tick loop, on the least loaded worker; its first
-// Tick comes with the next tick. It returns ErrClosed after Close.
+// Register adds s to the tick loop, on the least loaded worker and phase;
+// its first Tick comes with that phase's next tick. It returns ErrClosed after Close.
 // Registering the same stream twice ticks it twice.
 func (p *Pacer) Register(s Stream) (Handle, error) {
 	p.reg.Lock()
@@ -354,7 +388,7 @@ func (p *Pacer) Worker(h Handle) Worker {
 	if !p.registered(h) {
 		return nil
 	}
-	return p.shards[p.shardOf[h.slot]].worker
+	return p.shards[p.shardOf[h.slot]].run.worker
 }
 
 // registered reports whether h names a stream registered now; p.reg is
@@ -400,23 +434,29 @@ func (p *Pacer) Period() time.Duration {
 	return p.cfg.Period
 }
 
-// fineWait is how long before a tick PreciseWake stops trusting the timer:
-// the runtime's timer wakes up to a millisecond late.
+// fineWait is how long before a tick PreciseWake stops trusting the timer
+// when no nudger wakes it: the runtime's timer wakes up to a millisecond
+// late. With a nudger it is on time (median tick lateness 71-83 µs on a VM
+// against 99-103 µs with the nanosleep: TestPreciseWake's log), and the P
+// is not held for the last millisecond of every tick, half of each 2 ms
+// with Phases at 10.
 const fineWait = time.Millisecond
 
 func (p *Pacer) run() {
-	lockThread(p.shards[0].worker)
+	lockThread(p.runners[0].worker)
 	defer func() {
-		for _, sh := range p.shards[1:] {
-			close(sh.wake)
+		for _, r := range p.runners[1:] {
+			close(r.wake)
 		}
-		// Every tick waits for all its shards, so no worker is ticking;
-		// each worker goroutine closes its own Worker on its way out.
-		closeWorker(p.shards[0].worker)
-		p.shards[0].nudge.close()
+		// Every tick waits for all its workers, so none is ticking; each
+		// worker goroutine closes its own Worker on its way out.
+		closeWorker(p.runners[0].worker)
+		p.runners[0].nudge.close()
 		close(p.done)
 	}()
-	period := p.cfg.Period
+	phases := int64(p.cfg.Phases)
+	period := p.cfg.Period / time.Duration(phases) // between ticks
+	minGap := p.cfg.MinGap / time.Duration(phases)
 	timer := time.NewTimer(period)
 	defer timer.Stop()
 	var nudge *nudger
@@ -429,7 +469,7 @@ func (p *Pacer) run() {
 	for n := int64(1); ; n++ {
 		due := base.Add(time.Duration(n) * period)
 		wake := due.Add(-p.lead())
-		if g := last.Add(p.cfg.MinGap); wake.Before(g) {
+		if g := last.Add(minGap); wake.Before(g) {
 			wake = g
 		}
 		if !p.sleepUntil(wake, timer, nudge, p.stop) {
@@ -445,11 +485,11 @@ func (p *Pacer) run() {
 			lag -= time.Duration(k) * period
 		}
 		last = now
-		p.tick(tickTimes{now: now, send: due})
-		if sh := p.shards[0]; p.align && sh.worker != nil {
+		p.tick(tickTimes{now: now, send: due, phase: int(n % phases)})
+		if r := p.runners[0]; p.align && r.worker != nil {
 			// The tick started early on purpose: what is late or not
 			// is its sends.
-			lag = sh.sentAt.Sub(due)
+			lag = r.sentAt.Sub(due)
 		}
 		p.late.record(lag)
 		p.ticks.Add(1)
@@ -458,9 +498,10 @@ func (p *Pacer) run() {
 }
 
 // lead is how long before its time AlignSends starts a tick: the longest
-// Ticks phase of the last leadWindow ticks plus a quarter and 200 µs, at
-// most half a period (Ticks that take longer than that leave no time for
-// the PostTicks anyway). 0 without AlignSends or without a Worker.
+// Ticks phase of the ticks of the last leadWindow periods plus a quarter
+// and 200 µs, at most half a tick's interval (Ticks that take longer than
+// that leave no time for the PostTicks anyway). 0 without AlignSends or
+// without a Worker.
 func (p *Pacer) lead() time.Duration {
 	if !p.align {
 		return 0
@@ -469,41 +510,42 @@ func (p *Pacer) lead() time.Duration {
 	for _, d := range p.phases {
 		m = max(m, d)
 	}
-	return min(m+m/4+200*time.Microsecond, p.cfg.Period/2)
+	return min(m+m/4+200*time.Microsecond, p.cfg.Period/time.Duration(2*p.cfg.Phases))
 }
 
-// tick runs one tick over every shard: the workers' shares on their
-// goroutines and the first share here, then waits for all of them.
+// tick runs one tick of its phase over every worker: the other workers'
+// shares on their goroutines and the first share here, then waits for all
+// of them.
 func (p *Pacer) tick(t tickTimes) {
-	for _, sh := range p.shards[1:] {
-		sh.wake <- t
+	for _, r := range p.runners[1:] {
+		r.wake <- t
 	}
-	p.tickShard(p.shards[0], t)
-	for range len(p.shards) - 1 {
+	p.tickShard(p.runners[0], t)
+	for range len(p.runners) - 1 {
 		<-p.tickDone
 	}
 	if p.align {
 		var m time.Duration
-		for _, sh := range p.shards {
-			m = max(m, sh.ticked)
+		for _, r := range p.runners {
+			m = max(m, r.ticked)
 		}
 		p.phases[p.phaseAt] = m
-		p.phaseAt = (p.phaseAt + 1) % leadWindow
+		p.phaseAt = (p.phaseAt + 1) % len(p.phases)
 	}
 }
 
 // work is a worker goroutine: one shard's loop per tick, until the clock
 // goroutine closes its wake channel on its way out (so a tick in progress
 // always completes).
-func (p *Pacer) work(sh *shard) {
+func (p *Pacer) work(r *runner) {
 	defer p.workers.Done()
-	lockThread(sh.worker)
-	for t := range sh.wake {
-		p.tickShard(sh, t)
+	lockThread(r.worker)
+	for t := range r.wake {
+		p.tickShard(r, t)
 		p.tickDone <- struct{}{}
 	}
-	closeWorker(sh.worker)
-	sh.nudge.close()
+	closeWorker(r.worker)
+	r.nudge.close()
 }
 
 // closeWorker closes w if it is an io.Closer, on the goroutine (and so,
@@ -514,40 +556,41 @@ func closeWorker(w Worker) {
 	}
 }
 
-// tickShard is the per-period loop over one shard: Tick on every stream,
-// the shard's Worker, then PostTick on the PostTickers. It holds the
-// shard's lock so that Unregister can promise that a removed stream is not
-// ticking.
-func (p *Pacer) tickShard(sh *shard, t tickTimes) {
+// tickShard is the per-period loop over a worker's shard of the tick's
+// phase: Tick on every stream, the worker's Worker, then PostTick on the
+// PostTickers. It holds the shard's lock so that Unregister can promise
+// that a removed stream is not ticking.
+func (p *Pacer) tickShard(r *runner, t tickTimes) {
 	now := t.now
+	sh := r.shards[t.phase]
 	sh.mu.Lock()
 	streams := sh.streams
-	r := phase("pace.Ticks")
+	reg := phase("pace.Ticks")
 	for i := range streams {
 		if !p.call(streams[i], now, false) {
 			sh.broken = append(sh.broken, sh.handles[i])
 		}
 	}
-	r.End()
-	if sh.worker != nil {
+	reg.End()
+	if r.worker != nil {
 		if p.align {
-			sh.ticked = time.Since(now)
-			r = phase("pace.wait")
-			p.sleepUntil(t.send, sh.timer, sh.nudge, nil)
-			r.End()
-			sh.sentAt = time.Now()
+			r.ticked = time.Since(now)
+			reg = phase("pace.wait")
+			p.sleepUntil(t.send, r.timer, r.nudge, nil)
+			reg.End()
+			r.sentAt = time.Now()
 		}
-		r = phase("pace.AfterTicks")
-		p.afterTicks(sh.worker, now)
-		r.End()
+		reg = phase("pace.AfterTicks")
+		p.afterTicks(r.worker, now)
+		reg.End()
 	}
-	r = phase("pace.PostTicks")
+	reg = phase("pace.PostTicks")
 	for i, pt := range sh.posts {
 		if pt != nil && !p.call(pt, now, true) {
 			sh.broken = append(sh.broken, sh.handles[i])
 		}
 	}
-	r.End()
+	reg.End()
 	sh.mu.Unlock()
 	if len(sh.broken) == 0 {
 		return
@@ -568,14 +611,16 @@ func phase(name string) *trace.Region {
 }
 
 // sleepUntil returns true at t: on timer, the runtime's (the P is free
-// for other goroutines), with PreciseWake only until fineWait before t
-// and then on a nanosleep that keeps the P. nudge (nil: none) is armed
-// with the timer, so that the GC's idle marking cannot hold the timer
-// back. It returns false at once if stop is closed first (a nil stop
-// never is: a tick's wait completes).
+// for other goroutines). With PreciseWake nudge (nil: none) is armed with
+// the timer, which then wakes on time even while the GC's idle marking
+// holds the P; without a nudger the timer is trusted only until fineWait
+// before t, and a nanosleep that keeps the P waits out the rest. It
+// returns false at once if stop is closed first (a nil stop never is: a
+// tick's wait completes).
 func (p *Pacer) sleepUntil(t time.Time, timer *time.Timer, nudge *nudger, stop <-chan struct{}) bool {
+	precise := p.cfg.PreciseWake && nudge == nil
 	d := time.Until(t)
-	if p.cfg.PreciseWake {
+	if precise {
 		d -= fineWait
 	}
 	if d > 0 {
@@ -593,7 +638,7 @@ func (p *Pacer) sleepUntil(t time.Time, timer *time.Timer, nudge *nudger, stop <
 		default:
 		}
 	}
-	if p.cfg.PreciseWake {
+	if precise {
 		if r := time.Until(t); r > 0 {
 			sleepHoldingP(r)
 		}
