@@ -17,11 +17,10 @@
 //
 // The runtime's timers wake through epoll, in whole milliseconds, so a tick
 // on the timer alone starts up to a millisecond late; Config.PreciseWake
-// arms a timerfd beside the timer (on Linux; elsewhere it sleeps the last
-// millisecond with nanosleep), for a media node whose every packet would
-// carry that lateness as jitter. The timerfd also gets the tick past the
-// GC's idle marking, which with one P would otherwise hold it for a whole
-// mark phase.
+// sleeps the last millisecond with nanosleep instead, for a media node
+// whose every packet would carry that lateness as jitter. On Linux it also
+// arms a timerfd behind the timer, which gets the tick past the GC's idle
+// marking: with one P that would otherwise hold it for a whole mark phase.
 //
 // Config.Phases spreads the streams over several evenly spaced ticks a
 // period, each stream in one: a node then sends a tenth of its packets

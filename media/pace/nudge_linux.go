@@ -15,12 +15,14 @@ import (
 // tick due meanwhile waited for the whole phase, 38 ms on a node at 600
 // calls with a 250 MB heap (TestTicksOnTimeWhileGCMarks: 57-88 ms). The
 // worker does stop for network readiness, which it polls every few tens
-// of microseconds of marking: so the nudger arms a timerfd with the same
-// deadline, and a goroutine parked on reading it (in the netpoller) becomes
-// runnable when it fires. The worker yields, and the scheduler, before it
-// runs anything, runs the timers that are due: the pacer's among them.
-// When nothing holds the P the timer and the timerfd fire together, and
-// the nudge costs a read.
+// of microseconds of marking: so the nudger arms a timerfd a little after
+// the timer's deadline, and a goroutine parked on reading it (in the
+// netpoller) becomes runnable when it fires. The worker yields, and the
+// scheduler, before it runs anything, runs the timers that are due: the
+// pacer's among them. When the timer wins, as it does unless the GC holds
+// the P, the pacer disarms the nudge: armed with the same deadline, every
+// wait woke the nudger too, and a node at 200 calls spent 15% more CPU
+// per packet (bench/RESULTS-voicebench.md).
 type nudger struct {
 	f  *os.File
 	fd int // f's descriptor, nonblocking (f.Fd would make it blocking)
@@ -44,6 +46,15 @@ func (n *nudger) at(d time.Duration) {
 		return
 	}
 	v := unix.ItimerSpec{Value: unix.NsecToTimespec(max(int64(d), 1))}
+	_ = unix.TimerfdSettime(n.fd, 0, &v, nil)
+}
+
+// disarm cancels the armed nudge, if it has not fired.
+func (n *nudger) disarm() {
+	if n == nil {
+		return
+	}
+	var v unix.ItimerSpec
 	_ = unix.TimerfdSettime(n.fd, 0, &v, nil)
 }
 

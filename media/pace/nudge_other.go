@@ -11,3 +11,4 @@ type nudger struct{}
 func newNudger() *nudger         { return nil }
 func (*nudger) at(time.Duration) {}
 func (*nudger) close()           {}
+func (*nudger) disarm()          {}

@@ -94,18 +94,18 @@ type Config struct {
 	// whose streams also receive and process in PostTick (media/rtp) wants
 	// runtime.GOMAXPROCS(0).
 	Workers int
-	// PreciseWake makes ticks start within a fraction of a millisecond
-	// of their time. Without it a tick starts up to a millisecond late,
-	// at random: Go's timers wake through epoll, whose timeout is in
-	// whole milliseconds, and that lateness is jitter on every packet
-	// the tick sends. On Linux it arms a timerfd beside each of the
-	// runtime's timers the pacer waits on (see nudger): epoll then wakes
-	// at the timer's time, and the GC's idle marking, which holds a lone
-	// P without looking at timers, yields it on time. Elsewhere it waits
-	// out the last millisecond before each tick with a nanosleep that
-	// keeps the clock goroutine's P, at the price that no other goroutine
-	// runs on that P meanwhile. Meant for a media node's pacer, not for a
-	// fast clock.
+	// PreciseWake waits out the last millisecond before each tick (a
+	// quarter of the interval between ticks, with Phases, if that is
+	// less) with a nanosleep that keeps the clock goroutine's P, so ticks
+	// start within microseconds of their time. Without it a tick starts
+	// up to a millisecond late, at random: Go's timers wake through
+	// epoll, whose timeout is in whole milliseconds, and that lateness is
+	// jitter on every packet the tick sends. The price: while the clock
+	// sleeps no other goroutine runs on its P. On Linux it also arms a
+	// timerfd as a backstop behind each of the runtime's timers the pacer
+	// waits on (see nudger), so that the GC's idle marking, which holds a
+	// lone P without looking at timers, yields it on time. Meant for a
+	// media node's pacer (20 ms ticks), not for a fast clock.
 	PreciseWake bool
 	// AlignSends starts each tick's Ticks ahead of the tick's time by
 	// about as long as they took in the last second, and has every
@@ -434,13 +434,15 @@ func (p *Pacer) Period() time.Duration {
 	return p.cfg.Period
 }
 
-// fineWait is how long before a tick PreciseWake stops trusting the timer
-// when no nudger wakes it: the runtime's timer wakes up to a millisecond
-// late. With a nudger it is on time (median tick lateness 71-83 µs on a VM
-// against 99-103 µs with the nanosleep: TestPreciseWake's log), and the P
-// is not held for the last millisecond of every tick, half of each 2 ms
-// with Phases at 10.
+// fineWait is how long before a tick PreciseWake stops trusting the timer:
+// the runtime's timer wakes up to a millisecond late. With Phases it is at
+// most a quarter of the interval between ticks (fine).
 const fineWait = time.Millisecond
+
+// fine is fineWait for this pacer's tick interval.
+func (p *Pacer) fine() time.Duration {
+	return min(fineWait, p.cfg.Period/time.Duration(4*p.cfg.Phases))
+}
 
 func (p *Pacer) run() {
 	lockThread(p.runners[0].worker)
@@ -611,26 +613,32 @@ func phase(name string) *trace.Region {
 }
 
 // sleepUntil returns true at t: on timer, the runtime's (the P is free
-// for other goroutines). With PreciseWake nudge (nil: none) is armed with
-// the timer, which then wakes on time even while the GC's idle marking
-// holds the P; without a nudger the timer is trusted only until fineWait
-// before t, and a nanosleep that keeps the P waits out the rest. It
-// returns false at once if stop is closed first (a nil stop never is: a
-// tick's wait completes).
+// for other goroutines), with PreciseWake only until fine before t and
+// then on a nanosleep that keeps the P. With PreciseWake nudge (nil: none)
+// is armed half of fine after the timer, as a backstop for when the GC's
+// idle marking holds the P past the timer, and disarmed when the timer
+// wins: the nanosleep absorbs the backstop's half. It returns false at
+// once if stop is closed first (a nil stop never is: a tick's wait
+// completes).
 func (p *Pacer) sleepUntil(t time.Time, timer *time.Timer, nudge *nudger, stop <-chan struct{}) bool {
-	precise := p.cfg.PreciseWake && nudge == nil
+	precise := p.cfg.PreciseWake
+	fine := p.fine()
 	d := time.Until(t)
 	if precise {
-		d -= fineWait
+		d -= fine
 	}
 	if d > 0 {
-		nudge.at(d)
+		if precise {
+			nudge.at(d + fine/2)
+		}
 		timer.Reset(d)
 		select {
 		case <-stop:
+			nudge.disarm()
 			return false
 		case <-timer.C:
 		}
+		nudge.disarm()
 	} else {
 		select {
 		case <-stop:

@@ -37,6 +37,19 @@ func (r *recorder) snapshot() []time.Time {
 	return append([]time.Time(nil), r.times...)
 }
 
+// registerRecorders registers n new recorders on p.
+func registerRecorders(t *testing.T, p *Pacer, n int) ([]*recorder, []Handle) {
+	t.Helper()
+	rs, hs := make([]*recorder, n), make([]Handle, n)
+	for i := range rs {
+		rs[i] = &recorder{}
+		var err error
+		hs[i], err = p.Register(rs[i])
+		require.NoError(t, err)
+	}
+	return rs, hs
+}
+
 type counter struct{ n atomic.Int64 }
 
 func (c *counter) Tick(time.Time) { c.n.Add(1) }
@@ -97,13 +110,7 @@ func TestPhases(t *testing.T) {
 		p, err := New(Config{Phases: 4}, nil)
 		require.NoError(t, err)
 		defer p.Close()
-		rs := make([]*recorder, 8)
-		hs := make([]Handle, 8)
-		for i := range rs {
-			rs[i] = &recorder{}
-			hs[i], err = p.Register(rs[i])
-			require.NoError(t, err)
-		}
+		rs, hs := registerRecorders(t, p, 8)
 		time.Sleep(time.Second + time.Millisecond)
 		offsets := map[time.Duration]int{}
 		for i, r := range rs {
@@ -389,13 +396,7 @@ func TestWorkers(t *testing.T) {
 		p, err := New(Config{Workers: 3}, slog.New(slog.DiscardHandler))
 		require.NoError(t, err)
 		defer p.Close()
-		rs := make([]*recorder, 10)
-		hs := make([]Handle, 10)
-		for i := range rs {
-			rs[i] = &recorder{}
-			hs[i], err = p.Register(rs[i])
-			require.NoError(t, err)
-		}
+		rs, hs := registerRecorders(t, p, 10)
 		bad := &panicker{}
 		_, err = p.Register(bad)
 		require.NoError(t, err)
