@@ -82,7 +82,11 @@ func TestRealtimeSessions(t *testing.T) {
 			require.Equal(t, "in_progress", c["status"])
 			require.Equal(t, m["room_name"], c["media_room_name"])
 
-			_, err := a.srv.ClaimRealtimeToken(ctx, tok[:len(tok)-2]+"00")
+			forged := tok[:len(tok)-2] + "00"
+			if forged == tok { // one token in 256 or so ends in "00" already
+				forged = tok[:len(tok)-2] + "11"
+			}
+			_, err := a.srv.ClaimRealtimeToken(ctx, forged)
 			require.ErrorIs(t, err, control.ErrInvalidCredential, "forged signature")
 			g, err := a.srv.ClaimRealtimeToken(ctx, tok)
 			require.NoError(t, err)
