@@ -221,11 +221,11 @@ type Pacer struct {
 	// align is Config.AlignSends with a Worker to wait: without one
 	// nothing would be held for the tick's time, so ticks start on it.
 	align bool
-	// align: recent Ticks phase durations (the longest of the workers'
-	// per tick), a second's worth, written and read by the clock
+	// align: how long recent ticks' Ticks took (the longest of the
+	// workers' per tick), a second's worth, written and read by the clock
 	// goroutine only.
-	phases  []time.Duration
-	phaseAt int
+	ticked   []time.Duration
+	tickedAt int
 }
 
 // leadWindow is how many periods AlignSends looks back on for its lead: a
@@ -248,8 +248,8 @@ type runner struct {
 	shards []*shard // by phase
 	wake   chan tickTimes
 	worker Worker        // nil without Config.NewWorker
-	timer  *time.Timer   // for the wait before AfterTicks (AlignSends)
-	nudge  *nudger       // beside timer (PreciseWake, AlignSends); else nil
+	timer  *time.Timer   // its waits: the clock's (runners[0]), before AfterTicks
+	nudge  *nudger       // behind timer's waits (PreciseWake); else nil
 	ticked time.Duration // how long the last tick's Ticks took (AlignSends)
 	sentAt time.Time     // when the last tick's AfterTicks began (AlignSends)
 }
@@ -279,14 +279,14 @@ func New(cfg Config, log *slog.Logger) (*Pacer, error) {
 		done:     make(chan struct{}),
 		tickDone: make(chan struct{}, cfg.Workers),
 	}
-	p.phases = make([]time.Duration, leadWindow*cfg.Phases)
+	p.ticked = make([]time.Duration, leadWindow*cfg.Phases)
 	for i := range cfg.Workers {
 		r := &runner{timer: time.NewTimer(time.Hour)}
 		r.timer.Stop()
 		if cfg.NewWorker != nil {
 			r.worker = cfg.NewWorker(i)
 		}
-		if cfg.PreciseWake && cfg.AlignSends && r.worker != nil {
+		if cfg.PreciseWake && (i == 0 || cfg.AlignSends && r.worker != nil) {
 			r.nudge = newNudger()
 		}
 		for range cfg.Phases {
@@ -459,13 +459,9 @@ func (p *Pacer) run() {
 	phases := int64(p.cfg.Phases)
 	period := p.cfg.Period / time.Duration(phases) // between ticks
 	minGap := p.cfg.MinGap / time.Duration(phases)
-	timer := time.NewTimer(period)
-	defer timer.Stop()
-	var nudge *nudger
-	if p.cfg.PreciseWake {
-		nudge = newNudger()
-		defer nudge.close()
-	}
+	// The clock's waits and its share's wait before AfterTicks take turns
+	// on this goroutine, with one timer and one nudger.
+	clock := p.runners[0]
 	base := time.Now()
 	last := base
 	for n := int64(1); ; n++ {
@@ -474,7 +470,7 @@ func (p *Pacer) run() {
 		if g := last.Add(minGap); wake.Before(g) {
 			wake = g
 		}
-		if !p.sleepUntil(wake, timer, nudge, p.stop) {
+		if !p.sleepUntil(wake, clock.timer, clock.nudge, p.stop) {
 			return
 		}
 		now := time.Now()
@@ -488,10 +484,10 @@ func (p *Pacer) run() {
 		}
 		last = now
 		p.tick(tickTimes{now: now, send: due, phase: int(n % phases)})
-		if r := p.runners[0]; p.align && r.worker != nil {
+		if p.align && clock.worker != nil {
 			// The tick started early on purpose: what is late or not
 			// is its sends.
-			lag = r.sentAt.Sub(due)
+			lag = clock.sentAt.Sub(due)
 		}
 		p.late.record(lag)
 		p.ticks.Add(1)
@@ -509,7 +505,7 @@ func (p *Pacer) lead() time.Duration {
 		return 0
 	}
 	var m time.Duration
-	for _, d := range p.phases {
+	for _, d := range p.ticked {
 		m = max(m, d)
 	}
 	return min(m+m/4+200*time.Microsecond, p.cfg.Period/time.Duration(2*p.cfg.Phases))
@@ -531,8 +527,8 @@ func (p *Pacer) tick(t tickTimes) {
 		for _, r := range p.runners {
 			m = max(m, r.ticked)
 		}
-		p.phases[p.phaseAt] = m
-		p.phaseAt = (p.phaseAt + 1) % len(p.phases)
+		p.ticked[p.tickedAt] = m
+		p.tickedAt = (p.tickedAt + 1) % len(p.ticked)
 	}
 }
 
@@ -614,8 +610,8 @@ func phase(name string) *trace.Region {
 
 // sleepUntil returns true at t: on timer, the runtime's (the P is free
 // for other goroutines), with PreciseWake only until fine before t and
-// then on a nanosleep that keeps the P. With PreciseWake nudge (nil: none)
-// is armed half of fine after the timer, as a backstop for when the GC's
+// then on a nanosleep that keeps the P. nudge (nil without PreciseWake or
+// timerfd) is armed half of fine after the timer, as a backstop for when the GC's
 // idle marking holds the P past the timer, and disarmed when the timer
 // wins: the nanosleep absorbs the backstop's half. It returns false at
 // once if stop is closed first (a nil stop never is: a tick's wait
@@ -628,17 +624,18 @@ func (p *Pacer) sleepUntil(t time.Time, timer *time.Timer, nudge *nudger, stop <
 		d -= fine
 	}
 	if d > 0 {
-		if precise {
-			nudge.at(d + fine/2)
-		}
+		nudge.at(d + fine/2)
 		timer.Reset(d)
+		stopped := false
 		select {
 		case <-stop:
-			nudge.disarm()
-			return false
+			stopped = true
 		case <-timer.C:
 		}
 		nudge.disarm()
+		if stopped {
+			return false
+		}
 	} else {
 		select {
 		case <-stop:
