@@ -66,6 +66,8 @@ func TestInvalidFlagsAreOneLineNamingTheFlag(t *testing.T) {
 		{[]string{"serve", "--realtime-delta-ms", "0"}, nil, "--realtime-delta-ms"},
 		{[]string{"serve", "--rtp-send-phases", "0"}, nil, "--rtp-send-phases"},
 		{[]string{"serve", "--rtp-send-phases", "21"}, nil, "--rtp-send-phases"},
+		{[]string{"serve", "--huge-pages=maybe"}, nil, "huge-pages"},
+		{[]string{"serve"}, map[string]string{"VOICED_HUGE_PAGES": "sometimes"}, "huge-pages"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			for k, v := range tc.env {

@@ -45,6 +45,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		defer stop()
 	}
+	if c.HugePages {
+		if err := keepHugePages(ctx, log); err != nil {
+			return err
+		}
+	}
 	ln, err := net.Listen("tcp", c.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on --http-addr %s: %w", c.HTTPAddr, err)

@@ -38,6 +38,17 @@ func BenchmarkPacer1000SessionsDuplex(b *testing.B) { benchDuplex(b, nil) }
 // calls. Compare its cpu-µs/packet with the plain run's.
 func BenchmarkPacer1000SessionsDuplexBatch(b *testing.B) { benchDuplex(b, NewPacerWorker) }
 
+// BenchmarkPacer1000SessionsDuplexSocketReads is the Batch run with the
+// worker's multishot reads off: each session reads its own socket with
+// recvmmsg in its PostTick (what --rtp-receive=socket does on the node).
+func BenchmarkPacer1000SessionsDuplexSocketReads(b *testing.B) {
+	benchDuplex(b, func(int) pace.Worker {
+		w, err := newWorkerIOBufs(0)
+		require.NoError(b, err)
+		return w
+	})
+}
+
 func benchDuplex(b *testing.B, worker func(int) pace.Worker) {
 	pacer, err := pace.New(pace.Config{Workers: 1, NewWorker: worker}, nil)
 	require.NoError(b, err)

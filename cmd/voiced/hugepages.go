@@ -1,0 +1,27 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/voiced/voiced/media/hugepage"
+)
+
+// hugePagePeriod is how often serve looks for heap the runtime mapped
+// since the last look, to advise it (--huge-pages).
+const hugePagePeriod = 2 * time.Second
+
+// keepHugePages advises the Go heap for transparent huge pages until ctx
+// ends (--huge-pages). A system without them is logged, not an error.
+func keepHugePages(ctx context.Context, log *slog.Logger) error {
+	err := hugepage.Keep(ctx, hugePagePeriod, func(err error) {
+		log.Warn("huge pages: could not advise the heap", "err", err)
+	})
+	if errors.Is(err, hugepage.ErrUnsupported) {
+		log.Info("huge pages: the system gives none (transparent_hugepage is never or absent)")
+		return nil
+	}
+	return err
+}
