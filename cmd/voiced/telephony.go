@@ -105,9 +105,14 @@ func (t *telephony) start(c *config, explicit bool) (bool, error) {
 		return false, fmt.Errorf("--rtp-ports: %w", err)
 	}
 	// Calls receive and process on the pacer (media/rtp), and each worker
-	// sends its calls' packets of a tick together (rtp.NewPacerWorker), in
-	// --rtp-send-phases ticks a frame.
-	pacer, err := pace.New(pace.Config{Workers: runtime.GOMAXPROCS(0), Phases: int(c.RTPSendPhases), NewWorker: rtp.NewPacerWorker, PreciseWake: true, AlignSends: true}, t.log)
+	// sends its calls' packets of a tick together through an io_uring
+	// (rtp.NewPacerSendWorker), in --rtp-send-phases ticks a frame;
+	// --rtp-receive ring also reads through it (rtp.NewPacerWorker).
+	worker := rtp.NewPacerSendWorker
+	if c.RTPReceive == "ring" {
+		worker = rtp.NewPacerWorker
+	}
+	pacer, err := pace.New(pace.Config{Workers: runtime.GOMAXPROCS(0), Phases: int(c.RTPSendPhases), NewWorker: worker, PreciseWake: true, AlignSends: true}, t.log)
 	if err != nil {
 		return false, err
 	}

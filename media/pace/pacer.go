@@ -55,22 +55,25 @@ type Worker interface {
 	AfterTicks(now time.Time)
 }
 
-// ThreadBound is a Worker with kernel state tied to one OS thread, such
-// as io_uring requests whose completion work the kernel runs on the thread
-// that submitted them (media/rtp's multishot reads). The goroutine that
-// ticks such a Worker's share is locked to its thread (runtime.LockOSThread)
-// before the first tick and for the pacer's whole life, so AfterTicks,
-// the share's Ticks and PostTicks, and the Worker's Close all run there.
+// ThreadBound is a Worker that may have kernel state tied to one OS
+// thread, such as io_uring requests whose completion work the kernel runs
+// on the thread that submitted them (media/rtp's multishot reads); its
+// ThreadBound method says whether it has. The goroutine that ticks such a
+// Worker's share is locked to its thread (runtime.LockOSThread) before
+// the first tick and for the pacer's whole life, so AfterTicks, the
+// share's Ticks and PostTicks, and the Worker's Close all run there. The
+// lock has a price: each wait of a locked goroutine hands its P to
+// another thread and back, two more thread switches a wait.
 type ThreadBound interface {
 	Worker
-	ThreadBound()
+	ThreadBound() bool
 }
 
 // lockThread locks the calling goroutine to its thread if w asks for it
 // (ThreadBound). The lock is never released: the goroutine's thread ends
 // with it, which also ends what the kernel tied to the thread.
 func lockThread(w Worker) {
-	if _, ok := w.(ThreadBound); ok {
+	if b, ok := w.(ThreadBound); ok && b.ThreadBound() {
 		runtime.LockOSThread()
 	}
 }

@@ -36,7 +36,7 @@ func (w *tidWorker) Close() error {
 
 type boundWorker struct{ tidWorker }
 
-func (*boundWorker) ThreadBound() {}
+func (*boundWorker) ThreadBound() bool { return true }
 
 // TestThreadBound: a ThreadBound Worker's AfterTicks and Close all run on
 // one thread, its own; a plain Worker's move between threads, here where

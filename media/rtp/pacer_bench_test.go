@@ -39,15 +39,10 @@ func BenchmarkPacer1000SessionsDuplex(b *testing.B) { benchDuplex(b, nil) }
 func BenchmarkPacer1000SessionsDuplexBatch(b *testing.B) { benchDuplex(b, NewPacerWorker) }
 
 // BenchmarkPacer1000SessionsDuplexSocketReads is the Batch run with the
-// worker's multishot reads off: each session reads its own socket with
-// recvmmsg in its PostTick (what --rtp-receive=socket does on the node).
-func BenchmarkPacer1000SessionsDuplexSocketReads(b *testing.B) {
-	benchDuplex(b, func(int) pace.Worker {
-		w, err := newWorkerIOBufs(0)
-		require.NoError(b, err)
-		return w
-	})
-}
+// worker's multishot reads off (NewPacerSendWorker): each session reads
+// its own socket with recvmmsg in its PostTick, and the worker's goroutine
+// is not locked to its thread (serve's --rtp-receive=socket).
+func BenchmarkPacer1000SessionsDuplexSocketReads(b *testing.B) { benchDuplex(b, NewPacerSendWorker) }
 
 func benchDuplex(b *testing.B, worker func(int) pace.Worker) {
 	pacer, err := pace.New(pace.Config{Workers: 1, NewWorker: worker}, nil)

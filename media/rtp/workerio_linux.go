@@ -65,10 +65,12 @@ const (
 //   - Sends: the RTP packets that the worker's sessions send during their
 //     Ticks are copied into slots and go out when the Ticks are done
 //     (AfterTicks), or mid-tick past maxHeld.
-//   - Receives: each session that joined has a multishot recvmsg on its
-//     socket, started on the worker's thread at the worker's next
-//     AfterTicks. The kernel reads each datagram into a provided buffer
-//     (bufRing) when this thread next enters the kernel, with no request
+//   - Receives (NewPacerWorker; a NewPacerSendWorker's worker only
+//     sends, and its sessions read their own sockets): each session that
+//     joined has a multishot recvmsg on its socket, started on the
+//     worker's thread at the worker's next AfterTicks. The kernel reads
+//     each datagram into a provided buffer (bufRing) when this thread
+//     next enters the kernel, with no request
 //     of ours per datagram or per tick; AfterTicks hands each session its
 //     buffers (reader), which its PostTick (drain) handles and gives
 //     back. Before its read starts, or after it ended for want of buffers,
@@ -84,8 +86,9 @@ const (
 // has already counted the packet as sent: to the peer it is a lost packet,
 // which its sequence number gap shows.
 //
-// It is pace.ThreadBound: the kernel runs a multishot read's work on the
-// thread that started it, and only when that thread enters the kernel.
+// With reads it is pace.ThreadBound: the kernel runs a multishot read's
+// work on the thread that started it, and only when that thread enters
+// the kernel.
 type workerIO struct {
 	ring    *uring
 	bufs    *bufRing
@@ -157,6 +160,22 @@ func NewPacerWorker(i int) pace.Worker {
 }
 
 func newWorkerIO() (*workerIO, error) { return newWorkerIOBufs(recvBufs) }
+
+// NewPacerSendWorker is NewPacerWorker without the multishot reads: the
+// worker's io_uring sends each tick's packets, and each session reads its
+// own socket (one recvmmsg in its PostTick). Such a worker has nothing on
+// its thread, so the pacer does not lock its goroutine to one, which
+// saves the two thread switches every wait of a locked goroutine costs.
+// Which of the two is cheaper depends on what a system call costs on the
+// machine (docs/decisions.md): serve's --rtp-receive picks.
+func NewPacerSendWorker(i int) pace.Worker {
+	w, err := newWorkerIOBufs(0)
+	if err != nil {
+		slog.Debug("rtp: no io_uring; a system call per packet", "worker", i, "err", err)
+		return nil
+	}
+	return w
+}
 
 // newWorkerIOBufs is newWorkerIO with n read buffers (a power of two).
 // With n = 0, or where the kernel cannot read multishot (before 6.0) or
@@ -256,8 +275,9 @@ func probeSock() (*sock, netip.AddrPort, error) {
 	return sk, netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), uint16(sa4.Port)), nil
 }
 
-// ThreadBound: see workerIO.
-func (*workerIO) ThreadBound() {}
+// ThreadBound: see workerIO. A worker that only sends has nothing on its
+// thread (a UDP send completes within the submitting io_uring_enter).
+func (w *workerIO) ThreadBound() bool { return w.bufs != nil }
 
 // probe sends a datagram to itself through the ring and reads it back
 // through a multishot read, so that a kernel or sandbox whose io_uring

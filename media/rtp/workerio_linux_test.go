@@ -287,6 +287,51 @@ func TestWorkerSendsOnly(t *testing.T) {
 	require.Zero(t, w.failed.Load())
 }
 
+// TestSendWorkerDuplex: on a pacer whose workers only send
+// (NewPacerSendWorker, serve's --rtp-receive=socket), pairs of sessions
+// talking to each other send through the worker's batch, read their own
+// sockets, and hear every packet their partner sent; the worker's
+// goroutine is not locked to its thread.
+func TestSendWorkerDuplex(t *testing.T) {
+	pacer, err := pace.New(pace.Config{NewWorker: NewPacerSendWorker}, nil)
+	require.NoError(t, err)
+	defer pacer.Close()
+	ports := newPorts(t)
+	src := newTableSource(16000)
+	var all []*Session
+	for range 20 {
+		pair := [2]*Session{
+			newSession(t, Config{RTCPMux: true, MediaTimeout: -1}, pacer, ports),
+			newSession(t, Config{RTCPMux: true, MediaTimeout: -1}, pacer, ports),
+		}
+		for i, s := range pair {
+			require.NoError(t, s.Update(Params{Remote: pair[1-i].LocalAddr(), RTCPMux: true, Codec: codecPCMU, RecvPT: 0, Send: true, Receive: true}))
+			require.NoError(t, s.SetSource(src, 16000))
+			s.SetSink(&nopSink{})
+			require.Nil(t, s.rin.Load(), "the session reads its own socket")
+			s.txMu.Lock()
+			b := s.tx.batch
+			s.txMu.Unlock()
+			require.NotNil(t, b, "it sends through the worker's batch")
+			require.False(t, b.ThreadBound(), "a worker that only sends is not tied to a thread")
+			all = append(all, s)
+		}
+	}
+	require.Eventually(t, func() bool {
+		for _, s := range all {
+			if s.Metrics().PacketsReceived.Load() < 25 {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, 20*time.Millisecond, "every session hears its partner")
+	for _, s := range all {
+		m := s.Metrics()
+		require.Zero(t, m.PacketsLost.Load())
+		require.InDelta(t, float64(m.PacketsSent.Load()), float64(m.PacketsReceived.Load()), 3, "what one side sent, the other read (a tick or two in flight)")
+	}
+}
+
 // TestDrainThroughRing: a peer that sends five packets a tick to a
 // session on a worker with a ring loses none and falls no further behind
 // than a tick.

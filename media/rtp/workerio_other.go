@@ -41,3 +41,6 @@ func (*reader) datagram(int, time.Time) ([]byte, netip.AddrPort, time.Time) {
 // sessions; without io_uring there is no per-worker work, so it returns
 // nil and each packet is its own system call.
 func NewPacerWorker(int) pace.Worker { return nil }
+
+// NewPacerSendWorker is NewPacerWorker (nil: no io_uring here).
+func NewPacerSendWorker(int) pace.Worker { return nil }
