@@ -224,23 +224,28 @@ func (v *VAD) Process(frame []int16) VADResult {
 // constant offset in dB, irrelevant to band SNRs; the silence gate
 // subtracts it).
 func (v *VAD) analysePairs(frame []int16) [vadBands]float32 {
-	var e0, e1, e2, e3 float32
+	// The loop keeps every float it carries in a register (x86-64 has
+	// 16): the pair's sum and difference are integers (exact, and in
+	// the general registers) and band 3's energy an integer sum. With
+	// floats spilled to the stack, as they were, the sums' chains went
+	// through memory every pair.
+	var e0, e1, e2 float32
+	var e3 int64
 	prev, h1, hpy, lp1, lp2 := v.prev, v.h1, v.hpy, v.lp1, v.lp2
 	hp, a1, a2 := v.hp, v.a1, v.a2
-	c1, c2 := 1-a1, 1-a2
 	dither := v.dither
 	for i := 0; i+1 < len(frame); i += 2 {
-		a, b := float32(frame[i]), float32(frame[i+1])
+		a, b := int32(frame[i]), int32(frame[i+1])
 		d := a - b
-		e3 += d * d
+		e3 += int64(d * d)
 		dither = -dither
-		x := a + b + dither
+		x := float32(a+b) + dither
 		h1n := hp * (h1 + (x - prev))
 		prev = x
 		hpy = hp * (hpy + (h1n - h1))
 		h1 = h1n
-		lp1 = c1*lp1 + a1*hpy
-		lp2 = c2*lp2 + a2*hpy
+		lp1 += a1 * (hpy - lp1) // (1-a1)*lp1 + a1*hpy, one register fewer
+		lp2 += a2 * (hpy - lp2)
 		b1 := lp2 - lp1
 		b2 := hpy - lp2
 		e0 += lp1 * lp1
@@ -249,7 +254,7 @@ func (v *VAD) analysePairs(frame []int16) [vadBands]float32 {
 	}
 	v.prev, v.h1, v.hpy, v.lp1, v.lp2, v.dither = prev, h1, hpy, lp1, lp2, dither
 	// The pair sum doubles the amplitude: scale back to per-sample energy.
-	return [vadBands]float32{e0 / 4, e1 / 4, e2 / 4, e3 / 4}
+	return [vadBands]float32{e0 / 4, e1 / 4, e2 / 4, float32(e3) / 4}
 }
 
 // db converts a mean square (full scale 1.0) to dB, bounded below.
