@@ -71,9 +71,8 @@ const heapArenaBytes = 64 << 20
 func (a *Advisor) Heap() (int, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	probe := new([64]byte)
-	sink = probe
-	p := uintptr(unsafe.Pointer(probe))
+	a.probe = new([64]byte) // kept in a, so that it is on the heap
+	p := uintptr(unsafe.Pointer(a.probe))
 	maps, err := readMaps()
 	if err != nil {
 		return 0, err
@@ -130,14 +129,12 @@ func madvise(addr, n uintptr, advice int) error {
 	return nil
 }
 
-// sink keeps Heap's probe on the heap.
-var sink *[64]byte
-
 // Advisor remembers which heap ranges it advised, so that each is advised
 // (and collapsed) once.
 type Advisor struct {
-	mu   sync.Mutex
-	done [][2]uintptr // advised ranges, disjoint
+	mu    sync.Mutex
+	done  [][2]uintptr // advised ranges, disjoint
+	probe *[64]byte    // Heap's heap object, whose mapping it looks for
 }
 
 func (a *Advisor) covered(s, e uintptr) bool {
