@@ -169,16 +169,13 @@ func Keep(ctx context.Context, period time.Duration, fail func(error)) error {
 		return ErrUnsupported
 	}
 	a := new(Advisor)
-	var last string
+	var last error
 	pass := func() {
 		_, err := a.Heap()
-		if err != nil && err.Error() != last && fail != nil {
+		if err != nil && fail != nil && (last == nil || err.Error() != last.Error()) {
 			fail(err)
 		}
-		last = ""
-		if err != nil {
-			last = err.Error()
-		}
+		last = err
 	}
 	pass()
 	go func() {

@@ -150,16 +150,7 @@ type sendSlot struct {
 // io_uring. Where io_uring is unavailable (an old kernel, a sandbox that
 // forbids it) it returns nil and the sessions make a system call per
 // packet, as they do on any other pacer.
-func NewPacerWorker(i int) pace.Worker {
-	w, err := newWorkerIO()
-	if err != nil {
-		slog.Debug("rtp: no io_uring; a system call per packet", "worker", i, "err", err)
-		return nil
-	}
-	return w
-}
-
-func newWorkerIO() (*workerIO, error) { return newWorkerIOBufs(recvBufs) }
+func NewPacerWorker(i int) pace.Worker { return pacerWorker(i, recvBufs) }
 
 // NewPacerSendWorker is NewPacerWorker without the multishot reads: the
 // worker's io_uring sends each tick's packets, and each session reads its
@@ -168,8 +159,12 @@ func newWorkerIO() (*workerIO, error) { return newWorkerIOBufs(recvBufs) }
 // saves the two thread switches every wait of a locked goroutine costs.
 // Which of the two is cheaper depends on what a system call costs on the
 // machine (docs/decisions.md): serve's --rtp-receive picks.
-func NewPacerSendWorker(i int) pace.Worker {
-	w, err := newWorkerIOBufs(0)
+func NewPacerSendWorker(i int) pace.Worker { return pacerWorker(i, 0) }
+
+// pacerWorker is worker i's workerIO with n read buffers, or nil (logged)
+// where io_uring is unavailable.
+func pacerWorker(i, n int) pace.Worker {
+	w, err := newWorkerIOBufs(n)
 	if err != nil {
 		slog.Debug("rtp: no io_uring; a system call per packet", "worker", i, "err", err)
 		return nil
@@ -177,7 +172,8 @@ func NewPacerSendWorker(i int) pace.Worker {
 	return w
 }
 
-// newWorkerIOBufs is newWorkerIO with n read buffers (a power of two).
+// newWorkerIOBufs is a workerIO with n read buffers (a power of two;
+// recvBufs for NewPacerWorker).
 // With n = 0, or where the kernel cannot read multishot (before 6.0) or
 // refuses to, the worker only sends: its sessions read for themselves.
 func newWorkerIOBufs(n int) (*workerIO, error) {
@@ -375,6 +371,12 @@ func (w *workerIO) AfterTicks(_ time.Time) {
 		return // closed
 	}
 	w.flush()
+	if w.bufs == nil {
+		// A worker that only sends: flush reaped its sends, and nothing
+		// else goes through its ring (no reads to start, hand on or
+		// cancel), so a last io_uring_enter would find nothing to do.
+		return
+	}
 	for _, r := range w.gone {
 		r.release()
 	}

@@ -406,7 +406,7 @@ func TestSendHeldUpToMax(t *testing.T) {
 // on loopback, all closed when the test ends.
 func newWorkerToSink(t *testing.T) (*workerIO, *sock, *net.UDPConn) {
 	t.Helper()
-	w, err := newWorkerIO()
+	w, err := newWorkerIOBufs(recvBufs)
 	require.NoError(t, err)
 	t.Cleanup(func() { w.Close() })
 	sk, err := listenSock(localhost, 0)
