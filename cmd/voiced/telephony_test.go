@@ -70,13 +70,13 @@ func TestServeTelephony(t *testing.T) {
 	rec := filepath.Join(dir, "blobs", strings.TrimPrefix(in["recording_url"].(string), "blob://"))
 	fi, err := os.Stat(rec)
 	require.NoError(t, err)
-	require.Greater(t, fi.Size(), int64(44+8000*4/2), "more than half a second of 8 kHz stereo audio (sipp plays about a second)")
+	require.Greater(t, fi.Size(), int64(58+8000*2/2), "more than half a second of 8 kHz stereo µ-law (sipp plays about a second)")
 	f, err := os.Open(rec)
 	require.NoError(t, err)
 	wr, err := wav.NewReader(f)
 	require.NoError(t, err)
-	require.Equal(t, wav.Format{Encoding: wav.PCM16, SampleRate: 8000, Channels: 2}, wr.Format(),
-		"a G.711 call is recorded at its own 8 kHz, caller and agent")
+	require.Equal(t, wav.Format{Encoding: wav.ULaw, SampleRate: 8000, Channels: 2}, wr.Format(),
+		"a G.711 call is recorded at its own 8 kHz in µ-law, caller and agent")
 	f.Close()
 	// The call's quality: sipp's RTP reached the node, the loopback
 	// agent's went back.

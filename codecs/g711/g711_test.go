@@ -308,3 +308,39 @@ func TestSliceMatchesSingle(t *testing.T) {
 		}
 	}
 }
+
+// Each channel of interleaved µ-law stereo is its samples encoded, every
+// other byte: the first writer zeroes the other channel, a keeping writer
+// leaves it, silence is µ-law silence, and the bytes after the frames are
+// untouched. Lengths not a multiple of the four frames a store holds take
+// the tail loop.
+func TestEncodeULawStereoChannel(t *testing.T) {
+	left := []int16{0, 1, -1, 32767, -32768, 1000, 7, -7, 300}
+	right := []int16{-5, 77, -32768, 0, 12345, -999, 8, 9, -300}
+	for n := range len(left) + 1 {
+		l, r := left[:n], right[:n]
+		buf := make([]byte, 2*n+3)
+		for i := range buf {
+			buf[i] = 0xAA
+		}
+		require.Equal(t, n, EncodeULawStereoChannelTo(buf, false, false, l))
+		for i := range n {
+			require.Equal(t, EncodeULaw(l[i]), buf[2*i], "n %d left %d", n, i)
+			require.Equal(t, byte(0), buf[2*i+1], "n %d right %d zeroed", n, i)
+		}
+		require.Equal(t, n, EncodeULawStereoChannelTo(buf, true, true, r))
+		for i := range n {
+			require.Equal(t, EncodeULaw(l[i]), buf[2*i], "n %d left %d", n, i)
+			require.Equal(t, EncodeULaw(r[i]), buf[2*i+1], "n %d right %d", n, i)
+		}
+		require.Equal(t, []byte{0xAA, 0xAA, 0xAA}, buf[2*n:], "n %d: bytes after the frames untouched", n)
+		require.Equal(t, n, EncodeULawStereoChannelTo(buf[:2*n], false, true, nil))
+		for i := range n {
+			require.Equal(t, EncodeULaw(0), buf[2*i], "n %d left %d silent", n, i)
+			require.Equal(t, EncodeULaw(r[i]), buf[2*i+1], "n %d right %d kept", n, i)
+		}
+	}
+	require.Equal(t, 2, EncodeULawStereoChannelTo(make([]byte, 20), false, false, left[:2]), "the source bounds it")
+	require.Equal(t, 1, EncodeULawStereoChannelTo(make([]byte, 3), true, false, left), "whole frames of dst only")
+	require.Zero(t, EncodeULawStereoChannelTo(make([]byte, 1), false, false, nil))
+}

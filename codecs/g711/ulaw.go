@@ -1,6 +1,9 @@
 package g711
 
-import "math/bits"
+import (
+	"encoding/binary"
+	"math/bits"
+)
 
 // ulawEncTable maps every 16-bit sample, indexed by its bit pattern as
 // uint16, to its µ-law code. Written once at package load, read-only after.
@@ -100,4 +103,56 @@ func ulawTo16(c byte) int16 {
 		return int16(0x84 - t)
 	}
 	return int16(t - 0x84)
+}
+
+// EncodeULawStereoChannelTo encodes src as µ-law into one channel of the
+// interleaved stereo µ-law frames in dst (two bytes a frame; the second
+// byte when second is set); a nil src writes µ-law silence. With keep the
+// other channel's bytes stay as they are; without it they are written as
+// zero, which saves reading dst: the first of two writers, one a channel,
+// need not keep, the second must. It writes min(len(dst)/2, len(src))
+// frames (len(dst)/2 for a nil src) and returns that number.
+func EncodeULawStereoChannelTo(dst []byte, second, keep bool, src []int16) int {
+	n := len(dst) / 2
+	if src != nil {
+		n = min(n, len(src))
+	}
+	shift, mask := 0, uint64(0xFF00FF00FF00FF00)
+	if second {
+		shift, mask = 8, 0x00FF00FF00FF00FF
+	}
+	if !keep {
+		mask = 0
+	}
+	t := &ulawEncTable
+	silence := uint64(t[0])
+	// Four frames a store: the bytes of this channel, shifted into place,
+	// over the other channel's kept bytes.
+	i := 0
+	for ; i+4 <= n; i += 4 {
+		var w uint64
+		if src == nil {
+			w = silence | silence<<16 | silence<<32 | silence<<48
+		} else {
+			s := src[i : i+4 : i+4]
+			w = uint64(t[uint16(s[0])]) | uint64(t[uint16(s[1])])<<16 | uint64(t[uint16(s[2])])<<32 | uint64(t[uint16(s[3])])<<48
+		}
+		d := dst[2*i : 2*i+8 : 2*i+8]
+		binary.LittleEndian.PutUint64(d, w<<shift|binary.LittleEndian.Uint64(d)&mask)
+	}
+	o, other := 0, 1
+	if second {
+		o, other = 1, 0
+	}
+	for ; i < n; i++ {
+		c := byte(silence)
+		if src != nil {
+			c = t[uint16(src[i])]
+		}
+		dst[2*i+o] = c
+		if !keep {
+			dst[2*i+other] = 0
+		}
+	}
+	return n
 }

@@ -142,3 +142,44 @@ func InterleaveStereoTo(dst []byte, left, right []int16) int {
 	}
 	return n
 }
+
+// PutStereoChannelTo writes src into one channel of the 16-bit
+// little-endian stereo frames in dst, the right one when right is set; a
+// nil src writes silence. With keep the other channel's bytes stay as
+// they are; without it they are written as zero, which saves reading dst:
+// the first of two writers, one a channel, need not keep, the second must.
+// It writes min(len(dst)/4, len(src)) frames (len(dst)/4 for a nil src)
+// and returns that number.
+func PutStereoChannelTo(dst []byte, right, keep bool, src []int16) int {
+	n := len(dst) / 4
+	if src != nil {
+		n = min(n, len(src))
+	}
+	shift, mask := 0, uint64(0xFFFF0000FFFF0000)
+	if right {
+		shift, mask = 16, 0x0000FFFF0000FFFF
+	}
+	if !keep {
+		mask = 0
+	}
+	// Two frames a store: this channel's samples, shifted into place,
+	// over the other channel's kept bytes.
+	i := 0
+	for ; i+2 <= n; i += 2 {
+		var w uint64
+		if src != nil {
+			w = uint64(uint16(src[i])) | uint64(uint16(src[i+1]))<<32
+		}
+		d := dst[4*i : 4*i+8 : 4*i+8]
+		binary.LittleEndian.PutUint64(d, w<<shift|binary.LittleEndian.Uint64(d)&mask)
+	}
+	if i < n {
+		var s int16
+		if src != nil {
+			s = src[i]
+		}
+		d := dst[4*i : 4*i+4 : 4*i+4]
+		binary.LittleEndian.PutUint32(d, uint32(uint16(s))<<shift|binary.LittleEndian.Uint32(d)&uint32(mask))
+	}
+	return n
+}

@@ -193,3 +193,51 @@ func TestInterleaveStereo(t *testing.T) {
 	require.Equal(t, 1, InterleaveStereoTo(make([]byte, 7), left, right), "whole frames of dst only")
 	require.Zero(t, InterleaveStereoTo(nil, left, right))
 }
+
+// Two writers, one a channel, build the same bytes as InterleaveStereoTo,
+// aligned or not, the first without keeping the other channel (it writes
+// zeros there), the second keeping the first's; neither touches the bytes
+// around the frames, and a keeping writer alone leaves the other channel.
+func TestPutStereoChannel(t *testing.T) {
+	left := []int16{1, -1, -32768, 32767, 0x1234}
+	right := []int16{0x0102, 0, -2, 7, -32768}
+	for _, off := range []int{0, 1, 2} {
+		for _, tc := range []struct {
+			name        string
+			left, right []int16
+		}{{"both", left, right}, {"left silent", nil, right}, {"right silent", left, nil}} {
+			for _, rightFirst := range []bool{false, true} {
+				want := make([]byte, 20)
+				InterleaveStereoTo(want, tc.left, tc.right)
+				buf := make([]byte, off+23)
+				for i := range buf {
+					buf[i] = 0xAA
+				}
+				first, second := tc.left, tc.right
+				if rightFirst {
+					first, second = tc.right, tc.left
+				}
+				require.Equal(t, 5, PutStereoChannelTo(buf[off:], rightFirst, false, first), "%s at %d", tc.name, off)
+				for i := 0; i < 20; i += 4 {
+					o := 2
+					if rightFirst {
+						o = 0
+					}
+					require.Equal(t, []byte{0, 0}, buf[off+i+o:off+i+o+2], "%s at %d: the other channel zeroed", tc.name, off)
+				}
+				require.Equal(t, 5, PutStereoChannelTo(buf[off:], !rightFirst, true, second), "%s at %d", tc.name, off)
+				require.Equal(t, want, buf[off:off+20], "%s at %d, right first %v", tc.name, off, rightFirst)
+				for i, b := range append(append([]byte(nil), buf[:off]...), buf[off+20:]...) {
+					require.Equal(t, byte(0xAA), b, "%s at %d: byte %d outside the frames untouched", tc.name, off, i)
+				}
+			}
+		}
+	}
+	kept := []byte{9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9}
+	require.Equal(t, 3, PutStereoChannelTo(kept, true, true, []int16{0x0102, 0x0304, 0x0506}))
+	require.Equal(t, []byte{9, 9, 2, 1, 9, 9, 4, 3, 9, 9, 6, 5}, kept, "keep leaves the left channel")
+	require.Equal(t, 2, PutStereoChannelTo(make([]byte, 40), true, false, right[:2]), "the source bounds it")
+	require.Equal(t, 1, PutStereoChannelTo(make([]byte, 7), false, false, left), "whole frames of dst only")
+	require.Equal(t, 10, PutStereoChannelTo(make([]byte, 40), false, true, nil), "silence fills dst")
+	require.Zero(t, PutStereoChannelTo(nil, false, false, left))
+}

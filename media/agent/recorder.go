@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/voiced/voiced/codecs/g711"
 	"github.com/voiced/voiced/codecs/pcm"
 	"github.com/voiced/voiced/codecs/resample"
 	"github.com/voiced/voiced/codecs/wav"
@@ -16,27 +17,35 @@ import (
 )
 
 // recorder writes a call as a stereo WAV, the caller on the left, the
-// agent on the right, at 16 kHz, or at the call's own rate when that is
-// lower (8 kHz for G.711: the telephone band needs no more, and the file
-// and its write-out are half the size). The agent's ticks are the clock:
-// each agent frame (silence too) is paired with the next caller frame, or
-// with silence once more than 10 agent frames (200 ms) wait for one (a
-// caller who sends nothing, as in text sessions); caller audio that
-// arrives faster than real time is written with agent silence once more
-// than 25 frames (half a second) wait.
+// agent on the right, at 16 kHz as 16-bit PCM, or at the call's own rate
+// when that is lower: a G.711 call at 8 kHz as µ-law, which is what its
+// two sides were on the wire (the telephone band needs no more; the file
+// and its write-out are a quarter of 16 kHz PCM's), docs/decisions.md.
+// The agent's ticks are the clock: each agent frame (silence too) is
+// paired with the next caller frame, or with silence once more than 10
+// agent frames (200 ms) wait for one (a caller who sends nothing, as in
+// text sessions); caller audio that arrives faster than real time is
+// written with agent silence once more than 25 frames (half a second)
+// wait.
 //
-// A pair is interleaved, as the file's bytes, into the call's current
-// 64 KB chunk at once, on whichever side completes it (for an RTP call
-// both sides are the pacer): the frames are still in the cache, and no
-// sample is copied again before write(2). Only a frame that waits for its
-// partner is kept, in a queue that starts at its first slot whenever it
-// empties, so it stays hot; a silent agent frame is kept as a flag. A full
-// chunk goes to a writer goroutine shared by many calls (see recWriter),
-// so neither the pacer nor the receive loop waits for the disk.
+// Each side writes its frames straight into its own channel of the file's
+// bytes, at its own position in the call's current 64 KB chunk (or the
+// next one, when it runs ahead across the boundary), on whichever
+// goroutine delivers them (for an RTP call both sides are the pacer): a
+// frame is encoded once, where it is still in the cache, and no frame is
+// kept aside to wait for its partner; a frame that waits is the half of
+// its pair already written. Pairing is only the two positions: the side
+// ahead may be its wait ahead, and beyond that the other side's channel
+// gets silence. A chunk whose pairs are all written goes to a writer
+// goroutine shared by many calls (see recWriter), so neither the pacer nor
+// the receive loop waits for the disk.
 type recorder struct {
 	f      *os.File
 	format wav.Format
 	fn     int // samples per frame at the file's rate
+	// pair is the bytes of one frame of both channels; perChunk the pairs
+	// in a chunk.
+	pair, perChunk int
 	// rs brings agent frames to the file's rate (pacer side), crs caller
 	// frames (input side); nil where the rate is the file's already.
 	rs  *resample.Resampler
@@ -47,14 +56,18 @@ type recorder struct {
 
 	// mu guards the pairing, the chunks and err: the pacer and the input
 	// side hold it for a frame each, the writer to take full chunks.
-	mu      sync.Mutex
-	agentQ  frameQueue // agent frames waiting for their caller frame
-	callerQ frameQueue // caller frames waiting for their agent frame
-	chunk   []byte     // being filled; nil until the first pair
-	ready   [][]byte   // full chunks, oldest first
-	lost    int64      // bytes dropped because the writer fell behind
-	err     error      // the first error; nothing more is recorded after it
-	stopped bool
+	mu sync.Mutex
+	// pos is how many frames the caller (0) and the agent (1) have
+	// written since the recording began; base is the first frame of cur,
+	// the chunk being filled (nil until a side writes into it), and next
+	// the one after it, once the side ahead writes there.
+	pos       [2]int64
+	base      int64
+	cur, next []byte
+	ready     [][]byte // full chunks, oldest first
+	lost      int64    // bytes dropped because the writer fell behind
+	err       error    // the first error; nothing more is recorded after it
+	stopped   bool
 
 	// wmu serialises the file's writes (the shard writer's and close's)
 	// and the fields below; it is taken before mu.
@@ -68,60 +81,23 @@ type recorder struct {
 
 const (
 	// recChunk is the size of a recording chunk: one write(2) per chunk
-	// (2 s of an 8 kHz call, 1 s of a 16 kHz one).
+	// (4 s of an 8 kHz call in µ-law, 1 s of a 16 kHz one).
 	recChunk = 64 << 10
 	// recMaxReady bounds the full chunks a call may have waiting for a
-	// slow disk (16 s of an 8 kHz call); beyond it the newest is dropped
+	// slow disk (32 s of an 8 kHz call); beyond it the newest is dropped
 	// and close reports the loss.
 	recMaxReady = 8
-	// recAgentWait and recCallerWait are how many frames of one side wait
-	// for the other before they are written against silence.
+	// recAgentWait and recCallerWait are how many frames one side may
+	// be ahead of the other before the other's channel gets silence.
 	recAgentWait  = 10
 	recCallerWait = 25
 )
 
-// frameQueue is a FIFO of up to a fixed number of frames of fn samples.
-// A nil frame (silence) is a flag, not a copy; the queue goes back to
-// its first slot whenever it empties, so a queue that holds one frame at
-// a time uses one slot.
-type frameQueue struct {
-	buf     []int16
-	silent  []bool
-	head, n int
-	fn      int
-}
-
-func newFrameQueue(frames, fn int) frameQueue {
-	return frameQueue{buf: make([]int16, frames*fn), silent: make([]bool, frames), fn: fn}
-}
-
-// push appends f (nil: silence); the queue must not be full.
-func (q *frameQueue) push(f []int16) {
-	i := (q.head + q.n) % len(q.silent)
-	q.silent[i] = f == nil
-	if f != nil {
-		copy(q.buf[i*q.fn:(i+1)*q.fn], f)
-	}
-	q.n++
-}
-
-// front returns the oldest frame, nil when it is silence; the queue must
-// not be empty. It is valid until the next push.
-func (q *frameQueue) front() []int16 {
-	if q.silent[q.head] {
-		return nil
-	}
-	return q.buf[q.head*q.fn : (q.head+1)*q.fn]
-}
-
-func (q *frameQueue) pop() {
-	q.n--
-	if q.n == 0 {
-		q.head = 0
-	} else {
-		q.head = (q.head + 1) % len(q.silent)
-	}
-}
+// The recorder's sides: the index of each in pos, and its channel.
+const (
+	recCaller = 0
+	recAgent  = 1
+)
 
 // newRecorder creates the file and hands the recorder to a shard's writer:
 // agent frames at rate, caller frames at inRate.
@@ -130,10 +106,15 @@ func newRecorder(path string, rate, inRate int) (*recorder, error) {
 		return nil, fmt.Errorf("agent: recording directory: %w", err)
 	}
 	fileRate := min(rate, media.Rate16k)
+	enc := wav.PCM16
+	if fileRate == media.Rate8k {
+		enc = wav.ULaw
+	}
 	fn := media.SamplesPerFrame(fileRate)
-	r := &recorder{format: wav.Format{Encoding: wav.PCM16, SampleRate: fileRate, Channels: 2}, fn: fn,
-		a16: make([]int16, fn), cIn: make([]int16, fn),
-		agentQ: newFrameQueue(recAgentWait+1, fn), callerQ: newFrameQueue(recCallerWait+1, fn)}
+	r := &recorder{format: wav.Format{Encoding: enc, SampleRate: fileRate, Channels: 2}, fn: fn,
+		a16: make([]int16, fn), cIn: make([]int16, fn)}
+	r.pair = r.format.BlockAlign() * fn
+	r.perChunk = recChunk / r.pair
 	var err error
 	if rate != fileRate {
 		r.rs, err = resample.New(rate, fileRate, resample.QualityHigh)
@@ -174,7 +155,7 @@ func (r *recorder) tick(frame []int16) {
 	if frame != nil && r.rs != nil {
 		frame, err = toFileRate(r.rs, r.a16, frame)
 	}
-	r.add(frame, err, true)
+	r.add(frame, err, recAgent)
 }
 
 // callerFrame records one caller frame: pcm at the input rate, or decoded
@@ -190,7 +171,7 @@ func (r *recorder) callerFrame(pcm, decoded []int16) {
 	default:
 		frame, err = toFileRate(r.crs, r.cIn, pcm)
 	}
-	r.add(frame, err, false)
+	r.add(frame, err, recCaller)
 }
 
 // toFileRate resamples one frame into dst, which holds a frame at the
@@ -203,40 +184,27 @@ func toFileRate(rs *resample.Resampler, dst, src []int16) ([]int16, error) {
 	return dst, err
 }
 
-// add takes one side's frame (nil: silence; rerr: its resampler failed):
-// it pairs it with the other side's oldest waiting frame, or else queues
-// it, and writes the oldest of its side against silence once more than
-// the side's wait are queued. The agent's frames are the right channel.
-func (r *recorder) add(frame []int16, rerr error, agent bool) {
-	own, other, wait := &r.callerQ, &r.agentQ, recCallerWait
-	if agent {
-		own, other, wait = &r.agentQ, &r.callerQ, recAgentWait
+// add writes one side's frame (nil: silence; rerr: its resampler failed)
+// into its channel, and silence into the other side's once this side is
+// more than its wait ahead.
+func (r *recorder) add(frame []int16, rerr error, side int) {
+	other, wait := recAgent, int64(recCallerWait)
+	if side == recAgent {
+		other, wait = recCaller, recAgentWait
 	}
 	r.mu.Lock()
 	switch {
 	case rerr != nil:
 		r.fail(fmt.Errorf("agent: recording resampler: %w", rerr))
-	case other.n > 0:
-		r.emitSide(frame, other.front(), agent)
-		other.pop()
+	case r.err != nil || r.stopped:
 	default:
-		own.push(frame)
-		if own.n > wait {
-			r.emitSide(own.front(), nil, agent)
-			own.pop()
+		r.put(side, frame)
+		if r.pos[side]-r.pos[other] > wait {
+			r.put(other, nil)
 		}
+		r.complete()
 	}
 	r.mu.Unlock()
-}
-
-// emitSide is emit with the frames named by side: mine is the agent's
-// when agent is set, the caller's otherwise. Under mu.
-func (r *recorder) emitSide(mine, theirs []int16, agent bool) {
-	if agent {
-		r.emit(theirs, mine)
-	} else {
-		r.emit(mine, theirs)
-	}
 }
 
 // fail records the first error; the recording stops there. Under mu.
@@ -246,28 +214,45 @@ func (r *recorder) fail(err error) {
 	}
 }
 
-// emit appends one frame pair (nil: silence) to the current chunk as the
-// file's bytes, and hands the chunk on when it is full. Under mu.
-func (r *recorder) emit(caller, agent []int16) {
-	if r.err != nil || r.stopped {
+// put writes side's next frame (nil: silence) into its channel, in cur or,
+// a chunk ahead, in next. Under mu; a side is never a chunk ahead of
+// base, since base moves only once both sides have filled cur.
+func (r *recorder) put(side int, frame []int16) {
+	i := int(r.pos[side] - r.base)
+	c := &r.cur
+	if i >= r.perChunk {
+		c, i = &r.next, i-r.perChunk
+	}
+	if *c == nil {
+		*c = recChunks.get()[:r.perChunk*r.pair]
+	}
+	dst := (*c)[i*r.pair : (i+1)*r.pair]
+	// The side behind writes into the frame the other has written and
+	// keeps its bytes; the side ahead need not read the chunk's old ones.
+	keep := r.pos[side] < r.pos[1-side]
+	if r.format.Encoding == wav.ULaw {
+		g711.EncodeULawStereoChannelTo(dst, side == recAgent, keep, frame)
+	} else {
+		pcm.PutStereoChannelTo(dst, side == recAgent, keep, frame)
+	}
+	r.pos[side]++
+}
+
+// complete hands cur on once both sides have filled it (dropping it, and
+// counting the loss, when recMaxReady chunks wait already) and makes next
+// the chunk being filled. Under mu.
+func (r *recorder) complete() {
+	if min(r.pos[recCaller], r.pos[recAgent]) < r.base+int64(r.perChunk) {
 		return
 	}
-	need := 4 * r.fn
-	if r.chunk == nil {
-		r.chunk = recChunks.get()
+	if len(r.ready) >= recMaxReady {
+		r.lost += int64(len(r.cur))
+		recChunks.put1(r.cur)
+	} else {
+		r.ready = append(r.ready, r.cur)
 	}
-	at := len(r.chunk)
-	r.chunk = r.chunk[:at+need]
-	pcm.InterleaveStereoTo(r.chunk[at:], caller, agent)
-	if len(r.chunk)+need > cap(r.chunk) {
-		if len(r.ready) >= recMaxReady {
-			r.lost += int64(len(r.chunk))
-			r.chunk = r.chunk[:0]
-			return
-		}
-		r.ready = append(r.ready, r.chunk)
-		r.chunk = nil
-	}
+	r.cur, r.next = r.next, nil
+	r.base += int64(r.perChunk)
 }
 
 // recChunks keeps the chunks the writers have written, for the calls to
@@ -295,6 +280,14 @@ func (p *chunkPool) get() []byte {
 	}
 	p.mu.Unlock()
 	return make([]byte, 0, recChunk)
+}
+
+func (p *chunkPool) put1(c []byte) {
+	p.mu.Lock()
+	if len(p.free) < recMaxFree {
+		p.free = append(p.free, c)
+	}
+	p.mu.Unlock()
 }
 
 func (p *chunkPool) put(cs [][]byte) {
@@ -493,17 +486,22 @@ func (r *recorder) close() error {
 		return nil
 	}
 	r.sh.remove(r)
-	for ; r.agentQ.n > 0; r.agentQ.pop() {
-		r.emit(nil, r.agentQ.front())
-	}
-	for ; r.callerQ.n > 0; r.callerQ.pop() {
-		r.emit(r.callerQ.front(), nil)
+	// The side behind gets silence up to the other: what waits for a
+	// partner is written against it.
+	end := max(r.pos[recCaller], r.pos[recAgent])
+	if r.err == nil {
+		for side := range r.pos {
+			for r.pos[side] < end {
+				r.put(side, nil)
+			}
+			r.complete()
+		}
+		if n := int(end - r.base); n > 0 {
+			r.ready = append(r.ready, r.cur[:n*r.pair])
+			r.cur = nil
+		}
 	}
 	r.stopped = true
-	if r.chunk != nil {
-		r.ready = append(r.ready, r.chunk)
-		r.chunk = nil
-	}
 	r.takeReady()
 	err, lost := r.err, r.lost
 	r.mu.Unlock()
@@ -524,7 +522,7 @@ func (r *recorder) close() error {
 	}
 	if err == nil && lost > 0 {
 		err = fmt.Errorf("agent: recording: the disk fell behind, %d bytes (%.1f s) lost",
-			lost, float64(lost)/float64(r.format.SampleRate*4))
+			lost, float64(lost)/float64(r.format.SampleRate*r.format.BlockAlign()))
 	}
 	return err
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/voiced/voiced/codecs/g711"
 	"github.com/voiced/voiced/codecs/resample"
 	"github.com/voiced/voiced/codecs/wav"
 	"github.com/voiced/voiced/media"
@@ -80,9 +81,9 @@ func TestRecordersShareWriters(t *testing.T) {
 		wg.Wait()
 		for _, r := range recs {
 			r.mu.Lock()
-			q := r.agentQ.n + r.callerQ.n
+			caller, agent := r.pos[recCaller], r.pos[recAgent]
 			r.mu.Unlock()
-			require.Zero(t, q, "every frame is paired once both sides have sent it")
+			require.Equal(t, caller, agent, "every frame is paired once both sides have sent it")
 		}
 	}
 	for _, r := range recs {
@@ -101,10 +102,10 @@ func TestRecordersShareWriters(t *testing.T) {
 		format, pcm, err := wav.ReadAll(f)
 		f.Close()
 		require.NoError(t, err)
-		// A G.711 call is recorded at its own 8 kHz: the agent's frames
-		// as they were played, the caller's as decoded or else brought
-		// down from 16 kHz.
-		require.Equal(t, wav.Format{Encoding: wav.PCM16, SampleRate: 8000, Channels: 2}, format)
+		// A G.711 call is recorded at its own 8 kHz in µ-law: the agent's
+		// frames as they were played, the caller's as decoded or else
+		// brought down from 16 kHz, each as µ-law carries it.
+		require.Equal(t, wav.Format{Encoding: wav.ULaw, SampleRate: 8000, Channels: 2}, format)
 		require.Len(t, pcm, 2*n*total)
 		rs, err := resample.New(media.Rate16k, media.Rate8k, resample.QualityLow)
 		require.NoError(t, err)
@@ -117,8 +118,8 @@ func TestRecordersShareWriters(t *testing.T) {
 			}
 			a := agentFrame(i, k)
 			for j := range n {
-				require.Equal(t, c8[j], pcm[2*(k*n+j)], "call %d frame %d caller", i, k)
-				require.Equal(t, a[j], pcm[2*(k*n+j)+1], "call %d frame %d agent", i, k)
+				require.Equal(t, ulaw(c8[j]), pcm[2*(k*n+j)], "call %d frame %d caller", i, k)
+				require.Equal(t, ulaw(a[j]), pcm[2*(k*n+j)+1], "call %d frame %d agent", i, k)
 			}
 		}
 		rs.Close()
@@ -135,7 +136,7 @@ func TestRecorderWriteErrorFromClose(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, bad.f.Close()) // every later write to it fails
 	n := media.SamplesPerFrame(media.Rate8k)
-	for range 200 { // 4 s: more than the 64 KB buffer of each file
+	for range 400 { // 8 s: more than the 64 KB buffer of each file (4 s)
 		bad.tick(make([]int16, n))
 		bad.callerFrame(make([]int16, callerFrame), nil)
 		good.tick(make([]int16, n))
@@ -154,7 +155,7 @@ func TestRecorderWriteErrorFromClose(t *testing.T) {
 	defer f.Close()
 	_, pcm, err := wav.ReadAll(f)
 	require.NoError(t, err)
-	require.Equal(t, 2*n*200, len(pcm), "every frame of the good file (8 kHz stereo)")
+	require.Equal(t, 2*n*400, len(pcm), "every frame of the good file (8 kHz stereo)")
 }
 
 // waitUntil polls f for up to 5 s on the calling goroutine
@@ -251,7 +252,7 @@ func TestRecorderFallsBehind(t *testing.T) {
 	r, err := newRecorder(path, media.Rate8k, media.Rate8k)
 	require.NoError(t, err)
 	n := media.SamplesPerFrame(media.Rate8k)
-	perChunk := recChunk / (4 * n)
+	perChunk := recChunk / (2 * n) // µ-law stereo
 	frame := make([]int16, n)
 	// 8 chunks wait, the 9th is dropped, half a 10th is being filled.
 	frames := (recMaxReady+1)*perChunk + perChunk/2
@@ -265,7 +266,7 @@ func TestRecorderFallsBehind(t *testing.T) {
 	r.mu.Unlock()
 	r.wmu.Unlock()
 	require.Equal(t, recMaxReady, ready)
-	require.Equal(t, int64(perChunk*4*n), lost, "one chunk's worth dropped")
+	require.Equal(t, int64(perChunk*2*n), lost, "one chunk's worth dropped")
 	err = r.close()
 	require.ErrorContains(t, err, "fell behind")
 	f, err := os.Open(path)
@@ -281,14 +282,28 @@ func TestRecorderFallsBehind(t *testing.T) {
 // against silence, in order, and close writes whatever still waits.
 func TestRecorderPairing(t *testing.T) {
 	n := media.SamplesPerFrame(media.Rate8k)
+	// level is a distinct µ-law level for each v in -127..127, so that
+	// the file, in µ-law, gives back exactly what went in.
+	level := func(v int) int {
+		if v < 0 {
+			return int(g711.DecodeULaw(byte(0x7f + v)))
+		}
+		return int(g711.DecodeULaw(byte(0xff - v)))
+	}
 	frame := func(v int) []int16 {
 		f := make([]int16, n)
 		for i := range f {
-			f[i] = int16(v)
+			f[i] = int16(level(v))
 		}
 		return f
 	}
 	type pair struct{ caller, agent int }
+	levels := func(ps []pair) []pair {
+		for i, p := range ps {
+			ps[i] = pair{level(p.caller), level(p.agent)}
+		}
+		return ps
+	}
 	record := func(t *testing.T, feed func(r *recorder)) []pair {
 		path := filepath.Join(t.TempDir(), "call.wav")
 		r, err := newRecorder(path, media.Rate8k, media.Rate8k)
@@ -326,7 +341,30 @@ func TestRecorderPairing(t *testing.T) {
 			want = append(want, pair{0, k})
 		}
 		want = append(want, pair{0, 0})
-		require.Equal(t, want, got)
+		require.Equal(t, levels(want), got)
+	})
+	t.Run("ahead across chunks", func(t *testing.T) {
+		// The caller runs 20 frames ahead over the end of the first
+		// chunk: its frames wait in the next chunk, half written, until
+		// the agent's arrive.
+		perChunk := recChunk / (2 * n)
+		var want []pair
+		got := record(t, func(r *recorder) {
+			for k := range perChunk - 5 {
+				v := k%50 + 1
+				r.tick(frame(v))
+				r.callerFrame(frame(-v), frame(-v))
+				want = append(want, pair{-v, v})
+			}
+			for j := range 20 {
+				r.callerFrame(frame(60+j), frame(60+j))
+			}
+			for j := range 20 {
+				r.tick(frame(100 + j))
+				want = append(want, pair{60 + j, 100 + j})
+			}
+		})
+		require.Equal(t, levels(want), got)
 	})
 	t.Run("caller ahead", func(t *testing.T) {
 		got := record(t, func(r *recorder) {
@@ -339,6 +377,9 @@ func TestRecorderPairing(t *testing.T) {
 		for k := 4; k <= recCallerWait+2; k++ {
 			want = append(want, pair{k, 0})
 		}
-		require.Equal(t, want, got)
+		require.Equal(t, levels(want), got)
 	})
 }
+
+// ulaw is x as a µ-law recording gives it back.
+func ulaw(x int16) int16 { return g711.DecodeULaw(g711.EncodeULaw(x)) }
