@@ -36,6 +36,8 @@ type chromium struct {
 	pending map[int]chan cdpReply
 	done    chan struct{}
 	readErr error
+
+	closeOnce sync.Once
 }
 
 type cdpReply struct {
@@ -236,7 +238,13 @@ func (c *chromium) evalErr(expr string, out any) error {
 	return json.Unmarshal(r.Result.Value, out)
 }
 
+// close ends the browser; it may be called again (the test's cleanup
+// does).
 func (c *chromium) close() {
+	c.closeOnce.Do(c.end)
+}
+
+func (c *chromium) end() {
 	if c.conn != nil {
 		c.conn.Close()
 	}

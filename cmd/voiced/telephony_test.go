@@ -77,7 +77,12 @@ func TestServeTelephony(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, wav.Format{Encoding: wav.ULaw, SampleRate: 8000, Channels: 2}, wr.Format(),
 		"a G.711 call is recorded at its own 8 kHz in µ-law, caller and agent")
+	_, err = f.Seek(0, io.SeekStart)
+	require.NoError(t, err)
+	_, recPCM, err := wav.ReadAll(f)
+	require.NoError(t, err)
 	f.Close()
+	requireBrowserPlays(t, sv, int64(in["call_id"].(float64)), recPCM)
 	// The call's quality: sipp's RTP reached the node, the loopback
 	// agent's went back.
 	q := requireMediaQuality(t, in["quality"], "PCMA") // sipp plays a G.711 A-law capture
@@ -335,4 +340,52 @@ func baresipConversation(t *testing.T, sv *served, espeak, soxBin, said string) 
 	}
 	t.Logf("transcript: %q", texts)
 	return greeting, answer, texts
+}
+
+// requireBrowserPlays fetches call id's playable URL from the audio
+// endpoint and has headless Chromium load it in an <audio> element and
+// decode it (Web Audio, at the file's 8 kHz, so without resampling): both
+// channels, as long as the file, sample for sample what our reader gives
+// (pcm, interleaved), the caller's not silent. A recording's format must
+// be one browsers play.
+func requireBrowserPlays(t *testing.T, sv *served, id int64, pcm []int16) {
+	st, a := sv.call("GET", fmt.Sprintf("/v1/calls/%d/audio", id), "")
+	require.Equal(t, 200, st, "%v", a)
+	require.Equal(t, "audio/wav", a["content_type"])
+	c := startChromium(t, filepath.Join("..", "..", "media", "turn", "testdata", "yes16k.wav"))
+	defer c.close()                     // before serve stops: the <audio> element may hold a connection
+	c.navigate(sv.base + "/v1/healthz") // the recording's origin: fetch needs no CORS
+	var got struct {
+		Duration float64     `json:"duration"`
+		Channels int         `json:"channels"`
+		Frames   int         `json:"frames"`
+		Rate     float64     `json:"rate"`
+		Samples  [][]float64 `json:"samples"`
+	}
+	c.eval(fmt.Sprintf(`(async () => {
+		const url = %q;
+		const el = new Audio(url);
+		const duration = await new Promise((ok, bad) => {
+			el.onloadedmetadata = () => ok(el.duration);
+			el.onerror = () => bad(new Error("audio element: error " + (el.error && el.error.code)));
+		});
+		const buf = await new AudioContext({sampleRate: 8000}).decodeAudioData(await (await fetch(url)).arrayBuffer());
+		const samples = [];
+		for (let ch = 0; ch < buf.numberOfChannels; ch++) samples.push(Array.from(buf.getChannelData(ch)));
+		return {duration, channels: buf.numberOfChannels, frames: buf.length, rate: buf.sampleRate, samples};
+	})()`, a["url"].(string)), &got)
+	frames := len(pcm) / 2
+	require.Equal(t, 2, got.Channels)
+	require.Equal(t, 8000.0, got.Rate)
+	require.Equal(t, frames, got.Frames, "every frame of the file decoded")
+	require.InDelta(t, float64(frames)/8000, got.Duration, 0.01, "<audio> reads the file's length")
+	var energy float64
+	for i := range frames {
+		for ch := range 2 {
+			want := float64(pcm[2*i+ch]) / 32768
+			require.InDelta(t, want, got.Samples[ch][i], 1e-4, "frame %d channel %d", i, ch)
+		}
+		energy += float64(pcm[2*i]) * float64(pcm[2*i])
+	}
+	require.Positive(t, energy, "the caller's channel has sound (sipp's capture)")
 }
