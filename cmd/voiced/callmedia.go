@@ -129,7 +129,9 @@ type agentSource struct {
 
 func (s agentSource) ReadFrame(dst []int16) bool {
 	ok := s.a.ReadFrame(dst) != nil
-	s.talking.Store(ok)
+	if s.talking.Load() != ok { // a store is a locked instruction; it seldom changes
+		s.talking.Store(ok)
+	}
 	return ok
 }
 

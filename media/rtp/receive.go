@@ -105,7 +105,7 @@ func (s *Session) handle(data []byte, from netip.AddrPort, now time.Time, rtcpSo
 		s.txMu.Unlock()
 		s.log.Info("rtp: latched peer", "remote", from.String())
 	}
-	s.lastRecv.Store(now.UnixNano())
+	s.touchRecv(now)
 	s.dtmf.expire(now, digits.add)
 	switch pt {
 	case p.RecvPT:
@@ -135,8 +135,13 @@ func (s *Session) audio(pkt *prtp.Packet, now time.Time) {
 	m.PacketsReceived.Add(1)
 	m.BytesReceived.Add(uint64(len(pkt.Payload)))
 	m.PacketsExpected.Store(s.rx.expected())
-	m.PacketsLost.Store(uint64(max(s.rx.lost(), 0)))
-	m.LossBursts.Store(s.rx.bursts)
+	// Loss and its bursts seldom change: stored only then (see touchRecv).
+	if lost := uint64(max(s.rx.lost(), 0)); m.PacketsLost.Load() != lost {
+		m.PacketsLost.Store(lost)
+	}
+	if m.LossBursts.Load() != s.rx.bursts {
+		m.LossBursts.Store(s.rx.bursts)
+	}
 	j := int64(s.rx.jitterDur())
 	m.Jitter.Store(j)
 	quality.SetMax(&m.JitterMax, j)
