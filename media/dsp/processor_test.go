@@ -110,6 +110,29 @@ func TestProcessorClose(t *testing.T) {
 	}
 }
 
+// Close may come from another goroutine while frames are processed (a
+// call ending while the pacer works): the frames after it get ErrClosed,
+// and under -race neither side races, with or without an APM.
+func TestProcessorCloseWhileProcessing(t *testing.T) {
+	for _, cfg := range []Config{{}, {EchoCancellation: true}} {
+		p, err := New(cfg)
+		require.NoError(t, err)
+		done := make(chan error, 1)
+		go func() {
+			frame := make([]int16, frameLen)
+			for {
+				if _, err := p.ProcessNear(frame); err != nil {
+					done <- err
+					return
+				}
+			}
+		}()
+		time.Sleep(5 * time.Millisecond)
+		require.NoError(t, p.Close())
+		require.ErrorIs(t, <-done, ErrClosed)
+	}
+}
+
 func TestProcessorDefaults(t *testing.T) {
 	p, err := New(Config{})
 	require.NoError(t, err)

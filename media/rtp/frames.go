@@ -200,11 +200,22 @@ func (s *Session) readFrame(dst []int16, rate int, now time.Time) (int, []int16,
 	if err != nil {
 		return 0, nil, err
 	}
+	// The buffer's figures seldom change from frame to frame: each is
+	// stored only when it did (an atomic store is a locked instruction;
+	// see touchRecv).
 	m := &s.m
-	m.Late.Store(base.late + st.Late)
-	m.BufferDrops.Store(base.drops + st.Dropped + st.Overflow)
-	m.BufferDelay.Store(int64(st.Delay))
-	m.BufferDelayTarget.Store(int64(st.Target))
+	if v := base.late + st.Late; m.Late.Load() != v {
+		m.Late.Store(v)
+	}
+	if v := base.drops + st.Dropped + st.Overflow; m.BufferDrops.Load() != v {
+		m.BufferDrops.Store(v)
+	}
+	if v := int64(st.Delay); m.BufferDelay.Load() != v {
+		m.BufferDelay.Store(v)
+	}
+	if v := int64(st.Target); m.BufferDelayTarget.Load() != v {
+		m.BufferDelayTarget.Store(v)
+	}
 	m.FramesPlayed.Add(1)
 	if kind == jitter.Conceal {
 		m.FramesConcealed.Add(1)
