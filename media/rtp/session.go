@@ -28,7 +28,8 @@ type Config struct {
 	RTCPMux bool
 	// MediaTimeout is how long the peer may send no RTP before the
 	// session reports ErrMediaTimeout through Done (while it should be
-	// sending: not on hold). 0 means 30 s; negative disables it.
+	// sending: not on hold), give or take up to 100 ms later
+	// (recvTouchEvery). 0 means 30 s; negative disables it.
 	MediaTimeout time.Duration
 	// Jitter bounds the jitter buffer's delay (ClockRate is set per
 	// codec; the other zero fields mean 20-80 ms).
