@@ -3,6 +3,8 @@ package g711
 import (
 	"encoding/binary"
 	"math/bits"
+
+	"github.com/voiced/voiced/codecs/pcm"
 )
 
 // ulawEncTable maps every 16-bit sample, indexed by its bit pattern as
@@ -117,13 +119,7 @@ func EncodeULawStereoChannelTo(dst []byte, second, keep bool, src []int16) int {
 	if src != nil {
 		n = min(n, len(src))
 	}
-	shift, mask := 0, uint64(0xFF00FF00FF00FF00)
-	if second {
-		shift, mask = 8, 0x00FF00FF00FF00FF
-	}
-	if !keep {
-		mask = 0
-	}
+	shift, mask := pcm.StereoLane(1, second, keep)
 	t := &ulawEncTable
 	silence := uint64(t[0])
 	// Four frames a store: the bytes of this channel, shifted into place,

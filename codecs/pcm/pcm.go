@@ -155,13 +155,7 @@ func PutStereoChannelTo(dst []byte, right, keep bool, src []int16) int {
 	if src != nil {
 		n = min(n, len(src))
 	}
-	shift, mask := 0, uint64(0xFFFF0000FFFF0000)
-	if right {
-		shift, mask = 16, 0x0000FFFF0000FFFF
-	}
-	if !keep {
-		mask = 0
-	}
+	shift, mask := StereoLane(2, right, keep)
 	// Two frames a store: this channel's samples, shifted into place,
 	// over the other channel's kept bytes.
 	i := 0
@@ -182,4 +176,23 @@ func PutStereoChannelTo(dst []byte, right, keep bool, src []int16) int {
 		binary.LittleEndian.PutUint32(d, uint32(uint16(s))<<shift|binary.LittleEndian.Uint32(d)&uint32(mask))
 	}
 	return n
+}
+
+// StereoLane is where one channel's samples of width bytes (1 or 2) lie
+// in a little-endian 64-bit word of interleaved stereo: how far to shift
+// a sample of the first channel to the second (0 for the first), and the
+// mask of the other channel's bits, or 0 when they are not kept. For
+// writers of one channel a word at a time.
+func StereoLane(width int, second, keep bool) (shift uint, mask uint64) {
+	mask = 0xFFFF0000FFFF0000
+	if width == 1 {
+		mask = 0xFF00FF00FF00FF00
+	}
+	if second {
+		shift, mask = uint(8*width), ^mask
+	}
+	if !keep {
+		mask = 0
+	}
+	return shift, mask
 }
