@@ -237,7 +237,7 @@ func (v *VAD) analysePairs(frame []int16) [vadBands]float32 {
 	for i := 0; i+1 < len(frame); i += 2 {
 		a, b := int32(frame[i]), int32(frame[i+1])
 		d := a - b
-		e3 += int64(d * d)
+		e3 += int64(d) * int64(d) // d*d reaches 65535², past int32
 		dither = -dither
 		x := float32(a+b) + dither
 		h1n := hp * (h1 + (x - prev))

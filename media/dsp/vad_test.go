@@ -287,3 +287,22 @@ func BenchmarkDSPVADLight(b *testing.B) {
 		}
 	}
 }
+
+// TestVADBandThreeFullScale: the highest band's energy is the pairs'
+// squared differences, summed as integers; a full-scale tone at the
+// Nyquist frequency (+32767, -32768, ...) makes each difference 65535,
+// whose square needs more than 32 bits.
+func TestVADBandThreeFullScale(t *testing.T) {
+	v, err := NewVAD(VADConfig{})
+	require.NoError(t, err)
+	frame := make([]int16, frameLen)
+	for i := range frame {
+		frame[i] = 32767
+		if i%2 == 1 {
+			frame[i] = -32768
+		}
+	}
+	bands := v.analysePairs(frame)
+	want := float64(frameLen/2) * 65535 * 65535 / 4
+	require.InEpsilon(t, want, float64(bands[3]), 1e-6)
+}
