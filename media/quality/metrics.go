@@ -54,6 +54,25 @@ type Metrics struct {
 	DigitsSent     atomic.Uint64
 }
 
+// Set stores v in m unless m holds it already. For a figure the hot path
+// updates often but that seldom changes: an atomic store is a locked
+// instruction (XCHG on amd64), which on a call's cold cache line stalls
+// the pacer for the whole miss at every packet of every call, where a
+// load is an ordinary one. A single writer may use it; it does not order
+// concurrent writers.
+func Set(m *atomic.Uint64, v uint64) {
+	if m.Load() != v {
+		m.Store(v)
+	}
+}
+
+// SetInt is Set for an Int64.
+func SetInt(m *atomic.Int64, v int64) {
+	if m.Load() != v {
+		m.Store(v)
+	}
+}
+
 // SetMax raises m to v if v is larger.
 func SetMax(m *atomic.Int64, v int64) {
 	for {

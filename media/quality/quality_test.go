@@ -3,6 +3,7 @@ package quality
 import (
 	"encoding/json"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -158,4 +159,18 @@ func TestLatency(t *testing.T) {
 	require.Equal(t, 600*time.Millisecond, s.P50)
 	require.Equal(t, 700*time.Millisecond, s.P95, "19th of 20 sorted: 400, 550, 600 x15, 650, 700, 1500")
 	require.Equal(t, 1500*time.Millisecond, s.Max)
+}
+
+// Set and SetInt leave the figure at v, whether or not it held v.
+func TestSet(t *testing.T) {
+	var u atomic.Uint64
+	Set(&u, 7)
+	Set(&u, 7)
+	require.EqualValues(t, 7, u.Load())
+	Set(&u, 0)
+	require.Zero(t, u.Load())
+	var i atomic.Int64
+	SetInt(&i, -3)
+	SetInt(&i, -3)
+	require.EqualValues(t, -3, i.Load())
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/voiced/voiced/codecs/resample"
 	"github.com/voiced/voiced/media"
 	"github.com/voiced/voiced/media/jitter"
+	"github.com/voiced/voiced/media/quality"
 )
 
 // maxBehind is how many due frames a slow reader may owe before the
@@ -200,22 +201,11 @@ func (s *Session) readFrame(dst []int16, rate int, now time.Time) (int, []int16,
 	if err != nil {
 		return 0, nil, err
 	}
-	// The buffer's figures seldom change from frame to frame: each is
-	// stored only when it did (an atomic store is a locked instruction;
-	// see touchRecv).
 	m := &s.m
-	if v := base.late + st.Late; m.Late.Load() != v {
-		m.Late.Store(v)
-	}
-	if v := base.drops + st.Dropped + st.Overflow; m.BufferDrops.Load() != v {
-		m.BufferDrops.Store(v)
-	}
-	if v := int64(st.Delay); m.BufferDelay.Load() != v {
-		m.BufferDelay.Store(v)
-	}
-	if v := int64(st.Target); m.BufferDelayTarget.Load() != v {
-		m.BufferDelayTarget.Store(v)
-	}
+	quality.Set(&m.Late, base.late+st.Late)
+	quality.Set(&m.BufferDrops, base.drops+st.Dropped+st.Overflow)
+	quality.SetInt(&m.BufferDelay, int64(st.Delay))
+	quality.SetInt(&m.BufferDelayTarget, int64(st.Target))
 	m.FramesPlayed.Add(1)
 	if kind == jitter.Conceal {
 		m.FramesConcealed.Add(1)

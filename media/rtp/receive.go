@@ -135,13 +135,8 @@ func (s *Session) audio(pkt *prtp.Packet, now time.Time) {
 	m.PacketsReceived.Add(1)
 	m.BytesReceived.Add(uint64(len(pkt.Payload)))
 	m.PacketsExpected.Store(s.rx.expected())
-	// Loss and its bursts seldom change: stored only then (see touchRecv).
-	if lost := uint64(max(s.rx.lost(), 0)); m.PacketsLost.Load() != lost {
-		m.PacketsLost.Store(lost)
-	}
-	if m.LossBursts.Load() != s.rx.bursts {
-		m.LossBursts.Store(s.rx.bursts)
-	}
+	quality.Set(&m.PacketsLost, uint64(max(s.rx.lost(), 0)))
+	quality.Set(&m.LossBursts, s.rx.bursts)
 	j := int64(s.rx.jitterDur())
 	m.Jitter.Store(j)
 	quality.SetMax(&m.JitterMax, j)

@@ -278,10 +278,8 @@ func (s *Session) checkTimeout(now time.Time, receiving bool) {
 const recvTouchEvery = 100 * time.Millisecond
 
 // touchRecv notes at now that the peer is sending (or on hold, need not).
-// It stores only when the stamp is recvTouchEvery old: an atomic store is
-// a locked instruction (XCHG on amd64), which on a call's cold cache line
-// stalls the pacer for the whole miss, at every packet of every call; a
-// load is an ordinary one.
+// It stores only when the stamp is recvTouchEvery old, for the reason of
+// quality.Set: a stamp changes at every packet.
 func (s *Session) touchRecv(now time.Time) {
 	if t := now.UnixNano(); t-s.lastRecv.Load() >= int64(recvTouchEvery) {
 		s.lastRecv.Store(t)
