@@ -44,16 +44,17 @@ type Result struct {
 // is an APM. ProcessNear takes one stream: it is not called concurrently
 // with itself. Close must be called once to free the C state.
 type Processor struct {
-	mu  sync.Mutex
-	apm *C.voiced_apm // nil when no APM component is enabled, or closed
-	// vadOnly is set by New when there is no APM, and never changes.
-	vadOnly bool
-	cfg     Config
-	chunk   int // samples per 10 ms
-	delay   C.int
-	res     C.voiced_apm_result
-	vad     VAD
-	closed  atomic.Bool // set under mu
+	mu sync.Mutex
+	// apm is nil when no APM component is enabled. It is set by New and
+	// never changes (Close frees it, and closed says so), so a VAD-only
+	// processor can tell it is one without the lock.
+	apm    *C.voiced_apm
+	cfg    Config
+	chunk  int // samples per 10 ms
+	delay  C.int
+	res    C.voiced_apm_result
+	vad    VAD
+	closed atomic.Bool // set under mu
 }
 
 // apmSteps names the voiced_apm_new step codes of apm.cc.
@@ -84,7 +85,6 @@ func New(cfg Config) (*Processor, error) {
 	p.vad.init(VADConfig{SampleRate: cfg.SampleRate, Threshold: cfg.SpeechThreshold})
 	if cfg.NoiseReduction == NoiseReductionOff && !cfg.EchoCancellation && !cfg.AGC &&
 		!cfg.HighPass && !cfg.APMVoiceDetection {
-		p.vadOnly = true
 		return p, nil // VAD only: no cgo at all
 	}
 	cc := C.voiced_apm_config{
@@ -171,7 +171,7 @@ func (p *Processor) ProcessNear(frame []int16) (Result, error) {
 	if len(frame) == 0 || len(frame)%p.chunk != 0 {
 		return Result{}, ErrFrameSize
 	}
-	if p.vadOnly {
+	if p.apm == nil {
 		// VAD only: nothing is shared with ProcessFar or Close, so no
 		// lock; a mutex is two locked instructions on the processor's
 		// cold cache line per frame of every call on the pacer.
@@ -205,7 +205,6 @@ func (p *Processor) Close() error {
 	if !p.closed.Load() {
 		if p.apm != nil {
 			C.voiced_apm_free(p.apm)
-			p.apm = nil
 		}
 		p.closed.Store(true)
 	}
