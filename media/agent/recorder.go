@@ -247,7 +247,7 @@ func (r *recorder) complete() {
 	}
 	if len(r.ready) >= recMaxReady {
 		r.lost += int64(len(r.cur))
-		recChunks.put1(r.cur)
+		recChunks.put(r.cur)
 	} else {
 		r.ready = append(r.ready, r.cur)
 	}
@@ -282,15 +282,7 @@ func (p *chunkPool) get() []byte {
 	return make([]byte, 0, recChunk)
 }
 
-func (p *chunkPool) put1(c []byte) {
-	p.mu.Lock()
-	if len(p.free) < recMaxFree {
-		p.free = append(p.free, c)
-	}
-	p.mu.Unlock()
-}
-
-func (p *chunkPool) put(cs [][]byte) {
+func (p *chunkPool) put(cs ...[]byte) {
 	p.mu.Lock()
 	for _, c := range cs {
 		if len(p.free) < recMaxFree {
@@ -432,7 +424,7 @@ func (r *recorder) writeTaken(err error) error {
 			err = r.write(c)
 		}
 	}
-	recChunks.put(r.taken)
+	recChunks.put(r.taken...)
 	clear(r.taken)
 	r.taken = r.taken[:0]
 	return err
