@@ -23,13 +23,15 @@ type Decoder interface {
 // G711 decodes PCMU or PCMA at 8 kHz and conceals losses with a PLC.
 type G711 struct {
 	alaw bool
-	plc  *PLC
+	plc  PLC // inline: a call's decode touches both, one allocation apart is one more miss
 }
 
 // NewG711 returns a G.711 decoder: A-law (PCMA) when alaw, else µ-law
 // (PCMU).
 func NewG711(alaw bool) *G711 {
-	return &G711{alaw: alaw, plc: NewPLC(8000)}
+	d := &G711{alaw: alaw}
+	d.plc.init(8000)
+	return d
 }
 
 // Rate returns 8000.

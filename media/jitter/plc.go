@@ -35,8 +35,15 @@ type PLC struct {
 
 // NewPLC returns a concealer for audio at rate Hz (a multiple of 8000).
 func NewPLC(rate int) *PLC {
+	p := new(PLC)
+	p.init(rate)
+	return p
+}
+
+// init sets up p for rate, as NewPLC does.
+func (p *PLC) init(rate int) {
 	k := max(rate/8000, 1)
-	p := &PLC{
+	*p = PLC{
 		rate:     rate,
 		pitchMin: 40 * k,
 		pitchMax: 120 * k,
@@ -49,7 +56,6 @@ func NewPLC(rate int) *PLC {
 	p.frozen = make([]int16, n)
 	p.pbuf = make([]int16, 3*p.pitchMax)
 	p.corrX = make([]float32, p.pitchMax+p.corrLen)
-	return p
 }
 
 // Good records a frame of received audio. After a loss it cross-fades the
