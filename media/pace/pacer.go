@@ -35,6 +35,23 @@ type PostTicker interface {
 	PostTick(now time.Time)
 }
 
+// Prefetcher is a Stream that can name the memory its next Tick (post
+// false) or PostTick (post true) touches, one link of its pointers at a
+// time, for the processor to load while the pacer runs the streams before
+// it (media/prefetch). Stage 0 asks for the stream's own lines; stage k
+// for the lines reached through pointers read from those stage k-1 asked
+// for. The pacer gives stage k to the stream PrefetchStages-k ahead of
+// the one it runs, so each stage reads lines that had a stream's run to
+// arrive. Prefetch must only read and hint: it runs on the worker's
+// goroutine, outside the stream's locks, and what it reads may be stale.
+type Prefetcher interface {
+	Prefetch(stage int, post bool)
+}
+
+// PrefetchStages is how many streams ahead of the one running the pacer
+// starts prefetching a stream, one stage per stream.
+const PrefetchStages = 2
+
 // Handle names one registration, for Unregister. The zero Handle names
 // nothing.
 type Handle struct {
@@ -138,6 +155,9 @@ type Config struct {
 	// given the worker's index; Pacer.Worker hands it to the streams of
 	// that worker. It may return nil, for no per-worker work.
 	NewWorker func(i int) Worker
+	// NoPrefetch turns off the Prefetcher calls (for comparing; they are
+	// on by default).
+	NoPrefetch bool
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -240,6 +260,7 @@ type shard struct {
 	mu      sync.Mutex
 	streams []Stream     // dense: the tick loop's only input
 	posts   []PostTicker // dense, beside streams: nil for a plain Stream
+	pfs     []Prefetcher // dense, beside streams: nil for a stream that does not prefetch
 	handles []Handle     // dense index -> its registration
 	broken  []Handle     // streams whose Tick or PostTick panicked this tick
 	run     *runner      // the worker that ticks it
@@ -343,6 +364,8 @@ func (p *Pacer) Register(s Stream) (Handle, error) {
 	sh.streams = append(sh.streams, s)
 	pt, _ := s.(PostTicker)
 	sh.posts = append(sh.posts, pt)
+	pf, _ := s.(Prefetcher)
+	sh.pfs = append(sh.pfs, pf)
 	sh.handles = append(sh.handles, h)
 	sh.mu.Unlock()
 	p.count.Add(1)
@@ -368,13 +391,16 @@ func (p *Pacer) Unregister(h Handle) {
 		moved := sh.handles[last]
 		sh.streams[i] = sh.streams[last]
 		sh.posts[i] = sh.posts[last]
+		sh.pfs[i] = sh.pfs[last]
 		sh.handles[i] = moved
 		p.pos[moved.slot] = int32(i)
 	}
 	sh.streams[last] = nil
 	sh.posts[last] = nil
+	sh.pfs[last] = nil
 	sh.streams = sh.streams[:last]
 	sh.posts = sh.posts[:last]
+	sh.pfs = sh.pfs[:last]
 	sh.handles = sh.handles[:last]
 	p.pos[h.slot] = -1
 	p.free = append(p.free, h.slot)
@@ -567,7 +593,12 @@ func (p *Pacer) tickShard(r *runner, t tickTimes) {
 	sh.mu.Lock()
 	streams := sh.streams
 	reg := phase("pace.Ticks")
+	pfs := sh.pfs
+	if p.cfg.NoPrefetch {
+		pfs = nil
+	}
 	for i := range streams {
+		prefetchAhead(pfs, i, false)
 		if !p.call(streams[i], now, false) {
 			sh.broken = append(sh.broken, sh.handles[i])
 		}
@@ -587,6 +618,7 @@ func (p *Pacer) tickShard(r *runner, t tickTimes) {
 	}
 	reg = phase("pace.PostTicks")
 	for i, pt := range sh.posts {
+		prefetchAhead(pfs, i, true)
 		if pt != nil && !p.call(pt, now, true) {
 			sh.broken = append(sh.broken, sh.handles[i])
 		}
@@ -602,6 +634,16 @@ func (p *Pacer) tickShard(r *runner, t tickTimes) {
 		p.Unregister(h)
 	}
 	sh.broken = sh.broken[:0]
+}
+
+// prefetchAhead gives the streams after i their prefetch stages before
+// stream i runs: stage k to the stream PrefetchStages-k ahead.
+func prefetchAhead(pfs []Prefetcher, i int, post bool) {
+	for k := range PrefetchStages {
+		if j := i + PrefetchStages - k; j < len(pfs) && pfs[j] != nil {
+			pfs[j].Prefetch(k, post)
+		}
+	}
 }
 
 // phase marks a phase of a tick as a region of the runtime's execution

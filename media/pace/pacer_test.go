@@ -1,9 +1,11 @@
 package pace
 
 import (
+	"fmt"
 	"log/slog"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -708,3 +710,54 @@ func (b *busy) Tick(time.Time) {
 
 // at is a tick at now whose sends are due at once.
 func at(now time.Time) tickTimes { return tickTimes{now: now, send: now} }
+
+// prefetching journals its Prefetch, Tick and PostTick calls.
+type prefetching struct {
+	id      int
+	journal *[]string
+}
+
+func (s *prefetching) Tick(time.Time) { *s.journal = append(*s.journal, fmt.Sprintf("tick%d", s.id)) }
+func (s *prefetching) PostTick(time.Time) {
+	*s.journal = append(*s.journal, fmt.Sprintf("post%d", s.id))
+}
+func (s *prefetching) Prefetch(stage int, post bool) {
+	*s.journal = append(*s.journal, fmt.Sprintf("pf%d.%d/%v", s.id, stage, post))
+}
+
+// TestPrefetchAhead: before a stream runs, the stream PrefetchStages-k
+// ahead gets stage k, for Ticks and PostTicks alike, so each stream gets
+// its stages in order, the last one just before the stream ahead of it
+// runs; NoPrefetch turns them off.
+func TestPrefetchAhead(t *testing.T) {
+	require.Equal(t, 2, PrefetchStages, "the expected journal below is for two stages")
+	for _, off := range []bool{false, true} {
+		p, err := New(Config{Period: time.Hour, NoPrefetch: off}, slog.New(slog.DiscardHandler))
+		require.NoError(t, err)
+		var journal []string
+		for i := range 4 {
+			_, err := p.Register(&prefetching{id: i, journal: &journal})
+			require.NoError(t, err)
+		}
+		var plain counter
+		_, err = p.Register(&plain) // no Prefetcher: skipped
+		require.NoError(t, err)
+		p.tick(at(time.Now()))
+		require.NoError(t, p.Close())
+		want := []string{
+			"pf2.0/false", "pf1.1/false", "tick0",
+			"pf3.0/false", "pf2.1/false", "tick1",
+			"pf3.1/false", "tick2",
+			"tick3",
+			"pf2.0/true", "pf1.1/true", "post0",
+			"pf3.0/true", "pf2.1/true", "post1",
+			"pf3.1/true", "post2",
+			"post3",
+		}
+		if off {
+			want = slices.DeleteFunc(want, func(s string) bool { return strings.HasPrefix(s, "pf") })
+		}
+		require.Equal(t, want, journal, "NoPrefetch %v", off)
+		require.EqualValues(t, 1, plain.n.Load())
+	}
+}
