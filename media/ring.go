@@ -3,6 +3,8 @@ package media
 import (
 	"fmt"
 	"sync/atomic"
+
+	"github.com/voiced/voiced/media/prefetch"
 )
 
 // Ring is a fixed-capacity FIFO of samples between one producer and one
@@ -116,4 +118,14 @@ func (r *Ring) copyOut(p []int16, from uint64) {
 	at := int(from % uint64(len(r.buf)))
 	k := copy(p, r.buf[at:])
 	copy(p[k:], r.buf)
+}
+
+// AddHot adds to l the ring and the first n bytes of where the next read
+// starts (media/prefetch). Consumer side.
+func (r *Ring) AddHot(l *prefetch.List, n int) {
+	l.Add(prefetch.Addr(r))
+	if len(r.buf) > 0 {
+		at := int(r.read.Load() % uint64(len(r.buf)))
+		l.AddSpan(prefetch.Addr(&r.buf[at]), min(n, 2*(len(r.buf)-at)))
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/voiced/voiced/ai/llm"
 	"github.com/voiced/voiced/control"
@@ -22,6 +23,7 @@ import (
 	"github.com/voiced/voiced/media"
 	"github.com/voiced/voiced/media/agent"
 	"github.com/voiced/voiced/media/dsp"
+	"github.com/voiced/voiced/media/prefetch"
 	"github.com/voiced/voiced/media/quality"
 	"github.com/voiced/voiced/media/rtp"
 	"github.com/voiced/voiced/sip"
@@ -125,6 +127,12 @@ func newCallMedia(t *telephony, c *sip.Call, s *rtp.Session, info callInfo, recD
 type agentSource struct {
 	a       *agent.Session
 	talking *atomic.Bool
+}
+
+// AddHot implements rtp.HotLister: what the next ReadFrame touches.
+func (s agentSource) AddHot(l *prefetch.List) {
+	l.Add(prefetch.Addr(s.talking))
+	s.a.AddOutputHot(l)
 }
 
 func (s agentSource) ReadFrame(dst []int16) bool {
@@ -347,6 +355,13 @@ func (m *callMedia) recording() (string, time.Time) {
 type callerSink struct{ m *callMedia }
 
 func (k callerSink) WriteFrame(pcm []int16) error { return k.WriteFrameFrom(pcm, nil) }
+
+// AddHot implements rtp.HotLister: what the next WriteFrameFrom touches.
+func (k callerSink) AddHot(l *prefetch.List) {
+	l.AddSpan(prefetch.Addr(&k.m.bridge), int(unsafe.Sizeof(*k.m)-unsafe.Offsetof(k.m.bridge)))
+	l.Add(prefetch.Addr(k.m))
+	k.m.agent.AddInputHot(l)
+}
 
 // WriteFrameFrom implements rtp.DecodedSink: a recording at the codec's
 // rate takes the caller's frame as decoded.

@@ -112,7 +112,7 @@ func (t *telephony) start(c *config, explicit bool) (bool, error) {
 	if c.RTPReceive == "ring" {
 		worker = rtp.NewPacerWorker
 	}
-	pacer, err := pace.New(pace.Config{Workers: runtime.GOMAXPROCS(0), Phases: int(c.RTPSendPhases), NewWorker: worker, PreciseWake: true, AlignSends: true}, t.log)
+	pacer, err := pace.New(pace.Config{Workers: runtime.GOMAXPROCS(0), Phases: int(c.RTPSendPhases), NewWorker: worker, PreciseWake: true, AlignSends: true, NoPrefetch: !c.RTPPrefetch}, t.log)
 	if err != nil {
 		return false, err
 	}

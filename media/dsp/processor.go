@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unsafe"
+
+	"github.com/voiced/voiced/media/prefetch"
 )
 
 // Result is what ProcessNear reports about one near frame.
@@ -209,4 +211,10 @@ func (p *Processor) Close() error {
 		p.closed.Store(true)
 	}
 	return nil
+}
+
+// AddHot adds to l the processor's and its VAD's state, what the next
+// ProcessNear touches (media/prefetch).
+func (p *Processor) AddHot(l *prefetch.List) {
+	l.AddSpan(prefetch.Addr(p), int(unsafe.Sizeof(*p)))
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/voiced/voiced/codecs/resample"
 	"github.com/voiced/voiced/media"
 	"github.com/voiced/voiced/media/jitter"
+	"github.com/voiced/voiced/media/prefetch"
 	"github.com/voiced/voiced/media/quality"
 )
 
@@ -111,6 +112,9 @@ func (s *Session) postTick(time.Time) {
 		if err != nil && s.sink.CompareAndSwap(b, nil) {
 			s.log.Warn("rtp: sink stopped", "err", err)
 		}
+		if prefetch.Enabled {
+			s.gatherSink(b)
+		}
 		return
 	}
 	s.due.Add(1)
@@ -196,6 +200,9 @@ func (s *Session) readFrame(dst []int16, rate int, now time.Time) (int, []int16,
 	}
 	kind, err := rc.play.ReadFrame(now, out)
 	st := rc.buf.Stats()
+	if prefetch.Enabled {
+		s.gatherRx(rc)
+	}
 	base := s.base
 	s.mu.Unlock()
 	if err != nil {

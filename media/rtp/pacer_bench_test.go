@@ -30,22 +30,31 @@ func BenchmarkPacer1000Sessions2Workers(b *testing.B) { benchSessions(b, 2) }
 // the tick timing it reports the process's CPU time per tick and per
 // packet (rusage: user plus system, so the send and receive system calls
 // count), the figure that does not depend on how loaded the machine is.
-func BenchmarkPacer1000SessionsDuplex(b *testing.B) { benchDuplex(b, nil) }
+func BenchmarkPacer1000SessionsDuplex(b *testing.B) { benchDuplex(b, nil, false) }
 
 // BenchmarkPacer1000SessionsDuplexBatch is the same with the node's send
 // batch (NewPacerWorker): each tick's 1000 packets leave through one
 // io_uring batch (four submissions of up to batchSlots) instead of 1000 sendto
 // calls. Compare its cpu-µs/packet with the plain run's.
-func BenchmarkPacer1000SessionsDuplexBatch(b *testing.B) { benchDuplex(b, NewPacerWorker) }
+func BenchmarkPacer1000SessionsDuplexBatch(b *testing.B) { benchDuplex(b, NewPacerWorker, false) }
 
 // BenchmarkPacer1000SessionsDuplexSocketReads is the Batch run with the
 // worker's multishot reads off (NewPacerSendWorker): each session reads
 // its own socket with recvmmsg in its PostTick, and the worker's goroutine
 // is not locked to its thread (serve's --rtp-receive=socket).
-func BenchmarkPacer1000SessionsDuplexSocketReads(b *testing.B) { benchDuplex(b, NewPacerSendWorker) }
+func BenchmarkPacer1000SessionsDuplexSocketReads(b *testing.B) {
+	benchDuplex(b, NewPacerSendWorker, false)
+}
 
-func benchDuplex(b *testing.B, worker func(int) pace.Worker) {
-	pacer, err := pace.New(pace.Config{Workers: 1, NewWorker: worker}, nil)
+// BenchmarkPacer1000SessionsDuplexSocketReadsNoPrefetch is the SocketReads
+// run without the pacer's prefetching (pace.Config.NoPrefetch): compare
+// their cpu-µs/packet.
+func BenchmarkPacer1000SessionsDuplexSocketReadsNoPrefetch(b *testing.B) {
+	benchDuplex(b, NewPacerSendWorker, true)
+}
+
+func benchDuplex(b *testing.B, worker func(int) pace.Worker, noPrefetch bool) {
+	pacer, err := pace.New(pace.Config{Workers: 1, NewWorker: worker, NoPrefetch: noPrefetch}, nil)
 	require.NoError(b, err)
 	defer pacer.Close()
 	ports := newPorts(b)

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	prtp "github.com/pion/rtp"
+
+	"github.com/voiced/voiced/media/prefetch"
 )
 
 // txState is the send side: everything the pacer's Tick touches, guarded
@@ -170,6 +172,9 @@ func (s *Session) tick(now time.Time) {
 		}
 	}
 	payload := s.nextAudio(t)
+	if prefetch.Enabled {
+		s.gatherTx()
+	}
 	switch {
 	case payload != nil:
 		t.quiet = false

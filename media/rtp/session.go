@@ -151,6 +151,10 @@ type Session struct {
 	doneOnce  sync.Once
 	paceH     pace.Handle
 	wg        sync.WaitGroup
+
+	// What the pacer prefetches ahead of the next Tick and PostTick
+	// (prefetch.go); pacer worker only.
+	hot hot
 }
 
 // remoteReport is what the peer last told us about our stream.

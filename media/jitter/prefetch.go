@@ -1,0 +1,33 @@
+package jitter
+
+import (
+	"unsafe"
+
+	"github.com/voiced/voiced/media/prefetch"
+)
+
+// AddHot adds to l what the stream's next Push and ReadFrame will touch
+// (media/prefetch): the Playout, its Buffer's and decoder's fields, the
+// slots the next packet and the next frame use, and where the concealer's
+// history takes the next frame. Call it after the tick's ReadFrame, on
+// the goroutine that pushes and reads.
+func (p *Playout) AddHot(l *prefetch.List) {
+	if !prefetch.Enabled {
+		return
+	}
+	l.AddSpan(prefetch.Addr(p), int(unsafe.Sizeof(*p)))
+	b := p.buf
+	l.AddSpan(prefetch.Addr(b), int(unsafe.Offsetof(b.win)))
+	l.Add(prefetch.Addr(&b.win[b.winPos]))
+	if n := uint64(len(b.slots)); n > 0 {
+		l.AddSpan(prefetch.Addr(&b.slots[uint64(b.highSeq+1)%n]), int(unsafe.Sizeof(entry{})))
+		l.AddSpan(prefetch.Addr(&b.slots[uint64(b.lastSeq+1)%n]), int(unsafe.Sizeof(entry{})))
+	}
+	if g, ok := p.dec.(*G711); ok {
+		l.AddSpan(prefetch.Addr(g), int(unsafe.Sizeof(*g)))
+		c := &g.plc
+		if at := c.histOff + len(c.hist); at < len(c.histBuf) {
+			l.AddSpan(prefetch.Addr(&c.histBuf[at]), 2*min(len(c.histBuf)-at, p.frame))
+		}
+	}
+}

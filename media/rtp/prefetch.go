@@ -1,0 +1,105 @@
+package rtp
+
+import (
+	"unsafe"
+
+	"github.com/voiced/voiced/media/pace"
+	"github.com/voiced/voiced/media/prefetch"
+)
+
+// HotLister is a Sink or Source that can say what its next call will
+// touch (media/prefetch), for the session to have it fetched ahead of its
+// next tick: AddHot adds those addresses to l. The session calls it on
+// the pacer worker right after the frame of this tick, where the
+// Sink's WriteFrame and the Source's ReadFrame run.
+type HotLister interface {
+	AddHot(l *prefetch.List)
+}
+
+// hot is what a session prefetches ahead of its next Tick (tx) and
+// PostTick (rx): gathered at the end of each, fetched by the pacer while
+// it runs the stream before (pace.Prefetcher).
+type hot struct {
+	rx, tx prefetch.List
+}
+
+var _ pace.Prefetcher = ticker{}
+
+// Prefetch implements pace.Prefetcher: stage 0 the session's own lines
+// and its list of the rest, stage 1 the list (see hot).
+func (t ticker) Prefetch(stage int, post bool) { t.s.prefetch(stage, post) }
+
+// lines prefetches the cache lines of [from, to).
+func lines(from, to uintptr) {
+	from &^= 63
+	for ; from+192 < to; from += 256 {
+		prefetch.Lines4(from, from+64, from+128, from+192)
+	}
+	for ; from < to; from += 64 {
+		prefetch.Line(from)
+	}
+}
+
+func (s *Session) prefetch(stage int, post bool) {
+	if !prefetch.Enabled {
+		return
+	}
+	base := uintptr(unsafe.Pointer(s))
+	l := &s.hot.tx
+	if post {
+		l = &s.hot.rx
+	}
+	if stage == 0 {
+		if post {
+			lines(base+unsafe.Offsetof(s.sock), base+unsafe.Offsetof(s.remote))
+			lines(base+unsafe.Offsetof(s.due), base+unsafe.Offsetof(s.timedOut)+1)
+		} else {
+			lines(base+unsafe.Offsetof(s.m), base+unsafe.Offsetof(s.mu))
+			lines(base+unsafe.Offsetof(s.txMu), base+unsafe.Offsetof(s.tx)+unsafe.Offsetof(s.tx.dtmf)+64)
+			lines(base+unsafe.Offsetof(s.tx)+unsafe.Offsetof(s.tx.batch), base+unsafe.Offsetof(s.tx)+unsafe.Offsetof(s.tx.buf))
+			lines(base+unsafe.Offsetof(s.lastRecv), base+unsafe.Offsetof(s.timedOut)+1)
+		}
+		// The list's first lines: a call's list is a few dozen
+		// addresses, the rest comes in at stage 1 if it is longer.
+		a := prefetch.Addr(l)
+		lines(a, a+min(unsafe.Sizeof(*l), 5*64))
+		return
+	}
+	l.Fetch()
+}
+
+// gatherRx starts the list of what the next PostTick touches beyond the
+// session: the socket and the receive codec's chain. Under mu, after the
+// tick's frame was read.
+func (s *Session) gatherRx(rc *rxCodec) {
+	l := &s.hot.rx
+	l.Reset()
+	l.Add(prefetch.Addr(s.sock))
+	l.AddSpan(prefetch.Addr(rc), int(unsafe.Sizeof(*rc)))
+	rc.play.AddHot(l)
+}
+
+// gatherSink adds the sink's box and buffer to that list, and the sink's
+// own (HotLister). Pacer worker, after the sink's frame.
+func (s *Session) gatherSink(b *sinkBox) {
+	l := &s.hot.rx
+	l.Add(prefetch.Addr(b))
+	l.AddSpan(prefetch.SliceAddr(b.pcm), 2*len(b.pcm))
+	if h, ok := b.k.(HotLister); ok {
+		h.AddHot(l)
+	}
+}
+
+// gatherTx lists what the next Tick touches beyond the session: the
+// encoder, the source's buffer and the source's own (HotLister). Under
+// txMu, after the tick's frame.
+func (s *Session) gatherTx() {
+	t := &s.tx
+	l := &s.hot.tx
+	l.Reset()
+	l.Add(prefetch.Addr(t.enc))
+	l.AddSpan(prefetch.SliceAddr(t.srcPCM), 2*len(t.srcPCM))
+	if h, ok := t.src.(HotLister); ok {
+		h.AddHot(l)
+	}
+}
