@@ -53,6 +53,21 @@ func (l *List) Fetch() {
 	}
 }
 
+// Range prefetches the cache lines of the addresses [from, to). It does
+// nothing unless Enabled.
+func Range(from, to uintptr) {
+	if !Enabled {
+		return
+	}
+	from &^= 63
+	for ; from+192 < to; from += 256 {
+		Lines4(from, from+64, from+128, from+192)
+	}
+	for ; from < to; from += 64 {
+		Line(from)
+	}
+}
+
 // Addr is the address of p, for Add.
 func Addr[T any](p *T) uintptr { return uintptr(unsafe.Pointer(p)) }
 

@@ -56,6 +56,8 @@ func TestFetchArbitraryAddresses(t *testing.T) {
 	l.Fetch()
 	Lines4(0, 1, 2, 3)
 	Line(0)
+	Range(Addr(x), Addr(x)+uintptr(len(x)))
+	Range(8, 8+1000)
 }
 
 func TestAddr(t *testing.T) {

@@ -29,17 +29,9 @@ var _ pace.Prefetcher = ticker{}
 // and its list of the rest, stage 1 the list (see hot).
 func (t ticker) Prefetch(stage int, post bool) { t.s.prefetch(stage, post) }
 
-// lines prefetches the cache lines of [from, to).
-func lines(from, to uintptr) {
-	from &^= 63
-	for ; from+192 < to; from += 256 {
-		prefetch.Lines4(from, from+64, from+128, from+192)
-	}
-	for ; from < to; from += 64 {
-		prefetch.Line(from)
-	}
-}
-
+// prefetch is the session's pace.Prefetcher: at stage 0 the lines of the
+// Session that the next PostTick (post) or Tick reads and the first lines
+// of its list, at stage 1 every address of the list. Pacer worker.
 func (s *Session) prefetch(stage int, post bool) {
 	if !prefetch.Enabled {
 		return
@@ -51,18 +43,18 @@ func (s *Session) prefetch(stage int, post bool) {
 	}
 	if stage == 0 {
 		if post {
-			lines(base+unsafe.Offsetof(s.sock), base+unsafe.Offsetof(s.remote))
-			lines(base+unsafe.Offsetof(s.due), base+unsafe.Offsetof(s.timedOut)+1)
+			prefetch.Range(base+unsafe.Offsetof(s.sock), base+unsafe.Offsetof(s.remote))
+			prefetch.Range(base+unsafe.Offsetof(s.due), base+unsafe.Offsetof(s.timedOut)+1)
 		} else {
-			lines(base+unsafe.Offsetof(s.m), base+unsafe.Offsetof(s.mu))
-			lines(base+unsafe.Offsetof(s.txMu), base+unsafe.Offsetof(s.tx)+unsafe.Offsetof(s.tx.dtmf)+64)
-			lines(base+unsafe.Offsetof(s.tx)+unsafe.Offsetof(s.tx.batch), base+unsafe.Offsetof(s.tx)+unsafe.Offsetof(s.tx.buf))
-			lines(base+unsafe.Offsetof(s.lastRecv), base+unsafe.Offsetof(s.timedOut)+1)
+			prefetch.Range(base+unsafe.Offsetof(s.m), base+unsafe.Offsetof(s.mu))
+			prefetch.Range(base+unsafe.Offsetof(s.txMu), base+unsafe.Offsetof(s.tx)+unsafe.Offsetof(s.tx.dtmf)+64)
+			prefetch.Range(base+unsafe.Offsetof(s.tx)+unsafe.Offsetof(s.tx.batch), base+unsafe.Offsetof(s.tx)+unsafe.Offsetof(s.tx.buf))
+			prefetch.Range(base+unsafe.Offsetof(s.lastRecv), base+unsafe.Offsetof(s.timedOut)+1)
 		}
 		// The list's first lines: a call's list is a few dozen
 		// addresses, the rest comes in at stage 1 if it is longer.
 		a := prefetch.Addr(l)
-		lines(a, a+min(unsafe.Sizeof(*l), 5*64))
+		prefetch.Range(a, a+min(unsafe.Sizeof(*l), 5*64))
 		return
 	}
 	l.Fetch()
