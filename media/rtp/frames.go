@@ -53,6 +53,7 @@ type DecodedSink interface {
 type sinkBox struct {
 	k    Sink
 	dk   DecodedSink // k, when it is one
+	hot  HotLister   // k, when it is one
 	rate int
 	pcm  []int16
 }
@@ -78,7 +79,8 @@ func (s *Session) SetSinkAt(k Sink, rate int) error {
 		return fmt.Errorf("sink rate: %w", err)
 	}
 	dk, _ := k.(DecodedSink)
-	s.sink.Store(&sinkBox{k: k, dk: dk, rate: rate, pcm: make([]int16, rate/50)})
+	hot, _ := k.(HotLister)
+	s.sink.Store(&sinkBox{k: k, dk: dk, hot: hot, rate: rate, pcm: make([]int16, rate/50)})
 	if s.waiting.Load() {
 		select {
 		case s.wake <- struct{}{}: // a blocked ReadFrame returns ErrSinkSet
@@ -368,12 +370,13 @@ func (s *Session) SetSource(src Source, rate int) error {
 	t := &s.tx
 	t.enc.close()
 	t.enc, t.src, t.srcRate = nil, src, rate
+	t.srcHot, _ = src.(HotLister)
 	if src != nil {
 		t.srcPCM = make([]int16, rate/50)
 		if t.started {
 			enc, err := newEncoder(t.params.Codec, rate)
 			if err != nil {
-				t.src = nil
+				t.src, t.srcHot = nil, nil
 				return err
 			}
 			t.enc = enc

@@ -77,8 +77,8 @@ func (s *Session) gatherSink(b *sinkBox) {
 	l := &s.hot.rx
 	l.Add(prefetch.Addr(b))
 	l.AddSpan(prefetch.SliceAddr(b.pcm), 2*len(b.pcm))
-	if h, ok := b.k.(HotLister); ok {
-		h.AddHot(l)
+	if b.hot != nil {
+		b.hot.AddHot(l)
 	}
 }
 
@@ -91,7 +91,7 @@ func (s *Session) gatherTx() {
 	l.Reset()
 	l.Add(prefetch.Addr(t.enc))
 	l.AddSpan(prefetch.SliceAddr(t.srcPCM), 2*len(t.srcPCM))
-	if h, ok := t.src.(HotLister); ok {
-		h.AddHot(l)
+	if t.srcHot != nil {
+		t.srcHot.AddHot(l)
 	}
 }
