@@ -2,6 +2,7 @@ package pace
 
 import (
 	"bytes"
+	"fmt"
 	"log/slog"
 	"runtime"
 	"runtime/trace"
@@ -128,9 +129,36 @@ func TestTicksOnTimeWhileGCMarks(t *testing.T) {
 	for range 3 << 20 {
 		head = &gcNode{next: head}
 	}
+	defer runtime.KeepAlive(head)
+	// The property is systematic, the noise is not. Without the nudge
+	// most ticks inside a mark phase wait for the runtime's monitor to
+	// preempt the idle worker (10 ms): p50 was 0.045-0.077 of a cycle and
+	// p99 0.16-0.40; with it p50 was 0.001-0.016 and p99 0.05-0.20. Under
+	// make test's concurrent packages on two cores the OS can hold this
+	// lone thread off the CPU for a tick or two, and of 50-100 ticks p99
+	// is the second latest: so an attempt may fail to the OS, and three
+	// in a row only to the pacer. p50 is what separates the two most, and
+	// the OS's odd late tick does not move it.
+	const attempts = 3
+	var results []string
+	for i := range attempts {
+		p50, p99, mark := ticksLateWhileGCMarks(t)
+		if p50 < mark/40 && p99 < mark/5 {
+			return
+		}
+		results = append(results, fmt.Sprintf("p50 %v p99 %v against %v and %v", p50, p99, mark/40, mark/5))
+		t.Logf("attempt %d: tick lateness p50 %v (bound %v), p99 %v (bound %v)", i+1, p50, mark/40, p99, mark/5)
+	}
+	t.Fatalf("ticks waited for the GC's idle mark worker in %d attempts of %d: %v", attempts, attempts, results)
+}
+
+// ticksLateWhileGCMarks runs a pacer through eight GC cycles and returns
+// its ticks' lateness p50 and p99, and how long one cycle over the test's
+// heap took, which grows with the machine's load.
+func ticksLateWhileGCMarks(t *testing.T) (p50, p99, mark time.Duration) {
 	start := time.Now()
 	runtime.GC()
-	mark := time.Since(start)
+	mark = time.Since(start)
 	t.Logf("a GC cycle over the test's heap: %v", mark)
 	p, err := New(Config{Period: 20 * time.Millisecond, PreciseWake: true}, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
@@ -141,15 +169,10 @@ func TestTicksOnTimeWhileGCMarks(t *testing.T) {
 		runtime.GC()
 		time.Sleep(30 * time.Millisecond)
 	}
-	runtime.KeepAlive(head)
 	st := p.Stats()
 	t.Logf("%d ticks: lateness p50 %v p99 %v max %v", st.Ticks, st.LateP50, st.LateP99, st.LateMax)
-	// Most ticks fall inside a mark phase. What lateness is left comes
-	// from the fractional mark worker, which takes its quarter of the P in
-	// runs that grow with the phase's length (7% of it) and polls nothing.
-	// A bound relative to the cycle's length, which grows with the
-	// machine's load: without the nudge p99 was 0.36-0.40 of it, with it
-	// 0.05-0.12 (p50 0.06-0.09 against 0.002-0.07: what is left is mostly
-	// the fractional worker's).
-	require.Less(t, st.LateP99, mark/5, "ticks waited for the GC's idle mark worker")
+	// Most ticks fall inside a mark phase. What lateness is left with the
+	// nudge comes from the fractional mark worker, which takes its quarter
+	// of the P in runs that grow with the phase's length and polls nothing.
+	return st.LateP50, st.LateP99, mark
 }
