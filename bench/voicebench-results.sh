@@ -71,6 +71,13 @@ else
   atknee="Our node sustained none of the S1 steps; its first step failed in every round ($(jq -rs "[.[] | $firstfail] | join(\"; \")" "$OUT"/knee-s1-ours-*/results.json 2>/dev/null || echo "no results"))."
 fi
 
+# The most a hypervisor took from one core in any measured window.
+steal=$(jq -s '[.[] | (.window.core_steal_percent // []), ((.steps // [])[] | .window.core_steal_percent // []) | max // 0] | max // 0' "$OUT"/*/results.json 2>/dev/null || echo 0)
+stealnote=
+if awk -v s="$steal" 'BEGIN { exit !(s >= 1) }'; then
+  stealnote="The host's hypervisor took up to $(printf %.1f "$steal")% of one core in a measured window (steal, in each run's summary): its stalls delay the systems and voicebench alike, so on this host the knees measure the host as much as the systems; the CPU per packet, taken interleaved, is the comparison to read."
+fi
+
 cat <<SUM
 ## Headline
 
@@ -81,8 +88,10 @@ cat <<SUM
 | S1 largest sustained N (one core, best round) | $(knee "$k1o" 'knee-s1-ours-*') | $(knee "$k1r" 'knee-s1-rtpengine-*') | $(ratio "$k1o" "$k1r") | ours ≥ 1000 |
 | S2 largest sustained N (one core, best round) | $(knee "$k2o" 'knee-s2-ours-*') | $(knee "$k2r" 'knee-s2-rtpengine-*') | $(ratio "$k2o" "$k2r") | |
 
-The Go UDP echo floor sustained $(printf %.0f "$k1e") S1 calls. $atknee
-
+The Go UDP echo floor sustained $(knee "$k1e" 'knee-s1-echo-*') S1 calls. $atknee
+${stealnote:+
+$stealnote
+}
 SUM
 
 for f in s1 s2 knee-s1 knee-s2; do

@@ -104,6 +104,7 @@ type figures struct {
 	calls                    int
 	cpuPct, usPacket, usCall float64
 	loss, p99D               float64
+	steal                    float64 // the most of one core
 	maxN                     int
 	findMax                  bool
 }
@@ -121,6 +122,7 @@ func figuresOf(r *report.Report) figures {
 	}
 	if w != nil {
 		f.calls, f.cpuPct, f.usPacket, f.usCall, f.loss, f.p99D = w.Calls, w.TargetCPUPct, w.TargetUsPerPacket, w.TargetUsPerCallS, w.LossPct, w.JitterP99Ms
+		f.steal, _ = w.MaxCoreSteal()
 	}
 	return f
 }
@@ -159,22 +161,24 @@ func writeComparison(w io.Writer, title string, systems []*system, ratios []stri
 	fmt.Fprintf(w, "## %s\n\n", title)
 	fmt.Fprintln(w, "Each row is the mean of its runs (range in parentheses), taken interleaved in one session; the largest")
 	fmt.Fprintln(w, "sustained N is the best round's (a host stall can only lower a round's figure), ratios of N likewise.")
+	fmt.Fprintln(w, "Host steal is the most CPU time a virtual machine's hypervisor took from any one core in the window.")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| system | target | codec | runs | calls | target CPU % of a core | µs per packet in | µs per call-second | loss % | p99 \\|D\\| ms | largest sustained N |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| system | target | codec | runs | calls | target CPU % of a core | µs per packet in | µs per call-second | loss % | p99 \\|D\\| ms | host steal % | largest sustained N |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, s := range systems {
 		r := s.runs[0]
 		maxN := "–"
 		if slices.ContainsFunc(s.runs, func(r *report.Report) bool { return len(r.Steps) > 0 }) {
 			maxN = bestCell(s)
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", s.name, r.Settings.Target, r.Settings.Codec, len(s.runs),
+		fmt.Fprintf(w, "| %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", s.name, r.Settings.Target, r.Settings.Codec, len(s.runs),
 			cell(s, func(f figures) float64 { return float64(f.calls) }, "%.0f"),
 			cell(s, func(f figures) float64 { return f.cpuPct }, "%.1f"),
 			cell(s, func(f figures) float64 { return f.usPacket }, "%.2f"),
 			cell(s, func(f figures) float64 { return f.usCall }, "%.1f"),
 			cell(s, func(f figures) float64 { return f.loss }, "%.4f"),
 			cell(s, func(f figures) float64 { return f.p99D }, "%.3f"),
+			cell(s, func(f figures) float64 { return f.steal }, "%.1f"),
 			maxN)
 	}
 	if len(ratios) > 0 {

@@ -64,7 +64,22 @@ func TestJudge(t *testing.T) {
 		pass, why := judge(f, tc.w, tc.failed)
 		require.False(t, pass)
 		require.Contains(t, why, tc.want)
+		require.NotContains(t, why, "steal", "no steal measured, none named")
 	}
+
+	// Steal neither passes nor fails a step; a failed step's reason names
+	// the core the hypervisor took the most from, from 1% of it.
+	stolen := ok
+	stolen.CoreStealPct = []float64{0.4, 6.5}
+	pass, why = judge(f, stolen, 0)
+	require.True(t, pass, why)
+	stolen.JitterP99Ms = 9
+	pass, why = judge(f, stolen, 0)
+	require.False(t, pass)
+	require.Equal(t, "p99 |D| 9.00 ms > 2 ms; host steal 6.5% on cpu1", why)
+	stolen.CoreStealPct = []float64{0.9, 0.2}
+	_, why = judge(f, stolen, 0)
+	require.Equal(t, "p99 |D| 9.00 ms > 2 ms", why, "under 1% of a core is not named")
 }
 
 // echoPorts starts an echo server on count consecutive free ports.
@@ -114,6 +129,10 @@ func TestLoadFindMaxAndCompare(t *testing.T) {
 	require.Equal(t, 4, r.Window.Calls)
 	require.Zero(t, r.Window.Lost)
 	require.Equal(t, 4, r.Summary.OneWay.N, "every G.711 call is probed")
+	require.Len(t, r.Window.CoreStealPct, len(r.Window.CoreCPUPct), "steal is measured for every core")
+	for _, v := range r.Window.CoreStealPct {
+		require.True(t, v >= 0 && v <= 100, "steal %v%% of a core", v)
+	}
 	for _, f := range []string{"summary.md", "latency.svg", "jitter.svg", "cpu.svg"} {
 		require.FileExists(t, filepath.Join(plain, f))
 	}
@@ -156,6 +175,7 @@ func TestLoadFindMaxAndCompare(t *testing.T) {
 	require.Contains(t, text, "## Echo twice")
 	require.Contains(t, text, "| a | voicebench echo "+first.String())
 	require.Contains(t, text, "| a / missing | not measured | not measured |")
+	require.Contains(t, text, "| p99 \\|D\\| ms | host steal % | largest sustained N |")
 	require.Contains(t, text, "- b #1 (`"+plain+"`)")
 	require.FileExists(t, filepath.Join(dir, "cmp-cpu.svg"), "the find-max run is charted")
 	// a's two runs are averaged: 4 calls and 6 calls make 5.

@@ -114,6 +114,12 @@ type Window struct {
 	GeneratorCPUPct   float64   `json:"generator_cpu_percent"`
 	HostCPUPct        float64   `json:"host_cpu_percent"`
 	CoreCPUPct        []float64 `json:"core_cpu_percent"`
+	// The time a virtual machine's hypervisor took from its cores in the
+	// window (steal in /proc/stat): all cores, and each. A host that
+	// steals stalls the target and the generator alike, which shows as
+	// jitter and late ticks that neither caused.
+	HostStealPct float64   `json:"host_steal_percent"`
+	CoreStealPct []float64 `json:"core_steal_percent"`
 	// The generator's own pacing in the window: how late its ticks
 	// started (p99 and max) and ticks it skipped (a stall over 100 ms).
 	PacerLateP99Ms float64 `json:"generator_pacer_late_p99_ms"`
@@ -121,6 +127,18 @@ type Window struct {
 	PacerSkipped   uint64  `json:"generator_pacer_skipped"`
 
 	Jitter rtpstat.Histogram `json:"-"`
+}
+
+// MaxCoreSteal returns the most steal of any one core in the window, in
+// percent of that core's time, and the core's number (-1 with none).
+func (w *Window) MaxCoreSteal() (pct float64, core int) {
+	core = -1
+	for i, v := range w.CoreStealPct {
+		if core < 0 || v > pct {
+			pct, core = v, i
+		}
+	}
+	return pct, core
 }
 
 func (g *Generator) window(a, b *snap) Window {
@@ -159,6 +177,7 @@ func (g *Generator) window(a, b *snap) Window {
 	}
 	if a.hostErr == nil && b.hostErr == nil {
 		w.HostCPUPct, w.CoreCPUPct = procstat.Percent(a.host, b.host)
+		w.HostStealPct, w.CoreStealPct = procstat.StealPercent(a.host, b.host)
 	}
 	w.PacerLateP99Ms = ms(time.Duration(b.late.Quantile(0.99)))
 	w.PacerLateMaxMs = ms(time.Duration(b.late.Max()))

@@ -88,9 +88,11 @@ func parseStat(b []byte) (time.Duration, error) {
 }
 
 // Host is the machine's CPU time: all cores and each core, in ticks.
+// Steal is time a virtual machine's core wanted to run and its
+// hypervisor ran something else; it counts in Busy and Total.
 type Host struct {
-	Busy, Total         uint64
-	CoreBusy, CoreTotal []uint64
+	Busy, Total, Steal             uint64
+	CoreBusy, CoreTotal, CoreSteal []uint64
 }
 
 // ReadHost reads /proc/stat.
@@ -115,7 +117,7 @@ func parseHost(b []byte) (Host, error) {
 		if len(f) < 5 {
 			return Host{}, fmt.Errorf("%w: %q", ErrFormat, line)
 		}
-		var total, idle uint64
+		var total, idle, steal uint64
 		for j, s := range f[1:] {
 			v, err := strconv.ParseUint(s, 10, 64)
 			if err != nil {
@@ -125,15 +127,19 @@ func parseHost(b []byte) (Host, error) {
 				continue
 			}
 			total += v
-			if j == 3 || j == 4 { // idle, iowait
+			switch j {
+			case 3, 4: // idle, iowait
 				idle += v
+			case 7:
+				steal = v
 			}
 		}
 		if f[0] == "cpu" {
-			h.Busy, h.Total, found = total-idle, total, true
+			h.Busy, h.Total, h.Steal, found = total-idle, total, steal, true
 		} else {
 			h.CoreBusy = append(h.CoreBusy, total-idle)
 			h.CoreTotal = append(h.CoreTotal, total)
+			h.CoreSteal = append(h.CoreSteal, steal)
 		}
 	}
 	if !found {
@@ -148,6 +154,18 @@ func Percent(a, b Host) (all float64, cores []float64) {
 	all = pct(b.Busy-a.Busy, b.Total-a.Total)
 	for i := range min(len(a.CoreBusy), len(b.CoreBusy)) {
 		cores = append(cores, pct(b.CoreBusy[i]-a.CoreBusy[i], b.CoreTotal[i]-a.CoreTotal[i]))
+	}
+	return all, cores
+}
+
+// StealPercent returns the share of the time between two readings that
+// the hypervisor took from the machine's cores, 0-100 (of all cores
+// together), and per core. Outside a virtual machine (or where the
+// hypervisor does not report it) it is 0.
+func StealPercent(a, b Host) (all float64, cores []float64) {
+	all = pct(b.Steal-a.Steal, b.Total-a.Total)
+	for i := range min(len(a.CoreSteal), len(b.CoreSteal), len(a.CoreTotal), len(b.CoreTotal)) {
+		cores = append(cores, pct(b.CoreSteal[i]-a.CoreSteal[i], b.CoreTotal[i]-a.CoreTotal[i]))
 	}
 	return all, cores
 }

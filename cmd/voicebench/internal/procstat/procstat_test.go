@@ -39,6 +39,20 @@ func TestParseHost(t *testing.T) {
 	require.InDelta(t, 100, cores[0], 1e-9)
 	require.InDelta(t, 0, cores[1], 1e-9)
 
+	// Steal (the eighth field) is busy time the hypervisor took.
+	stat = "cpu  100 0 50 800 50 0 0 30 0 0\ncpu0 60 0 30 400 10 0 0 20 0 0\ncpu1 40 0 20 400 40 0 0 10 0 0\n"
+	h, err = parseHost([]byte(stat))
+	require.NoError(t, err)
+	require.Equal(t, uint64(30), h.Steal)
+	require.Equal(t, []uint64{20, 10}, h.CoreSteal)
+	require.Equal(t, uint64(180), h.Busy)
+	require.Equal(t, []uint64{520, 510}, h.CoreTotal)
+	later = Host{Total: 2030, Steal: 130, CoreTotal: []uint64{1020, 1010}, CoreSteal: []uint64{120, 10}}
+	all, cores = StealPercent(h, later)
+	require.InDelta(t, 10, all, 1e-9)
+	require.InDelta(t, 20, cores[0], 1e-9)
+	require.InDelta(t, 0, cores[1], 1e-9)
+
 	_, err = parseHost([]byte("intr 1\n"))
 	require.ErrorIs(t, err, ErrFormat)
 }

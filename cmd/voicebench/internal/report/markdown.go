@@ -20,25 +20,27 @@ func (r *Report) Markdown(w io.Writer, charts []string) {
 
 	if len(r.Steps) > 0 {
 		fmt.Fprintf(w, "## Find the knee\n\nBound: %s. **Largest sustained: %s.**\n\n", r.Bound, r.Knee())
-		fmt.Fprintln(w, "| calls | pass | loss % | p99 |D| ms | max |D| ms | target CPU % | target µs/packet | voicebench CPU % | reason |")
-		fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
+		fmt.Fprintln(w, "| calls | pass | loss % | p99 |D| ms | max |D| ms | target CPU % | target µs/packet | voicebench CPU % | host steal % (most of one core) | reason |")
+		fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
 		for _, st := range r.Steps {
 			x := st.Window
 			calls := fmt.Sprint(st.Calls)
 			if st.Retry {
 				calls += " (again)"
 			}
-			fmt.Fprintf(w, "| %s | %s | %.4f | %.3f | %.3f | %.1f | %.2f | %.1f | %s |\n", calls, yes(st.Pass), x.LossPct, x.JitterP99Ms, x.JitterMaxMs,
-				x.TargetCPUPct, x.TargetUsPerPacket, x.GeneratorCPUPct, st.Reason)
+			steal, _ := x.MaxCoreSteal()
+			fmt.Fprintf(w, "| %s | %s | %.4f | %.3f | %.3f | %.1f | %.2f | %.1f | %.1f | %s |\n", calls, yes(st.Pass), x.LossPct, x.JitterP99Ms, x.JitterMaxMs,
+				x.TargetCPUPct, x.TargetUsPerPacket, x.GeneratorCPUPct, steal, st.Reason)
 		}
 		fmt.Fprintln(w)
 	}
 	if x := r.Window; x != nil {
 		fmt.Fprintf(w, "## Steady state (%ss window at %d calls)\n\n", trimFloat(x.LengthS), x.Calls)
-		fmt.Fprintln(w, "| packets sent | received | lost | loss % | p50 / p99 / max |D| ms | per-call J p99 ms | target CPU % | target µs/packet | voicebench CPU % | host CPU % | voicebench pacer late p99 ms |")
-		fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
-		fmt.Fprintf(w, "| %d | %d | %d | %.4f | %.3f / %.3f / %.3f | %.3f | %.1f | %.2f | %.1f | %.1f | %.2f |\n\n", x.Sent, x.Received, x.Lost, x.LossPct,
-			x.JitterP50Ms, x.JitterP99Ms, x.JitterMaxMs, x.CallJitterP99Ms, x.TargetCPUPct, x.TargetUsPerPacket, x.GeneratorCPUPct, x.HostCPUPct, x.PacerLateP99Ms)
+		steal, _ := x.MaxCoreSteal()
+		fmt.Fprintln(w, "| packets sent | received | lost | loss % | p50 / p99 / max |D| ms | per-call J p99 ms | target CPU % | target µs/packet | voicebench CPU % | host CPU % | host steal % (most of one core) | voicebench pacer late p99 ms |")
+		fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|")
+		fmt.Fprintf(w, "| %d | %d | %d | %.4f | %.3f / %.3f / %.3f | %.3f | %.1f | %.2f | %.1f | %.1f | %.1f | %.2f |\n\n", x.Sent, x.Received, x.Lost, x.LossPct,
+			x.JitterP50Ms, x.JitterP99Ms, x.JitterMaxMs, x.CallJitterP99Ms, x.TargetCPUPct, x.TargetUsPerPacket, x.GeneratorCPUPct, x.HostCPUPct, steal, x.PacerLateP99Ms)
 	}
 	fmt.Fprintf(w, "## Calls\n\n%d attempted, %d up until the end, %d failed; %d packets sent, %d received, %d lost (%.4f%%).\n\n",
 		s.Attempted, s.OK, s.Failed, s.Sent, s.Received, s.Lost, s.LossPct)

@@ -116,13 +116,15 @@ func TestWriteFiles(t *testing.T) {
 func TestFindMaxMarkdown(t *testing.T) {
 	r := sampleReport()
 	r.Window = nil
-	r.Steps = []Step{{Calls: 100, Pass: true, Window: load.Window{TargetCPUPct: 10}}, {Calls: 200, Pass: false, Reason: "loss 0.3% > 0.1%"}}
+	r.Steps = []Step{{Calls: 100, Pass: true, Window: load.Window{TargetCPUPct: 10}},
+		{Calls: 200, Pass: false, Reason: "loss 0.3% > 0.1%", Window: load.Window{CoreStealPct: []float64{2.25, 7.5}}}}
 	r.MaxSustained, r.Bound = 100, "loss ≤ 0.1%, p99 |D| ≤ 2 ms, no setup failures"
 	var sb strings.Builder
 	r.Markdown(&sb, nil)
 	require.Contains(t, sb.String(), "**Largest sustained: 100 calls.**")
 	require.Contains(t, sb.String(), "| 200 | **no** |")
-	require.Contains(t, sb.String(), "loss 0.3% > 0.1%")
+	require.Contains(t, sb.String(), "| 7.5 | loss 0.3% > 0.1% |", "the most steal of one core, beside the reason")
+	require.Contains(t, sb.String(), "| 0.0 |  |", "a step with no steal measured shows 0")
 
 	// The first step failed: the knee is below --start, not 0.
 	r.Steps, r.MaxSustained = r.Steps[1:], 0
