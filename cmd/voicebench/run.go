@@ -153,8 +153,9 @@ func drive(ctx context.Context, f *loadFlags, g *load.Generator, rep *report.Rep
 }
 
 // stealNote is the steal, in percent of a core, from which a failed
-// step's reason names it: 1% is 10 ms a second, half a 20 ms frame
-// every second, enough to break a 2 ms p99 bound on its own.
+// step's reason names it: 1% is 10 ms a second, which in one stall
+// delays about 1% of the packets by up to half a frame, so it can break
+// a 2 ms p99 bound on its own.
 const stealNote = 1.0
 
 // judge applies the --find-max bounds to a window.
