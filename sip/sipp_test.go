@@ -43,7 +43,10 @@ func TestSippInboundCall(t *testing.T) {
 			require.Equal(t, uint16(p.MediaPort), ups[0].Remote.Port())
 			require.True(t, ups[0].Sends())
 			require.Greater(t, s.Received(), int64(10), "RTP from sipp reached the address in our SDP")
-			require.Equal(t, s.Received(), s.Echoed())
+			// Every packet is echoed, but one read as the call's end
+			// closed the socket under its echo.
+			require.LessOrEqual(t, s.LostToClose(), int64(1))
+			require.Equal(t, s.Received(), s.Echoed()+s.LostToClose())
 			require.Len(t, e.log.Ends(1), 1, "one Finish per call")
 		})
 	}

@@ -2,6 +2,7 @@ package siptest
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/netip"
 	"sync"
@@ -77,6 +78,9 @@ type EchoSession struct {
 	closed  bool
 
 	received, echoed atomic.Int64
+	// lostToClose counts packets read as Close closed the socket, whose
+	// echo then failed (at most the one in flight).
+	lostToClose atomic.Int64
 }
 
 // LocalAddr implements sip.Media.
@@ -140,6 +144,11 @@ func (s *EchoSession) Received() int64 { return s.received.Load() }
 // Echoed counts packets sent back.
 func (s *EchoSession) Echoed() int64 { return s.echoed.Load() }
 
+// LostToClose counts packets received but not echoed because Close closed
+// the socket meanwhile: Received is Echoed plus these for a session whose
+// streams all send.
+func (s *EchoSession) LostToClose() int64 { return s.lostToClose.Load() }
+
 func (s *EchoSession) sends() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -156,8 +165,12 @@ func (s *EchoSession) loop() {
 		}
 		s.received.Add(1)
 		if s.sends() {
-			if _, err := s.conn.WriteToUDPAddrPort(buf[:n], from); err == nil {
+			_, err := s.conn.WriteToUDPAddrPort(buf[:n], from)
+			switch {
+			case err == nil:
 				s.echoed.Add(1)
+			case errors.Is(err, net.ErrClosed):
+				s.lostToClose.Add(1)
 			}
 		}
 	}
