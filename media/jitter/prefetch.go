@@ -24,10 +24,21 @@ func (p *Playout) AddHot(l *prefetch.List) {
 		l.AddSpan(prefetch.Addr(&b.slots[uint64(b.lastSeq+1)%n]), int(unsafe.Sizeof(entry{})))
 	}
 	if g, ok := p.dec.(*G711); ok {
-		l.AddSpan(prefetch.Addr(g), int(unsafe.Sizeof(*g)))
-		c := &g.plc
-		if at := c.histOff + len(c.hist); at < len(c.histBuf) {
-			l.AddSpan(prefetch.Addr(&c.histBuf[at]), 2*min(len(c.histBuf)-at, p.frame))
-		}
+		g.addHot(l, p.frame)
+	}
+}
+
+// addHot adds the decoder, its concealer inline, and where the
+// concealer's history takes the next frame of n samples.
+func (g *G711) addHot(l *prefetch.List, n int) {
+	l.AddSpan(prefetch.Addr(g), int(unsafe.Sizeof(*g)))
+	g.plc.addHot(l, n)
+}
+
+// addHot adds where the history takes the next frame of n samples (the
+// concealer's own fields are its holder's to add).
+func (p *PLC) addHot(l *prefetch.List, n int) {
+	if at := p.histOff + len(p.hist); at < len(p.histBuf) {
+		l.AddSpan(prefetch.Addr(&p.histBuf[at]), 2*min(len(p.histBuf)-at, n))
 	}
 }
