@@ -164,7 +164,7 @@ func Percent(a, b Host) (all float64, cores []float64) {
 // hypervisor does not report it) it is 0.
 func StealPercent(a, b Host) (all float64, cores []float64) {
 	all = pct(b.Steal-a.Steal, b.Total-a.Total)
-	for i := range min(len(a.CoreSteal), len(b.CoreSteal), len(a.CoreTotal), len(b.CoreTotal)) {
+	for i := range min(len(a.CoreSteal), len(b.CoreSteal)) { // CoreTotal is as long: parseHost appends both
 		cores = append(cores, pct(b.CoreSteal[i]-a.CoreSteal[i], b.CoreTotal[i]-a.CoreTotal[i]))
 	}
 	return all, cores
