@@ -45,7 +45,8 @@ bench: deps-bench
 
 # Our media node side by side with rtpengine and a Go UDP echo floor,
 # driven by voicebench (about 30 minutes; bench/voicebench-full.sh lists
-# the knobs); writes bench/RESULTS-voicebench.md and bench/results/voicebench/.
+# the knobs); writes bench/RESULTS-voicebench.md and bench/results/voicebench/,
+# and copies the headline into bench/RESULTS.md.
 bench-full: deps-bench
 	bench/voicebench-full.sh
 

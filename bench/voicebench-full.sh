@@ -2,7 +2,8 @@
 # `make bench-full`: our media node against rtpengine, side by side, with
 # a raw Go UDP echo as the floor, all driven by voicebench in one
 # interleaved session (round 1: ours, rtpengine, echo; round 2: the same
-# again; ...), and bench/RESULTS-voicebench.md written from the results.
+# again; ...), and bench/RESULTS-voicebench.md written from the results,
+# its headline copied into bench/RESULTS.md (bench/voicebench-headline.sh).
 #
 # Systems under test (each pinned to core SUT_CPU, voicebench to GEN_CPU):
 #   ours       `voiced serve`, a number whose calls get the audio-loopback
@@ -195,3 +196,4 @@ fi
 mv bench/RESULTS-voicebench.md.new bench/RESULTS-voicebench.md
 rm -f "$history"
 log "wrote bench/RESULTS-voicebench.md (earlier runs' notes kept below the tables)"
+bench/voicebench-headline.sh
