@@ -8,7 +8,7 @@ require (
 	github.com/gofiber/fiber/v3 v3.1.0
 	github.com/hraban/opus v0.0.0-20260708213942-bde8e4304501
 	github.com/jackc/pgx/v5 v5.12.0
-	github.com/openai/openai-go/v3 v3.96.0
+	github.com/openai/openai-go/v3 v3.99.0
 	github.com/pion/ice/v4 v4.4.2
 	github.com/pion/interceptor v0.1.48
 	github.com/pion/logging v0.2.4
