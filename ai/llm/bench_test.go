@@ -9,14 +9,16 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/voiced/voiced/ai/llm"
 )
 
 // BenchmarkFirstToken measures the client's own share of the time to first
 // token: a local server that answers at once with a recorded stream (text,
-// then tool calls), the time from Stream to the first chunk, then the rest of
-// the stream drained so the connection is reused, as in a call.
+// or tool calls). ttft-ns/op is the time from Stream to the first chunk;
+// ns/op adds draining the rest of the stream, so the connection is reused as
+// in a call.
 func BenchmarkFirstToken(b *testing.B) {
 	for _, file := range []string{"openai_text.sse", "openai_tools.sse"} {
 		body, err := os.ReadFile(filepath.Join("testdata", file))
@@ -36,7 +38,9 @@ func BenchmarkFirstToken(b *testing.B) {
 			Tools: []llm.Tool{{Name: "end_call", Description: "Hang up."}}}
 		b.Run(file[:len(file)-4], func(b *testing.B) {
 			b.ReportAllocs()
+			var first time.Duration
 			for b.Loop() {
+				start := time.Now()
 				s, err := c.Stream(context.Background(), req)
 				if err != nil {
 					b.Fatal(err)
@@ -44,6 +48,7 @@ func BenchmarkFirstToken(b *testing.B) {
 				if _, err := s.Recv(); err != nil {
 					b.Fatal(err)
 				}
+				first += time.Since(start)
 				for {
 					if _, err := s.Recv(); errors.Is(err, io.EOF) {
 						break
@@ -53,6 +58,7 @@ func BenchmarkFirstToken(b *testing.B) {
 				}
 				_ = s.Close()
 			}
+			b.ReportMetric(float64(first.Nanoseconds())/float64(b.N), "ttft-ns/op")
 		})
 		srv.Close()
 	}
