@@ -10,8 +10,9 @@
 // Providers:
 //   - OpenAI speaks the OpenAI chat completions protocol (POST
 //     {base}/chat/completions with "stream": true, server-sent events ended
-//     by "data: [DONE]"), which OpenAI, Ollama, vLLM and the llama.cpp
-//     server all implement; the base URL selects which.
+//     by "data: [DONE]") through the official client, openai-go; OpenAI,
+//     Ollama, vLLM and the llama.cpp server all implement it, and the base
+//     URL selects which.
 //   - Echo repeats the caller's last user message, so the audio path can be
 //     exercised end to end with no model and no key.
 //

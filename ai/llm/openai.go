@@ -1,16 +1,20 @@
 package llm
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/param"
+	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/voiced/voiced/ai/internal/oai"
 )
 
 // OpenAIConfig configures an OpenAI-compatible chat completions client. The
@@ -23,7 +27,7 @@ type OpenAIConfig struct {
 	// "https://api.openai.com/v1".
 	BaseURL string
 	// APIKey is sent as a bearer token when not empty (local servers need
-	// none).
+	// none). OPENAI_API_KEY and the other OPENAI_* variables are not read.
 	APIKey string
 	// Model is used when a Request names none; default "gpt-4o-mini".
 	Model string
@@ -41,23 +45,17 @@ type OpenAIConfig struct {
 }
 
 const (
-	defaultBaseURL = "https://api.openai.com/v1"
 	defaultModel   = "gpt-4o-mini"
 	defaultTimeout = 60 * time.Second
-	// maxErrorBody caps how much of an error response is read.
-	maxErrorBody = 64 << 10
 )
 
 func (c OpenAIConfig) withDefaults() OpenAIConfig {
 	if c.BaseURL == "" {
-		c.BaseURL = defaultBaseURL
+		c.BaseURL = oai.DefaultBaseURL
 	}
 	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
 	if c.Model == "" {
 		c.Model = defaultModel
-	}
-	if c.HTTPClient == nil {
-		c.HTTPClient = &http.Client{}
 	}
 	if c.Timeout == 0 {
 		c.Timeout = defaultTimeout
@@ -65,25 +63,28 @@ func (c OpenAIConfig) withDefaults() OpenAIConfig {
 	return c
 }
 
-// OpenAI is a client of the OpenAI chat completions protocol. It is safe for
-// concurrent use.
+// OpenAI is a client of the OpenAI chat completions protocol, through
+// openai-go. It is safe for concurrent use.
 type OpenAI struct {
-	cfg      OpenAIConfig
-	endpoint string
+	cfg  OpenAIConfig
+	chat openai.ChatCompletionService
 }
 
 // NewOpenAI returns a client for cfg, with defaults filled in. It fails if
 // BaseURL is not an absolute http(s) URL or Timeout is negative.
+//
+// A failed request is not retried: a turn's answer that comes seconds late
+// is no better than an error the agent can speak over (docs/decisions.md).
 func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 	cfg = cfg.withDefaults()
-	u, err := url.Parse(cfg.BaseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("llm: base URL %q: want an absolute http or https URL", cfg.BaseURL)
-	}
 	if cfg.Timeout < 0 {
 		return nil, fmt.Errorf("llm: negative timeout %v", cfg.Timeout)
 	}
-	return &OpenAI{cfg: cfg, endpoint: cfg.BaseURL + "/chat/completions"}, nil
+	opts, err := oai.Options(oai.Config{Service: "llm", BaseURL: cfg.BaseURL, APIKey: cfg.APIKey, HTTPClient: cfg.HTTPClient})
+	if err != nil {
+		return nil, err
+	}
+	return &OpenAI{cfg: cfg, chat: openai.NewChatCompletionService(opts...)}, nil
 }
 
 // Model returns the model used when a Request names none.
@@ -96,118 +97,101 @@ func (c *OpenAI) Stream(ctx context.Context, r Request) (Stream, error) {
 	if len(r.Messages) == 0 {
 		return nil, ErrNoMessages
 	}
-	body, err := json.Marshal(c.wireRequest(r))
+	params, err := c.params(r)
 	if err != nil {
-		return nil, fmt.Errorf("llm: encode request: %w", err)
+		return nil, err
 	}
 	// sctx lives as long as the stream; the timer cancels it if the
 	// headers are late.
 	sctx, cancel := context.WithCancelCause(ctx)
-	req, err := http.NewRequestWithContext(sctx, http.MethodPost, c.endpoint, bytes.NewReader(body))
-	if err != nil {
-		cancel(nil)
-		return nil, fmt.Errorf("llm: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "text/event-stream")
-	if c.cfg.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
-	}
 	timer := time.AfterFunc(c.cfg.Timeout, func() { cancel(ErrTimeout) })
-	resp, err := c.cfg.HTTPClient.Do(req)
+	var res *http.Response
+	st := c.chat.NewStreaming(sctx, params, option.WithResponseInto(&res))
 	timer.Stop()
-	if err != nil {
+	if err := st.Err(); err != nil {
 		cause := context.Cause(sctx)
 		cancel(nil)
-		if errors.Is(cause, ErrTimeout) {
-			return nil, fmt.Errorf("llm: POST %s: %w after %v", c.endpoint, ErrTimeout, c.cfg.Timeout)
+		endpoint := c.cfg.BaseURL + "/chat/completions"
+		switch {
+		case errors.Is(cause, ErrTimeout):
+			return nil, fmt.Errorf("llm: POST %s: %w after %v", endpoint, ErrTimeout, c.cfg.Timeout)
+		case ctx.Err() != nil:
+			return nil, fmt.Errorf("llm: POST %s: %w", endpoint, context.Cause(ctx))
 		}
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("llm: POST %s: %w", c.endpoint, context.Cause(ctx))
+		if ae := oai.HTTPError("llm", res, err); ae != nil {
+			return nil, ae
 		}
-		return nil, fmt.Errorf("llm: POST %s: %w", c.endpoint, err)
+		return nil, fmt.Errorf("llm: POST %s: %w", endpoint, err)
 	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-		_ = resp.Body.Close()
-		cancel(nil)
-		return nil, parseAPIError(resp.StatusCode, b)
-	}
-	return newSSEStream(sctx, cancel, resp.Body), nil
+	return newStream(sctx, cancel, st), nil
 }
 
-// The wire shapes of the chat completions request.
-type (
-	wireRequest struct {
-		Model         string         `json:"model"`
-		Messages      []wireMessage  `json:"messages"`
-		Tools         []wireTool     `json:"tools,omitempty"`
-		Temperature   *float64       `json:"temperature,omitempty"`
-		MaxTokens     int            `json:"max_tokens,omitempty"`
-		Stream        bool           `json:"stream"`
-		StreamOptions *streamOptions `json:"stream_options,omitempty"`
+// params builds the request. Content is null, not absent, for an assistant
+// turn that only called tools, as the protocol has it and some servers
+// require; max_tokens is sent rather than max_completion_tokens, which
+// Ollama, vLLM and llama.cpp do not all read.
+func (c *OpenAI) params(r Request) (openai.ChatCompletionNewParams, error) {
+	p := openai.ChatCompletionNewParams{
+		Model:    r.Model,
+		Messages: make([]openai.ChatCompletionMessageParamUnion, len(r.Messages)),
 	}
-	streamOptions struct {
-		IncludeUsage bool `json:"include_usage"`
+	if p.Model == "" {
+		p.Model = c.cfg.Model
 	}
-	wireMessage struct {
-		Role string `json:"role"`
-		// Content is null for an assistant turn that only called tools.
-		Content    *string        `json:"content"`
-		ToolCalls  []wireToolCall `json:"tool_calls,omitempty"`
-		ToolCallID string         `json:"tool_call_id,omitempty"`
+	if r.Temperature != nil {
+		p.Temperature = param.NewOpt(*r.Temperature)
 	}
-	wireToolCall struct {
-		ID       string       `json:"id"`
-		Type     string       `json:"type"`
-		Function wireFunction `json:"function"`
-	}
-	wireFunction struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	}
-	wireTool struct {
-		Type     string      `json:"type"`
-		Function wireToolDef `json:"function"`
-	}
-	wireToolDef struct {
-		Name        string          `json:"name"`
-		Description string          `json:"description,omitempty"`
-		Parameters  json.RawMessage `json:"parameters,omitempty"`
-	}
-)
-
-func (c *OpenAI) wireRequest(r Request) wireRequest {
-	w := wireRequest{
-		Model:       r.Model,
-		Messages:    make([]wireMessage, len(r.Messages)),
-		Temperature: r.Temperature,
-		MaxTokens:   r.MaxTokens,
-		Stream:      true,
-	}
-	if w.Model == "" {
-		w.Model = c.cfg.Model
+	if r.MaxTokens > 0 {
+		p.MaxTokens = param.NewOpt(int64(r.MaxTokens))
 	}
 	if !c.cfg.NoStreamUsage {
-		w.StreamOptions = &streamOptions{IncludeUsage: true}
+		p.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: param.NewOpt(true)}
 	}
 	for i, m := range r.Messages {
-		wm := wireMessage{Role: m.Role, ToolCallID: m.ToolCallID}
-		if m.Content != "" || len(m.ToolCalls) == 0 {
-			content := m.Content
-			wm.Content = &content
-		}
-		for _, tc := range m.ToolCalls {
-			args := tc.Arguments
-			if args == "" {
-				args = "{}"
+		var u openai.ChatCompletionMessageParamUnion
+		switch m.Role {
+		case RoleSystem:
+			u = openai.SystemMessage(m.Content)
+		case RoleUser:
+			u = openai.UserMessage(m.Content)
+		case RoleTool:
+			u = openai.ToolMessage(m.Content, m.ToolCallID)
+		case RoleAssistant:
+			a := openai.ChatCompletionAssistantMessageParam{}
+			if m.Content != "" || len(m.ToolCalls) == 0 {
+				a.Content.OfString = param.NewOpt(m.Content)
+			} else {
+				a.Content.OfString = param.Null[string]()
 			}
-			wm.ToolCalls = append(wm.ToolCalls, wireToolCall{ID: tc.ID, Type: "function", Function: wireFunction{Name: tc.Name, Arguments: args}})
+			for _, tc := range m.ToolCalls {
+				args := tc.Arguments
+				if args == "" {
+					args = "{}"
+				}
+				a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
+					OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
+						ID:       tc.ID,
+						Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: tc.Name, Arguments: args},
+					},
+				})
+			}
+			u = openai.ChatCompletionMessageParamUnion{OfAssistant: &a}
+		default:
+			return p, fmt.Errorf("%w: message %d: unknown role %q", ErrBadRequest, i, m.Role)
 		}
-		w.Messages[i] = wm
+		p.Messages[i] = u
 	}
 	for _, t := range r.Tools {
-		w.Tools = append(w.Tools, wireTool{Type: "function", Function: wireToolDef{Name: t.Name, Description: t.Description, Parameters: t.Parameters}})
+		def := shared.FunctionDefinitionParam{Name: t.Name}
+		if t.Description != "" {
+			def.Description = param.NewOpt(t.Description)
+		}
+		if len(t.Parameters) > 0 {
+			if err := json.Unmarshal(t.Parameters, &def.Parameters); err != nil {
+				return p, fmt.Errorf("%w: tool %q: parameters: %v", ErrBadRequest, t.Name, err)
+			}
+		}
+		p.Tools = append(p.Tools, openai.ChatCompletionFunctionTool(def))
 	}
-	return w
+	return p, nil
 }

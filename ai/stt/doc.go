@@ -10,8 +10,9 @@
 //   - package pocketsphinx (ai/stt/pocketsphinx): CMU PocketSphinx through
 //     libpocketsphinx, the offline default that needs no key.
 //   - OpenAI: the OpenAI transcription protocol (multipart POST
-//     {base}/audio/transcriptions with a WAV file), which OpenAI and
-//     compatible servers (faster-whisper, whisper.cpp, vLLM) implement.
+//     {base}/audio/transcriptions with a WAV file) through openai-go, which
+//     OpenAI and compatible servers (faster-whisper, whisper.cpp, vLLM)
+//     implement.
 //
 // Providers are safe for concurrent use.
 package stt

@@ -6,15 +6,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"mime/multipart"
 	"net/http"
-	"net/textproto"
-	"net/url"
 	"strings"
 	"time"
 
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/param"
+
+	"github.com/voiced/voiced/ai/internal/oai"
 	"github.com/voiced/voiced/codecs/wav"
 )
 
@@ -24,7 +25,8 @@ type OpenAIConfig struct {
 	// BaseURL is the API root, up to and including "/v1"; default
 	// "https://api.openai.com/v1".
 	BaseURL string
-	// APIKey is sent as a bearer token when not empty.
+	// APIKey is sent as a bearer token when not empty. OPENAI_API_KEY and
+	// the other OPENAI_* variables are not read.
 	APIKey string
 	// Model is the transcription model; default "whisper-1".
 	Model string
@@ -42,12 +44,21 @@ type OpenAIConfig struct {
 	Timeout time.Duration
 }
 
-// OpenAI is a client of the OpenAI transcription protocol. It is safe for
-// concurrent use.
+// OpenAI is a client of the OpenAI transcription protocol, through
+// openai-go. It is safe for concurrent use.
 type OpenAI struct {
-	cfg      OpenAIConfig
-	endpoint string
+	cfg            OpenAIConfig
+	transcriptions openai.AudioTranscriptionService
 }
+
+// A transcription that failed with a connection error, 408, 409, 429 or a
+// 5xx is sent once more after a short backoff, within Timeout, unless the
+// server asks for a longer wait: losing what the caller said costs more
+// than a few hundred milliseconds (docs/decisions.md).
+const (
+	maxRetries    = 1
+	maxRetryDelay = time.Second
+)
 
 // NewOpenAI returns a client for cfg, with defaults filled in. It fails if
 // BaseURL is not an absolute http(s) URL, ResponseFormat is not one of the
@@ -63,15 +74,13 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 	if cfg.ResponseFormat == "" {
 		cfg.ResponseFormat = "json"
 	}
-	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = &http.Client{}
-	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 30 * time.Second
 	}
-	u, err := url.Parse(cfg.BaseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("stt: base URL %q: want an absolute http or https URL", cfg.BaseURL)
+	opts, err := oai.Options(oai.Config{Service: "stt", BaseURL: cfg.BaseURL, APIKey: cfg.APIKey, HTTPClient: cfg.HTTPClient,
+		MaxRetries: maxRetries, MaxRetryDelay: maxRetryDelay})
+	if err != nil {
+		return nil, err
 	}
 	if cfg.ResponseFormat != "json" && cfg.ResponseFormat != "verbose_json" {
 		return nil, fmt.Errorf("stt: response format %q: want json or verbose_json", cfg.ResponseFormat)
@@ -79,7 +88,7 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 	if cfg.Timeout < 0 {
 		return nil, fmt.Errorf("stt: negative timeout %v", cfg.Timeout)
 	}
-	return &OpenAI{cfg: cfg, endpoint: cfg.BaseURL + "/audio/transcriptions"}, nil
+	return &OpenAI{cfg: cfg, transcriptions: openai.NewAudioTranscriptionService(opts...)}, nil
 }
 
 // Transcribe uploads r.PCM as a 16 kHz WAV file and returns the server's
@@ -90,86 +99,45 @@ func (c *OpenAI) Transcribe(ctx context.Context, r Request) (Result, error) {
 	if len(r.PCM) == 0 {
 		return Result{}, ErrNoAudio
 	}
-	body, contentType, err := c.form(r)
+	audio, err := wav.Encode(wav.Format{Encoding: wav.PCM16, SampleRate: SampleRate, Channels: 1}, r.PCM)
 	if err != nil {
-		return Result{}, err
+		return Result{}, fmt.Errorf("stt: encode WAV: %w", err)
+	}
+	params := openai.AudioTranscriptionNewParams{
+		File:           openai.File(bytes.NewReader(audio), "audio.wav", "audio/wav"),
+		Model:          c.cfg.Model,
+		ResponseFormat: openai.AudioResponseFormat(c.cfg.ResponseFormat),
+	}
+	if lang := isoLanguage(r.Language); lang != "" {
+		params.Language = param.NewOpt(lang)
+	}
+	if r.Prompt != "" {
+		params.Prompt = param.NewOpt(r.Prompt)
+	}
+	if c.cfg.Logprobs {
+		params.Include = []openai.TranscriptionInclude{openai.TranscriptionIncludeLogprobs}
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, c.cfg.Timeout, ErrTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(body))
+	// The body is parsed here, not by openai-go, for the fields it leaves
+	// out of its union (segments' avg_logprob) and for ErrMalformed.
+	var res *http.Response
+	var body []byte
+	_, err = c.transcriptions.New(ctx, params, option.WithResponseInto(&res), option.WithResponseBodyInto(&body))
 	if err != nil {
-		return Result{}, fmt.Errorf("stt: %w", err)
-	}
-	req.Header.Set("Content-Type", contentType)
-	req.Header.Set("Accept", "application/json")
-	if c.cfg.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
-	}
-	resp, err := c.cfg.HTTPClient.Do(req)
-	if err != nil {
-		return Result{}, c.requestError(ctx, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return Result{}, c.requestError(ctx, err)
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return Result{}, parseAPIError(resp.StatusCode, b)
-	}
-	return parseTranscription(b)
-}
-
-// requestError reports a failed exchange, by its cause when the context
-// ended it.
-func (c *OpenAI) requestError(ctx context.Context, err error) error {
-	if cause := context.Cause(ctx); cause != nil {
-		if errors.Is(cause, ErrTimeout) {
-			return fmt.Errorf("stt: POST %s: %w after %v", c.endpoint, ErrTimeout, c.cfg.Timeout)
+		endpoint := c.cfg.BaseURL + "/audio/transcriptions"
+		if cause := context.Cause(ctx); cause != nil {
+			if errors.Is(cause, ErrTimeout) {
+				return Result{}, fmt.Errorf("stt: POST %s: %w after %v", endpoint, ErrTimeout, c.cfg.Timeout)
+			}
+			return Result{}, fmt.Errorf("stt: POST %s: %w", endpoint, cause)
 		}
-		return fmt.Errorf("stt: POST %s: %w", c.endpoint, cause)
-	}
-	return fmt.Errorf("stt: POST %s: %w", c.endpoint, err)
-}
-
-// form builds the multipart body: file, model, response_format and the
-// optional language, prompt and include[].
-func (c *OpenAI) form(r Request) ([]byte, string, error) {
-	audio, err := wav.Encode(wav.Format{Encoding: wav.PCM16, SampleRate: SampleRate, Channels: 1}, r.PCM)
-	if err != nil {
-		return nil, "", fmt.Errorf("stt: encode WAV: %w", err)
-	}
-	var buf bytes.Buffer
-	w := multipart.NewWriter(&buf)
-	h := textproto.MIMEHeader{}
-	h.Set("Content-Disposition", `form-data; name="file"; filename="audio.wav"`)
-	h.Set("Content-Type", "audio/wav")
-	part, err := w.CreatePart(h)
-	if err != nil {
-		return nil, "", fmt.Errorf("stt: %w", err)
-	}
-	if _, err := part.Write(audio); err != nil {
-		return nil, "", fmt.Errorf("stt: %w", err)
-	}
-	fields := [][2]string{{"model", c.cfg.Model}, {"response_format", c.cfg.ResponseFormat}}
-	if lang := isoLanguage(r.Language); lang != "" {
-		fields = append(fields, [2]string{"language", lang})
-	}
-	if r.Prompt != "" {
-		fields = append(fields, [2]string{"prompt", r.Prompt})
-	}
-	if c.cfg.Logprobs {
-		fields = append(fields, [2]string{"include[]", "logprobs"})
-	}
-	for _, f := range fields {
-		if err := w.WriteField(f[0], f[1]); err != nil {
-			return nil, "", fmt.Errorf("stt: %w", err)
+		if ae := oai.HTTPError("stt", res, err); ae != nil {
+			return Result{}, ae
 		}
+		return Result{}, fmt.Errorf("stt: POST %s: %w", endpoint, err)
 	}
-	if err := w.Close(); err != nil {
-		return nil, "", fmt.Errorf("stt: %w", err)
-	}
-	return buf.Bytes(), w.FormDataContentType(), nil
+	return parseTranscription(body)
 }
 
 // isoLanguage returns the primary language subtag of a BCP-47 tag,

@@ -9,8 +9,8 @@
 //   - package espeak (ai/tts/espeak): espeak-ng through libespeak-ng, the
 //     offline default that needs no key.
 //   - OpenAI: the OpenAI speech protocol (POST {base}/audio/speech with
-//     response_format "pcm"), which OpenAI and compatible local servers
-//     implement.
+//     response_format "pcm") through openai-go, which OpenAI and compatible
+//     local servers implement.
 //
 // Providers produce audio at their native rate (espeak-ng 22050 Hz, OpenAI
 // 24000 Hz) and convert it to Request.SampleRate once, with package

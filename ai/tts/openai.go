@@ -1,18 +1,20 @@
 package tts
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/param"
+
+	"github.com/voiced/voiced/ai/internal/oai"
 	"github.com/voiced/voiced/codecs/pcm"
 	"github.com/voiced/voiced/codecs/resample"
 )
@@ -23,7 +25,8 @@ type OpenAIConfig struct {
 	// BaseURL is the API root, up to and including "/v1"; default
 	// "https://api.openai.com/v1".
 	BaseURL string
-	// APIKey is sent as a bearer token when not empty.
+	// APIKey is sent as a bearer token when not empty. OPENAI_API_KEY and
+	// the other OPENAI_* variables are not read.
 	APIKey string
 	// Model is the speech model; default "tts-1".
 	Model string
@@ -41,18 +44,21 @@ type OpenAIConfig struct {
 // little-endian, mono.
 const openAIRate = 24000
 
-// OpenAI is a client of the OpenAI speech protocol. It is safe for
-// concurrent use.
+// OpenAI is a client of the OpenAI speech protocol, through openai-go. It
+// is safe for concurrent use.
 type OpenAI struct {
-	cfg      OpenAIConfig
-	endpoint string
+	cfg    OpenAIConfig
+	speech openai.AudioSpeechService
 }
 
 // NewOpenAI returns a client for cfg, with defaults filled in. It fails if
 // BaseURL is not an absolute http(s) URL or Timeout is negative.
+//
+// A failed request is not retried: the caller is waiting to hear the
+// answer, and an error lets the agent fall back at once (docs/decisions.md).
 func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 	if cfg.BaseURL == "" {
-		cfg.BaseURL = "https://api.openai.com/v1"
+		cfg.BaseURL = oai.DefaultBaseURL
 	}
 	cfg.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
 	if cfg.Model == "" {
@@ -61,28 +67,17 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 	if cfg.Voice == "" {
 		cfg.Voice = "alloy"
 	}
-	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = &http.Client{}
-	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 30 * time.Second
-	}
-	u, err := url.Parse(cfg.BaseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("tts: base URL %q: want an absolute http or https URL", cfg.BaseURL)
 	}
 	if cfg.Timeout < 0 {
 		return nil, fmt.Errorf("tts: negative timeout %v", cfg.Timeout)
 	}
-	return &OpenAI{cfg: cfg, endpoint: cfg.BaseURL + "/audio/speech"}, nil
-}
-
-type speechRequest struct {
-	Model          string  `json:"model"`
-	Input          string  `json:"input"`
-	Voice          string  `json:"voice"`
-	ResponseFormat string  `json:"response_format"`
-	Speed          float64 `json:"speed,omitempty"`
+	opts, err := oai.Options(oai.Config{Service: "tts", BaseURL: cfg.BaseURL, APIKey: cfg.APIKey, HTTPClient: cfg.HTTPClient})
+	if err != nil {
+		return nil, err
+	}
+	return &OpenAI{cfg: cfg, speech: openai.NewAudioSpeechService(opts...)}, nil
 }
 
 // Synthesize posts r to {base}/audio/speech asking for raw 24 kHz PCM and
@@ -102,50 +97,44 @@ func (c *OpenAI) Synthesize(ctx context.Context, r Request) (Audio, error) {
 	if voice == "" {
 		voice = c.cfg.Voice
 	}
-	sr := speechRequest{Model: c.cfg.Model, Input: r.Text, Voice: voice, ResponseFormat: "pcm"}
-	if r.Speed != 0 && r.Speed != 1 {
-		sr.Speed = min(4, max(0.25, r.Speed))
+	params := openai.AudioSpeechNewParams{
+		Model:          c.cfg.Model,
+		Input:          r.Text,
+		Voice:          openai.AudioSpeechNewParamsVoiceUnion{OfString: param.NewOpt(voice)},
+		ResponseFormat: openai.AudioSpeechNewParamsResponseFormatPCM,
 	}
-	body, err := json.Marshal(sr)
-	if err != nil {
-		return nil, fmt.Errorf("tts: encode request: %w", err)
+	if r.Speed != 0 && r.Speed != 1 {
+		params.Speed = param.NewOpt(min(4, max(0.25, r.Speed)))
 	}
 	var conv *resample.Resampler
 	if r.SampleRate != openAIRate {
+		var err error
 		if conv, err = resample.New(openAIRate, r.SampleRate, resample.QualityHigh); err != nil {
 			return nil, fmt.Errorf("tts: %w", err)
 		}
 	}
 
+	// sctx lives as long as the audio; the timer cancels it if the headers
+	// are late.
 	sctx, cancel := context.WithCancelCause(ctx)
-	req, err := http.NewRequestWithContext(sctx, http.MethodPost, c.endpoint, bytes.NewReader(body))
-	if err != nil {
-		cancel(nil)
-		return nil, fmt.Errorf("tts: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if c.cfg.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
-	}
 	timer := time.AfterFunc(c.cfg.Timeout, func() { cancel(ErrTimeout) })
-	resp, err := c.cfg.HTTPClient.Do(req)
+	var raw *http.Response
+	resp, err := c.speech.New(sctx, params, option.WithResponseInto(&raw))
 	timer.Stop()
 	if err != nil {
 		cause := context.Cause(sctx)
 		cancel(nil)
+		endpoint := c.cfg.BaseURL + "/audio/speech"
 		switch {
 		case errors.Is(cause, ErrTimeout):
-			return nil, fmt.Errorf("tts: POST %s: %w after %v", c.endpoint, ErrTimeout, c.cfg.Timeout)
+			return nil, fmt.Errorf("tts: POST %s: %w after %v", endpoint, ErrTimeout, c.cfg.Timeout)
 		case ctx.Err() != nil:
-			return nil, fmt.Errorf("tts: POST %s: %w", c.endpoint, context.Cause(ctx))
+			return nil, fmt.Errorf("tts: POST %s: %w", endpoint, context.Cause(ctx))
 		}
-		return nil, fmt.Errorf("tts: POST %s: %w", c.endpoint, err)
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		_ = resp.Body.Close()
-		cancel(nil)
-		return nil, parseAPIError(resp.StatusCode, b)
+		if ae := oai.HTTPError("tts", raw, err); ae != nil {
+			return nil, ae
+		}
+		return nil, fmt.Errorf("tts: POST %s: %w", endpoint, err)
 	}
 	src := &pcmBody{ctx: sctx, cancel: cancel, body: resp.Body}
 	context.AfterFunc(sctx, func() { _ = resp.Body.Close() })

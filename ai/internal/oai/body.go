@@ -1,7 +1,4 @@
-// Package apierr parses the error bodies of OpenAI-compatible servers, for
-// the llm, tts and stt clients, which wrap the result in their own typed
-// errors.
-package apierr
+package oai
 
 import (
 	"encoding/json"
