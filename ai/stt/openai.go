@@ -119,8 +119,9 @@ func (c *OpenAI) Transcribe(ctx context.Context, r Request) (Result, error) {
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, c.cfg.Timeout, ErrTimeout)
 	defer cancel()
-	// The body is parsed here, not by openai-go, for the fields it leaves
-	// out of its union (segments' avg_logprob) and for ErrMalformed.
+	// The body is parsed here (parseTranscription), not into openai-go's
+	// response union: one small decoder for both formats' confidence, and a
+	// body without "text" is ErrMalformed rather than an empty Result.
 	var res *http.Response
 	var body []byte
 	_, err = c.transcriptions.New(ctx, params, option.WithResponseInto(&res), option.WithResponseBodyInto(&body))
