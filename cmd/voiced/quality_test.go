@@ -2,8 +2,11 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -71,6 +74,15 @@ func scrape(t *testing.T, base string) map[string]float64 {
 	require.Equal(t, 200, res.StatusCode)
 	b, err := io.ReadAll(res.Body)
 	require.NoError(t, err)
+	// A live node's exposition passes Prometheus's strict parser and linter.
+	if p, err := exec.LookPath("promtool"); err == nil {
+		cmd := exec.Command(p, "check", "metrics")
+		cmd.Stdin = bytes.NewReader(b)
+		lint, err := cmd.CombinedOutput()
+		require.NoError(t, err, "promtool check metrics:\n%s", lint)
+	} else if os.Getenv("CI") == "true" {
+		t.Fatal("promtool not installed (Debian package prometheus)")
+	}
 	out := map[string]float64{}
 	sc := bufio.NewScanner(strings.NewReader(string(b)))
 	for sc.Scan() {
