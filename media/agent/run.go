@@ -87,9 +87,14 @@ func (s *Session) toolCall(n note) {
 	if c.ID == "" {
 		c.ID = s.ids.next("call_")
 	}
-	it := &Item{ID: s.ids.next("item_"), Type: ItemFunctionCall, Status: StatusCompleted, CallID: c.ID, Name: c.Name, Arguments: c.Arguments}
+	// Added in progress with no arguments, completed once they are done,
+	// as OpenAI's server does: @openai/agents-realtime runs a tool for
+	// every output_item event whose function_call is completed, so a
+	// completed item in output_item.added ran each tool twice.
+	it := &Item{ID: s.ids.next("item_"), Type: ItemFunctionCall, Status: StatusInProgress, CallID: c.ID, Name: c.Name}
 	s.addOutput(r, it)
 	idx := len(r.outputs) - 1
+	it.Status, it.Arguments = StatusCompleted, c.Arguments
 	s.emit(ArgumentsDelta{ResponseID: r.resp.ID, ItemID: it.ID, CallID: c.ID, OutputIndex: idx, Delta: c.Arguments})
 	s.emit(ArgumentsDone{ResponseID: r.resp.ID, ItemID: it.ID, CallID: c.ID, OutputIndex: idx, Name: c.Name, Arguments: c.Arguments})
 	s.emit(OutputItemDone{ResponseID: r.resp.ID, OutputIndex: idx, Item: it.clone()})

@@ -364,11 +364,26 @@ func TestClientToolRoundTrip(t *testing.T) {
 	require.Equal(t, `{"city":"Paris"}`, args.Arguments)
 	require.Equal(t, "call_1", args.CallID)
 	require.Equal(t, tools, lm.requests()[0].Tools)
+	// As OpenAI's server: the call is added in progress without arguments
+	// and done completed with them (clients run a tool on a completed
+	// function_call, so a completed one in both ran it twice).
+	added := waitFor[OutputItemAdded](t, m.k, nil)
+	require.Equal(t, StatusInProgress, added.Item.Status)
+	require.Empty(t, added.Item.Arguments)
+	doneItem := waitFor[OutputItemDone](t, m.k, nil)
+	require.Equal(t, StatusCompleted, doneItem.Item.Status)
+	require.Equal(t, `{"city":"Paris"}`, doneItem.Item.Arguments)
 
 	// The client runs it and asks again.
 	require.NoError(t, m.s.CreateItem("o", Item{Type: ItemFunctionCallOutput, CallID: "call_1", Output: `{"sky":"sunny"}`}, ""))
 	res := waitFor[ToolResult](t, m.k, nil)
 	require.Equal(t, "get_weather", res.Name)
+	// A second output for the same call is refused; the first stands.
+	require.NoError(t, m.s.CreateItem("o2", Item{Type: ItemFunctionCallOutput, CallID: "call_1", Output: `{"sky":"grey"}`}, ""))
+	dup := waitFor[Error](t, m.k, func(e Error) bool { return e.EventID == "o2" })
+	require.Equal(t, "item_already_exists", dup.Code)
+	require.Equal(t, "item.call_id", dup.Param)
+	require.Equal(t, 1, count[ToolResult](m.k))
 	require.NoError(t, m.s.CreateResponse("", ResponseOptions{}))
 	waitFor[ResponseCreated](t, m.k, func(r ResponseCreated) bool { return r.Response.ID != done.Response.ID })
 	msgs := lm.waitRequests(t, 2)[1].Messages
