@@ -772,3 +772,34 @@ func TestTurnsComeBack(t *testing.T) {
 		require.GreaterOrEqual(t, cap(back), stt.calls()[0], "the transcribed turn's buffer")
 	})
 }
+
+// A turn the caller cut short ends with the last frame the caller heard,
+// not when the engine finished deciding (after the caller's words were
+// transcribed, or at the hang-up): the transcript's timing must agree
+// with the recording (issue 30).
+func TestInterruptedTurnEndsWhereItWasCut(t *testing.T) {
+	checkGoroutines(t)
+	m := bargeInSim(t, &fakeSTT{answers: []string{"Wait, sorry, can we make that Saturday instead?"}})
+	m.ticks(50)
+	talk := loadWAV(t, "interrupt16k.wav")
+	var cutAt time.Time
+	for i := 0; i+callerFrame <= len(talk); i += callerFrame {
+		m.tick(talk[i : i+callerFrame])
+		if cutAt.IsZero() && m.s.in.det.Speaking() {
+			// The agent is silent from here on; the engine decides once
+			// the caller's turn is over, well after.
+			cutAt = time.Now()
+			time.Sleep(300 * time.Millisecond)
+		}
+	}
+	require.False(t, cutAt.IsZero(), "no barge-in")
+	m.ticks(30)
+	tr := waitFor[Turn](t, m.k, func(tr Turn) bool { return tr.Role == RoleAssistant })
+	require.True(t, tr.Interrupted)
+	require.False(t, tr.End.After(cutAt.Add(media.FrameDuration)), "turn ends %v after the cut", tr.End.Sub(cutAt))
+	require.True(t, tr.End.After(tr.Start))
+	// It lasted as long as the audio that left (the sim plays frames
+	// faster than real time, so the wall clock span is at most that).
+	done := waitFor[ResponseDone](t, m.k, nil)
+	require.LessOrEqual(t, tr.End.Sub(tr.Start), time.Duration(done.Response.Output[0].Content[0].AudioMS)*time.Millisecond)
+}
