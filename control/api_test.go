@@ -433,6 +433,16 @@ func TestAPI(t *testing.T) {
 			require.Contains(t, r.obj(t), "url")
 			require.Equal(t, 400, a.do("PUT", "/v1/webhook", w.adminK, map[string]any{"url": "not a url"}).status)
 			require.Equal(t, 400, a.do("PUT", "/v1/webhook", w.adminK, map[string]any{}).status)
+			// One rule for every outbound URL (webhook.CheckURL): credentials
+			// are refused here as for endpoints, and a numeric host is
+			// stored as the address it names.
+			r = a.do("PUT", "/v1/webhook", w.adminK, map[string]any{"url": "https://user:pw@x.example/h"})
+			require.Equal(t, 400, r.status, string(r.body))
+			require.Contains(t, r.obj(t), "url")
+			r = a.do("PUT", "/v1/webhook", w.adminK, map[string]any{"url": "http://2130706433:9000/h"})
+			require.Equal(t, 200, r.status, string(r.body))
+			require.Equal(t, "http://127.0.0.1:9000/h", r.obj(t)["url"])
+			require.Equal(t, 400, a.do("PUT", "/v1/webhook", w.adminK, map[string]any{"url": "https://1.2.3.999/h"}).status)
 			r = a.do("PUT", "/v1/webhook", w.adminK, map[string]any{"url": "http://localhost:9000/h"})
 			require.Equal(t, 200, r.status, string(r.body))
 			s1 := r.obj(t)["secret"]

@@ -65,6 +65,9 @@ type PacerStats struct {
 	Ticks, Skipped            uint64
 	LateP50, LateP99, LateMax time.Duration
 	CostP50, CostP99, CostMax time.Duration
+	// The count and sum of the lateness and cost recorded.
+	LateN, CostN     uint64
+	LateSum, CostSum time.Duration
 }
 
 // PacketCounts are RTP packets received, sent and lost.
@@ -79,9 +82,9 @@ func (s *Server) SetMediaStats(f func() MediaStats) {
 
 var (
 	descPacerLate = prometheus.NewDesc("voiced_media_pacer_tick_lateness_seconds",
-		"How late the node pacer's ticks sent their packets (a tick starts early by design; its sends are due at the tick's time): quantile 0.5 and 0.99 of the recent distribution, 1 the maximum seen.", []string{"quantile"}, nil)
+		"How late the node pacer's ticks sent their packets (a tick starts early by design; its sends are due at the tick's time), a summary: quantiles 0.5 and 0.99 (bucket upper edges, within 6.25%), 1 the maximum seen.", nil, nil)
 	descPacerCost = prometheus.NewDesc("voiced_media_pacer_tick_cost_seconds",
-		"How long the node pacer's ticks ran (every call's send, receive and processing for one period): quantile 0.5 and 0.99 of the recent distribution, 1 the maximum seen; near the 20 ms period, ticks start late.", []string{"quantile"}, nil)
+		"How long the node pacer's ticks ran (every call's send, receive and processing for one period), a summary: quantiles 0.5 and 0.99 (bucket upper edges, within 6.25%), 1 the maximum seen; near the 20 ms period, ticks start late.", nil, nil)
 	descPacerTicks   = prometheus.NewDesc("voiced_media_pacer_ticks_total", "Ticks the node pacer ran.", nil, nil)
 	descPacerSkipped = prometheus.NewDesc("voiced_media_pacer_ticks_skipped_total", "Ticks the node pacer dropped because it fell too far behind.", nil, nil)
 	descSendErrors   = prometheus.NewDesc("voiced_media_rtp_send_errors_total", "RTP packets the kernel refused to send (a full socket buffer, an unreachable peer).", nil, nil)
@@ -103,12 +106,12 @@ func (c mediaCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c mediaCollector) Collect(ch chan<- prometheus.Metric) {
 	st := c.read()
 	if p := st.Pacer; p != nil {
-		for q, v := range map[string]time.Duration{"0.5": p.LateP50, "0.99": p.LateP99, "1": p.LateMax} {
-			ch <- prometheus.MustNewConstMetric(descPacerLate, prometheus.GaugeValue, v.Seconds(), q)
-		}
-		for q, v := range map[string]time.Duration{"0.5": p.CostP50, "0.99": p.CostP99, "1": p.CostMax} {
-			ch <- prometheus.MustNewConstMetric(descPacerCost, prometheus.GaugeValue, v.Seconds(), q)
-		}
+		// Summaries, not gauges with a quantile label: strict parsers
+		// (promtool check metrics) accept quantile only on a summary.
+		ch <- prometheus.MustNewConstSummary(descPacerLate, p.LateN, p.LateSum.Seconds(),
+			map[float64]float64{0.5: p.LateP50.Seconds(), 0.99: p.LateP99.Seconds(), 1: p.LateMax.Seconds()})
+		ch <- prometheus.MustNewConstSummary(descPacerCost, p.CostN, p.CostSum.Seconds(),
+			map[float64]float64{0.5: p.CostP50.Seconds(), 0.99: p.CostP99.Seconds(), 1: p.CostMax.Seconds()})
 		ch <- prometheus.MustNewConstMetric(descPacerTicks, prometheus.CounterValue, float64(p.Ticks))
 		ch <- prometheus.MustNewConstMetric(descPacerSkipped, prometheus.CounterValue, float64(p.Skipped))
 		ch <- prometheus.MustNewConstMetric(descPacerStreams, prometheus.GaugeValue, float64(p.Streams))

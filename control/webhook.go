@@ -1,12 +1,9 @@
 package control
 
 import (
-	"net"
-	"net/url"
-	"strings"
-
 	"github.com/gofiber/fiber/v3"
 
+	"github.com/voiced/voiced/control/webhook"
 	"github.com/voiced/voiced/storage"
 )
 
@@ -42,7 +39,7 @@ func (s *Server) setWebhook(c fiber.Ctx, p *storage.Principal, rotate bool) erro
 	if in.URL == nil {
 		return fieldErr("url", "This field is required.")
 	}
-	u, msg := checkWebhookURL(*in.URL)
+	u, msg := webhook.CheckURL(*in.URL)
 	if msg != "" {
 		return fieldErr("url", msg)
 	}
@@ -51,31 +48,4 @@ func (s *Server) setWebhook(c fiber.Ctx, p *storage.Principal, rotate bool) erro
 		return storeErr(err)
 	}
 	return c.JSON(viewWebhook(w))
-}
-
-// checkWebhookURL accepts https URLs, and http only for localhost.
-func checkWebhookURL(raw string) (string, string) {
-	raw = strings.TrimSpace(raw)
-	if raw == "" {
-		return "", "This field may not be blank."
-	}
-	if len(raw) > 2048 {
-		return "", "Ensure this field has no more than 2048 characters."
-	}
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
-		return "", "Enter a valid URL."
-	}
-	if u.Scheme == "http" && !isLocalHost(u.Hostname()) {
-		return "", "The URL must use https (http is allowed only for localhost)."
-	}
-	return u.String(), ""
-}
-
-func isLocalHost(h string) bool {
-	if h == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
 }

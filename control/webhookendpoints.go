@@ -4,9 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v3"
@@ -66,31 +64,6 @@ type endpointInput struct {
 	Status *string   `json:"status"`
 }
 
-// checkEndpointURL accepts https URLs, and http only for localhost or
-// 127.0.0.1 (spec section 4.15). Credentials in the URL are refused: they
-// would be sent to wherever it points and stored in clear.
-func checkEndpointURL(raw string) (string, string) {
-	raw = strings.TrimSpace(raw)
-	switch {
-	case raw == "":
-		return "", "This field may not be blank."
-	case len(raw) > 2048:
-		return "", "Ensure this field has no more than 2048 characters."
-	}
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" || u.Hostname() == "" || (u.Scheme != "https" && u.Scheme != "http") {
-		return "", "Enter a valid URL."
-	}
-	if u.User != nil {
-		return "", "The URL must not contain credentials."
-	}
-	if u.Scheme == "http" && u.Hostname() != "localhost" && u.Hostname() != "127.0.0.1" {
-		return "", "The URL must use https (http is allowed only for localhost or 127.0.0.1)."
-	}
-	u.Fragment = ""
-	return u.String(), ""
-}
-
 // checkEvents validates an events list and removes duplicates, keeping
 // the first occurrence's order.
 func checkEvents(f fields, in []string) []string {
@@ -129,7 +102,7 @@ func (h *hooksAPI) create(c fiber.Ctx, p *storage.Principal) error {
 	var u string
 	if in.URL == nil {
 		f.add("url", "This field is required.")
-	} else if v, msg := checkEndpointURL(*in.URL); msg != "" {
+	} else if v, msg := webhook.CheckURL(*in.URL); msg != "" {
 		f.add("url", msg)
 	} else {
 		u = v
@@ -162,7 +135,7 @@ func (h *hooksAPI) patch(c fiber.Ctx, p *storage.Principal) error {
 		patch.Label = &l
 	}
 	if in.URL != nil {
-		if v, msg := checkEndpointURL(*in.URL); msg != "" {
+		if v, msg := webhook.CheckURL(*in.URL); msg != "" {
 			f.add("url", msg)
 		} else {
 			patch.URL = &v

@@ -146,7 +146,7 @@ func (s *mediaStats) read() control.MediaStats {
 	if s.pacer != nil {
 		st := s.pacer.Stats()
 		out.Pacer = &control.PacerStats{Streams: st.Streams, Ticks: st.Ticks, Skipped: st.Skipped, LateP50: st.LateP50, LateP99: st.LateP99, LateMax: st.LateMax,
-			CostP50: st.CostP50, CostP99: st.CostP99, CostMax: st.CostMax}
+			CostP50: st.CostP50, CostP99: st.CostP99, CostMax: st.CostMax, LateN: st.LateN, LateSum: st.LateSum, CostN: st.CostN, CostSum: st.CostSum}
 	}
 	return out
 }

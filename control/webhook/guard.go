@@ -68,11 +68,24 @@ func Allowed(ip netip.Addr, loopbackOK bool) bool {
 // re-resolves) to an internal address cannot slip through.
 func dialer(allowLoopback bool) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		host, _, err := net.SplitHostPort(addr)
+		host, port, err := net.SplitHostPort(addr)
 		if err != nil {
 			return nil, err
 		}
 		loopbackOK := allowLoopback && isLocalName(host)
+		// A numeric host (2130706433, 0177.0.0.1, 127.1) is the address a
+		// browser would reach: judge it here and dial it as such, so it
+		// is never sent to DNS as a name. Only the spellings isLocalName
+		// names get the loopback allowance.
+		if ip, numeric, err := numericIPv4(host); numeric {
+			if err != nil {
+				return nil, fmt.Errorf("%w: %s is no IPv4 address", ErrBlockedAddress, host)
+			}
+			if !Allowed(ip, loopbackOK && ip.String() == host) {
+				return nil, fmt.Errorf("%w: %s is %s", ErrBlockedAddress, host, ip)
+			}
+			addr = net.JoinHostPort(ip.String(), port)
+		}
 		d := net.Dialer{
 			Timeout:   10 * time.Second,
 			KeepAlive: 30 * time.Second,

@@ -88,4 +88,14 @@ func TestClientRefusesInternalAddresses(t *testing.T) {
 	// even when loopback is allowed (DNS rebinding). localtest.me-style
 	// names need DNS; the numeric form of another loopback spelling does not.
 	require.ErrorIs(t, get(loose, "127.0.0.2"), webhook.ErrBlockedAddress)
+	// Numeric spellings of loopback and private addresses are read as a
+	// resolver reads them and refused before any lookup: sent to DNS as
+	// names they would fail with "no such host" instead (or be answered
+	// by whatever the resolver says).
+	for _, host := range []string{"2130706433", "0177.0.0.1", "127.1", "0x7f000001", "0x0a.1", "017700000001", "1.2.3.999"} {
+		err := get(loose, host)
+		require.ErrorIs(t, err, webhook.ErrBlockedAddress, host)
+		var dnsErr *net.DNSError
+		require.False(t, errors.As(err, &dnsErr), "%s went to DNS: %v", host, err)
+	}
 }

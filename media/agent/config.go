@@ -63,7 +63,8 @@ type Config struct {
 	// waiting before a placeholder. Zero means 1.5 s.
 	PlaceholderDelay time.Duration
 	// SpeakFirst makes the agent open the call: with FirstMessage if set,
-	// else with an answer to the instructions alone.
+	// else with an answer to the instructions alone. A loopback session
+	// ignores it: it has nothing to say until the caller speaks.
 	SpeakFirst   bool
 	FirstMessage string
 	// CheckinInterval enables silence check-ins: after this long without
@@ -77,7 +78,9 @@ type Config struct {
 	// means no limit.
 	MaxDuration time.Duration
 	// Loopback plays each caller turn back instead of answering it: no
-	// STT, LLM or TTS run (load tests of the media path).
+	// STT, LLM or TTS run (load tests of the media path). Whatever would
+	// need a provider (a model's answer, check-ins, Say) gets an Error
+	// event (provider_unavailable, say_unavailable) instead.
 	Loopback bool
 	// OutputRate is the rate of the audio ReadFrame returns (and the TTS
 	// produces). Zero means 24000.

@@ -175,6 +175,12 @@ func (s *Session) CreateItem(eventID string, it Item, previousItemID string) err
 				fail("missing_required_parameter", "Missing required parameter: 'item.call_id'.", "item.call_id")
 				return
 			}
+			if s.hasOutput(it.CallID) {
+				// A call is answered once: a repeated output would put two
+				// answers in the model's context (docs/decisions.md).
+				fail("item_already_exists", "Function call '"+it.CallID+"' already has a function_call_output item.", "item.call_id")
+				return
+			}
 		case ItemFunctionCall:
 			if it.CallID == "" || it.Name == "" {
 				fail("missing_required_parameter", "A function_call item needs call_id and name.", "item.call_id")
@@ -208,6 +214,17 @@ func (s *Session) CreateItem(eventID string, it Item, previousItemID string) err
 			s.emit(ToolResult{CallID: c.CallID, Name: s.callName(c.CallID), Output: c.Output, At: now})
 		}
 	})
+}
+
+// hasOutput reports whether the conversation holds a function_call_output
+// for callID.
+func (s *Session) hasOutput(callID string) bool {
+	for _, it := range s.items {
+		if it.Type == ItemFunctionCallOutput && it.CallID == callID {
+			return true
+		}
+	}
+	return false
 }
 
 // callName returns the name of the function call callID, if known.

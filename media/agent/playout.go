@@ -53,8 +53,10 @@ type Playout struct {
 	// played counts samples handed to the transport; written counts
 	// samples the producer put in the ring.
 	played, written atomic.Int64
-	// firstAt is when the first frame left (Unix nanoseconds), 0 before.
-	firstAt atomic.Int64
+	// firstAt is when the first frame left (Unix nanoseconds), 0 before;
+	// lastAt when the latest one did, so a turn cut short ends where the
+	// caller stopped hearing it, not where the engine decided.
+	firstAt, lastAt atomic.Int64
 	// done is set by the producer after its last write.
 	done atomic.Bool
 	// waiting is set by a producer blocked on a full ring; the pacer
@@ -127,9 +129,11 @@ func (p *Playout) read(dst []int16, now time.Time) (ok, finished bool) {
 		}
 	}
 	if ok {
+		ns := now.UnixNano()
 		if p.played.Add(int64(len(dst))) == int64(len(dst)) {
-			p.firstAt.Store(now.UnixNano())
+			p.firstAt.Store(ns)
 		}
+		p.lastAt.Store(ns)
 		if p.waiting.Load() && p.ring.Free() >= p.refill() && p.waiting.CompareAndSwap(true, false) {
 			select {
 			case p.space <- struct{}{}:

@@ -73,6 +73,11 @@ func (s *Session) startRun(o responseOpts) *responseRun {
 	if s.ended {
 		return nil
 	}
+	if p := s.missingProvider(o); p != "" {
+		s.emit(Error{EventID: o.eventID, Code: "provider_unavailable",
+			Message: "This session has no " + p + ": it can only play the caller's audio back."})
+		return nil
+	}
 	r := &responseRun{opts: o, truncateMS: -1}
 	r.resp = &Response{ID: s.ids.next("resp_"), Status: ResponseInProgress, Audio: o.audio, Conversation: !o.outOfBand, Metadata: o.metadata}
 	r.ctx, r.cancel = context.WithCancel(s.ctx)
@@ -110,6 +115,23 @@ func (s *Session) startRun(o responseOpts) *responseRun {
 		go s.generate(r, req, sentences)
 	}
 	return r
+}
+
+// missingProvider names the provider an answer needs and the session was
+// not given ("" when it has what it needs). Only loopback sessions lack
+// providers (New requires them otherwise): they play caller audio back
+// and can neither ask a model nor speak text, so the engine never calls a
+// provider it does not have.
+func (s *Session) missingProvider(o responseOpts) string {
+	switch {
+	case o.loop != nil:
+		return ""
+	case o.fixed == "" && s.deps.LLM == nil:
+		return "model"
+	case o.audio && s.deps.TTS == nil:
+		return "voice"
+	}
+	return ""
 }
 
 // generate streams the model's answer: sentences to the speaker (or text

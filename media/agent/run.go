@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/voiced/voiced/ai/llm"
+	"github.com/voiced/voiced/media"
 )
 
 // The loop's side of a response: its items and events as notes arrive
@@ -87,9 +88,14 @@ func (s *Session) toolCall(n note) {
 	if c.ID == "" {
 		c.ID = s.ids.next("call_")
 	}
-	it := &Item{ID: s.ids.next("item_"), Type: ItemFunctionCall, Status: StatusCompleted, CallID: c.ID, Name: c.Name, Arguments: c.Arguments}
+	// Added in progress with no arguments, completed once they are done,
+	// as OpenAI's server does: @openai/agents-realtime runs a tool for
+	// every output_item event whose function_call is completed, so a
+	// completed item in output_item.added ran each tool twice.
+	it := &Item{ID: s.ids.next("item_"), Type: ItemFunctionCall, Status: StatusInProgress, CallID: c.ID, Name: c.Name}
 	s.addOutput(r, it)
 	idx := len(r.outputs) - 1
+	it.Status, it.Arguments = StatusCompleted, c.Arguments
 	s.emit(ArgumentsDelta{ResponseID: r.resp.ID, ItemID: it.ID, CallID: c.ID, OutputIndex: idx, Delta: c.Arguments})
 	s.emit(ArgumentsDone{ResponseID: r.resp.ID, ItemID: it.ID, CallID: c.ID, OutputIndex: idx, Name: c.Name, Arguments: c.Arguments})
 	s.emit(OutputItemDone{ResponseID: r.resp.ID, OutputIndex: idx, Item: it.clone()})
@@ -179,7 +185,7 @@ func (s *Session) finalize(r *responseRun, status, reason string) {
 		}
 		c := &it.Content[0]
 		cut := status == ResponseCancelled
-		start := now
+		start, end := now, now
 		if p := r.playout; p != nil {
 			rate := int64(p.Rate)
 			played := p.Played()
@@ -196,6 +202,14 @@ func (s *Session) finalize(r *responseRun, status, reason string) {
 			s.audio[it.ID] = &itemAudio{segs: segs, rate: p.Rate, played: played}
 			if at := p.firstAt.Load(); at != 0 {
 				start = time.Unix(0, at)
+			}
+			if at := p.lastAt.Load(); cut && at != 0 {
+				// Cut short: the turn ends with the last frame the caller
+				// heard. The engine decides later (a barge-in waits for
+				// the caller's words, a hang-up for the call's end).
+				if e := time.Unix(0, at).Add(media.FrameDuration); e.Before(now) {
+					end = e
+				}
 			}
 			s.emit(AudioDone{ResponseID: r.resp.ID, ItemID: it.ID, OutputIndex: idx})
 			s.emit(TextDone{ResponseID: r.resp.ID, ItemID: it.ID, OutputIndex: idx, Audio: true, Text: c.Transcript})
@@ -214,7 +228,7 @@ func (s *Session) finalize(r *responseRun, status, reason string) {
 			s.emit(ItemTruncated{ItemID: it.ID, AudioEndMS: c.AudioMS})
 		}
 		if text := it.text(); text != "" || r.playout != nil {
-			s.emit(Turn{ItemID: it.ID, Role: RoleAssistant, Text: text, Start: start, End: now, Interrupted: cut})
+			s.emit(Turn{ItemID: it.ID, Role: RoleAssistant, Text: text, Start: start, End: end, Interrupted: cut})
 		}
 	}
 	s.emit(ResponseDone{Response: r.snapshot()})

@@ -196,7 +196,11 @@ func (s *Session) loop() {
 		defer t.Stop()
 		deadline = t.C
 	}
-	if s.cfg.SpeakFirst {
+	switch {
+	case s.cfg.SpeakFirst && s.cfg.Loopback:
+		// Loopback has no voice and no model: there is nothing to open
+		// with until the caller speaks.
+	case s.cfg.SpeakFirst:
 		if s.cfg.FirstMessage != "" {
 			s.startRun(responseOpts{audio: true, fixed: s.cfg.FirstMessage})
 		} else {

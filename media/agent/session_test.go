@@ -364,11 +364,26 @@ func TestClientToolRoundTrip(t *testing.T) {
 	require.Equal(t, `{"city":"Paris"}`, args.Arguments)
 	require.Equal(t, "call_1", args.CallID)
 	require.Equal(t, tools, lm.requests()[0].Tools)
+	// As OpenAI's server: the call is added in progress without arguments
+	// and done completed with them (clients run a tool on a completed
+	// function_call, so a completed one in both ran it twice).
+	added := waitFor[OutputItemAdded](t, m.k, nil)
+	require.Equal(t, StatusInProgress, added.Item.Status)
+	require.Empty(t, added.Item.Arguments)
+	doneItem := waitFor[OutputItemDone](t, m.k, nil)
+	require.Equal(t, StatusCompleted, doneItem.Item.Status)
+	require.Equal(t, `{"city":"Paris"}`, doneItem.Item.Arguments)
 
 	// The client runs it and asks again.
 	require.NoError(t, m.s.CreateItem("o", Item{Type: ItemFunctionCallOutput, CallID: "call_1", Output: `{"sky":"sunny"}`}, ""))
 	res := waitFor[ToolResult](t, m.k, nil)
 	require.Equal(t, "get_weather", res.Name)
+	// A second output for the same call is refused; the first stands.
+	require.NoError(t, m.s.CreateItem("o2", Item{Type: ItemFunctionCallOutput, CallID: "call_1", Output: `{"sky":"grey"}`}, ""))
+	dup := waitFor[Error](t, m.k, func(e Error) bool { return e.EventID == "o2" })
+	require.Equal(t, "item_already_exists", dup.Code)
+	require.Equal(t, "item.call_id", dup.Param)
+	require.Equal(t, 1, count[ToolResult](m.k))
 	require.NoError(t, m.s.CreateResponse("", ResponseOptions{}))
 	waitFor[ResponseCreated](t, m.k, func(r ResponseCreated) bool { return r.Response.ID != done.Response.ID })
 	msgs := lm.waitRequests(t, 2)[1].Messages
@@ -756,4 +771,35 @@ func TestTurnsComeBack(t *testing.T) {
 		back := <-m.s.freeTurn
 		require.GreaterOrEqual(t, cap(back), stt.calls()[0], "the transcribed turn's buffer")
 	})
+}
+
+// A turn the caller cut short ends with the last frame the caller heard,
+// not when the engine finished deciding (after the caller's words were
+// transcribed, or at the hang-up): the transcript's timing must agree
+// with the recording (issue 30).
+func TestInterruptedTurnEndsWhereItWasCut(t *testing.T) {
+	checkGoroutines(t)
+	m := bargeInSim(t, &fakeSTT{answers: []string{"Wait, sorry, can we make that Saturday instead?"}})
+	m.ticks(50)
+	talk := loadWAV(t, "interrupt16k.wav")
+	var cutAt time.Time
+	for i := 0; i+callerFrame <= len(talk); i += callerFrame {
+		m.tick(talk[i : i+callerFrame])
+		if cutAt.IsZero() && m.s.in.det.Speaking() {
+			// The agent is silent from here on; the engine decides once
+			// the caller's turn is over, well after.
+			cutAt = time.Now()
+			time.Sleep(300 * time.Millisecond)
+		}
+	}
+	require.False(t, cutAt.IsZero(), "no barge-in")
+	m.ticks(30)
+	tr := waitFor[Turn](t, m.k, func(tr Turn) bool { return tr.Role == RoleAssistant })
+	require.True(t, tr.Interrupted)
+	require.False(t, tr.End.After(cutAt.Add(media.FrameDuration)), "turn ends %v after the cut", tr.End.Sub(cutAt))
+	require.True(t, tr.End.After(tr.Start))
+	// It lasted as long as the audio that left (the sim plays frames
+	// faster than real time, so the wall clock span is at most that).
+	done := waitFor[ResponseDone](t, m.k, nil)
+	require.LessOrEqual(t, tr.End.Sub(tr.Start), time.Duration(done.Response.Output[0].Content[0].AudioMS)*time.Millisecond)
 }

@@ -13,6 +13,9 @@ import (
 type histogram struct {
 	counts [histBuckets]atomic.Uint64
 	max    atomic.Int64
+	// n and sum (ns) make the distribution a Prometheus summary.
+	n   atomic.Uint64
+	sum atomic.Int64
 }
 
 const (
@@ -44,6 +47,8 @@ func (h *histogram) record(d time.Duration) {
 		d = 0
 	}
 	h.counts[histIndex(uint64(d/time.Microsecond))].Add(1)
+	h.n.Add(1)
+	h.sum.Add(int64(d))
 	for {
 		m := h.max.Load()
 		if int64(d) <= m || h.max.CompareAndSwap(m, int64(d)) {

@@ -208,6 +208,10 @@ type Stats struct {
 	CostP50 time.Duration
 	CostP99 time.Duration
 	CostMax time.Duration
+	// LateN, LateSum, CostN and CostSum are the count and the sum of the
+	// recorded lateness and cost, which make each a summary on /metrics.
+	LateN, CostN     uint64
+	LateSum, CostSum time.Duration
 }
 
 // Pacer is the node-wide tick loop described in the package documentation.
@@ -455,6 +459,10 @@ func (p *Pacer) Stats() Stats {
 		CostP50: p.cost.quantile(0.50),
 		CostP99: p.cost.quantile(0.99),
 		CostMax: time.Duration(p.cost.max.Load()),
+		LateN:   p.late.n.Load(),
+		LateSum: time.Duration(p.late.sum.Load()),
+		CostN:   p.cost.n.Load(),
+		CostSum: time.Duration(p.cost.sum.Load()),
 	}
 }
 

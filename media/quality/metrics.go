@@ -120,9 +120,10 @@ type Snapshot struct {
 func msOf(ns int64) float64 { return float64(ns) / float64(time.Millisecond) }
 
 // Snapshot copies the counters and rates the call with the E-model for
-// codec. The loss the listener hears counts network loss and packets the
-// jitter buffer dropped for lateness; the delay is half the RTT (when
-// measured) plus the jitter buffer's delay.
+// codec. LossPercent is the network's loss, what a capture of the call
+// shows (RFC 3550 A.3); the E-model rates what the listener heard, which
+// also misses the packets the jitter buffer dropped for lateness. The
+// delay is half the RTT (when measured) plus the jitter buffer's delay.
 func (m *Metrics) Snapshot(codec Codec) Snapshot {
 	s := Snapshot{
 		Codec:           codec.Name,
@@ -152,13 +153,14 @@ func (m *Metrics) Snapshot(codec Codec) Snapshot {
 		TalkOverMs:      msOf(m.TalkOver.Load()),
 	}
 	s.RemoteLossPercent = float64(m.RemoteLossFraction.Load()) * 100 / 256
-	heardLost := s.PacketsLost + s.Late
+	var heardPercent float64
 	if s.PacketsExpected > 0 {
-		s.LossPercent = 100 * float64(min(heardLost, s.PacketsExpected)) / float64(s.PacketsExpected)
+		s.LossPercent = 100 * float64(min(s.PacketsLost, s.PacketsExpected)) / float64(s.PacketsExpected)
+		heardPercent = 100 * float64(min(s.PacketsLost+s.Late, s.PacketsExpected)) / float64(s.PacketsExpected)
 	}
 	e := EModel{
 		Codec:       codec,
-		LossPercent: s.LossPercent,
+		LossPercent: heardPercent,
 		BurstRatio:  BurstRatio(s.PacketsLost, s.LossBursts, s.PacketsExpected),
 		Delay:       time.Duration(m.RTT.Load()/2 + m.BufferDelay.Load()),
 	}

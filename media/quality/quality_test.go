@@ -80,14 +80,23 @@ func TestSnapshot(t *testing.T) {
 	m.RemoteLossFraction.Store(64)
 	s := m.Snapshot(PCMA)
 	require.Equal(t, "PCMA", s.Codec)
-	require.InDelta(t, 5.0, s.LossPercent, 1e-9, "network loss and late packets")
+	require.InDelta(t, 4.0, s.LossPercent, 1e-9, "the network's loss, as a capture shows it")
 	require.Equal(t, 3.0, s.JitterMs)
 	require.Equal(t, 25.0, s.RemoteLossPercent)
+	// The listener also missed the late packets: the MOS counts both.
 	want := EModel{Codec: PCMA, LossPercent: 5, Delay: 70 * time.Millisecond}
 	require.InDelta(t, want.MOS(), s.MOS, 1e-9)
 	b, err := json.Marshal(s)
 	require.NoError(t, err)
-	require.Contains(t, string(b), `"loss_percent":5`)
+	require.Contains(t, string(b), `"loss_percent":4`)
+
+	// Late packets alone are no network loss (packets_lost 0 with a
+	// loss_percent of 0.1 to 0.9 was reported before issue 30).
+	var late Metrics
+	late.PacketsExpected.Store(1000)
+	late.PacketsReceived.Store(1000)
+	late.Late.Store(5)
+	require.Zero(t, late.Snapshot(PCMU).LossPercent)
 	require.Contains(t, string(b), `"mos":`)
 
 	var empty Metrics

@@ -107,9 +107,16 @@ func (s *Session) handle(data []byte, from netip.AddrPort, now time.Time, rtcpSo
 	}
 	s.touchRecv(now)
 	s.dtmf.expire(now, digits.add)
+	if !s.account(pkt, now, pt == p.RecvPT) && pt == p.RecvPT {
+		return
+	}
 	switch pt {
 	case p.RecvPT:
-		s.audio(pkt, now)
+		s.rx.transit(pkt.Timestamp, now)
+		j := int64(s.rx.jitterDur())
+		s.m.Jitter.Store(j)
+		quality.SetMax(&s.m.JitterMax, j)
+		s.push(pkt, now, false)
 	case PayloadCN:
 		s.push(pkt, now, true)
 	default:
@@ -117,9 +124,17 @@ func (s *Session) handle(data []byte, from netip.AddrPort, now time.Time, rtcpSo
 	}
 }
 
-// audio accounts an audio packet and queues it for playout.
-func (s *Session) audio(pkt *prtp.Packet, now time.Time) {
+// account counts a packet of the peer's stream and reports whether it
+// belongs to it. Audio, comfort noise and telephone-event packets share
+// the stream's SSRC and sequence numbers (RFC 4733 section 2.1), so all
+// count: a DTMF digit's packets left out were gaps, which read as loss.
+// Only audio starts or switches the stream: events some gateways send
+// under an SSRC of their own are not counted (their digits still are).
+func (s *Session) account(pkt *prtp.Packet, now time.Time, audio bool) bool {
 	if !s.rx.started || pkt.SSRC != s.rx.ssrc {
+		if !audio {
+			return false
+		}
 		if s.rx.started {
 			// A new stream from the same peer (a re-INVITE, a media
 			// server switch): start over.
@@ -128,8 +143,8 @@ func (s *Session) audio(pkt *prtp.Packet, now time.Time) {
 		}
 		s.rx.reset(pkt.SSRC, pkt.SequenceNumber, s.params.Codec.ClockRate, now)
 	}
-	if !s.rx.update(pkt.SequenceNumber, pkt.Timestamp, now) {
-		return
+	if !s.rx.update(pkt.SequenceNumber, now) {
+		return false
 	}
 	m := &s.m
 	m.PacketsReceived.Add(1)
@@ -137,10 +152,7 @@ func (s *Session) audio(pkt *prtp.Packet, now time.Time) {
 	m.PacketsExpected.Store(s.rx.expected())
 	quality.Set(&m.PacketsLost, uint64(max(s.rx.lost(), 0)))
 	quality.Set(&m.LossBursts, s.rx.bursts)
-	j := int64(s.rx.jitterDur())
-	m.Jitter.Store(j)
-	quality.SetMax(&m.JitterMax, j)
-	s.push(pkt, now, false)
+	return true
 }
 
 func (s *Session) push(pkt *prtp.Packet, now time.Time, cn bool) {

@@ -49,10 +49,11 @@ func (r *rxStats) reset(ssrc uint32, seq uint16, clock int, now time.Time) {
 	}
 }
 
-// update accounts one RTP packet of the audio stream and reports whether
-// it belongs to the stream (false for a wild sequence jump, dropped until a
+// update accounts one RTP packet of the peer's stream (audio, comfort
+// noise or telephone-event: one sequence space) and reports whether it
+// belongs to the stream (false for a wild sequence jump, dropped until a
 // second packet confirms it, as in A.1).
-func (r *rxStats) update(seq uint16, ts uint32, now time.Time) bool {
+func (r *rxStats) update(seq uint16, now time.Time) bool {
 	udelta := seq - r.maxSeq
 	switch {
 	case udelta < maxDropout:
@@ -76,7 +77,14 @@ func (r *rxStats) update(seq uint16, ts uint32, now time.Time) bool {
 		// A duplicate or a reordered packet: counted, no new maximum.
 	}
 	r.received++
-	// Interarrival jitter (A.8): arrival time in timestamp units.
+	return true
+}
+
+// transit updates the interarrival jitter (A.8) with an audio packet's
+// timestamp: telephone-event packets repeat their event's start timestamp
+// and would read as jitter.
+func (r *rxStats) transit(ts uint32, now time.Time) {
+	// Arrival time in timestamp units.
 	arrival := int64(now.Sub(r.base)) * r.clock / int64(time.Second)
 	transit := arrival - int64(ts)
 	if r.haveTransit {
@@ -89,7 +97,6 @@ func (r *rxStats) update(seq uint16, ts uint32, now time.Time) bool {
 		r.jitter += d - (r.jitter+8)>>4
 	}
 	r.lastTransit, r.haveTransit = transit, true
-	return true
 }
 
 func (r *rxStats) extMax() uint32 { return r.cycles + uint32(r.maxSeq) }

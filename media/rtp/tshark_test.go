@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -94,6 +95,7 @@ type wirePkt struct {
 	duration       int
 	rtcpTypes      []int
 	rtcpSenderSSRC uint32
+	at             float64 // capture time, seconds
 }
 
 // TestWireFormatTshark captures two sessions talking over the loopback
@@ -116,6 +118,9 @@ func TestWireFormatTshark(t *testing.T) {
 	require.NoError(t, a.SendDTMF("7#", 100*time.Millisecond))
 	time.Sleep(900 * time.Millisecond)
 	require.NoError(t, a.Close())
+	// b has read all of a's stream: its figures are final.
+	time.Sleep(100 * time.Millisecond)
+	heard := b.Snapshot()
 	require.NoError(t, b.Close())
 	stop()
 
@@ -128,15 +133,17 @@ func TestWireFormatTshark(t *testing.T) {
 		"-T", "fields", "-E", "separator=;", "-E", "aggregator=,",
 		"-e", "udp.srcport", "-e", "rtp.version", "-e", "rtp.p_type", "-e", "rtp.seq", "-e", "rtp.timestamp",
 		"-e", "rtp.ssrc", "-e", "rtp.marker", "-e", "rtpevent.event_id", "-e", "rtpevent.end_of_event",
-		"-e", "rtpevent.duration", "-e", "rtcp.pt", "-e", "rtcp.senderssrc", "-e", "_ws.expert"}
+		"-e", "rtpevent.duration", "-e", "rtcp.pt", "-e", "rtcp.senderssrc", "-e", "_ws.expert", "-e", "frame.time_epoch"}
 	out, err := exec.CommandContext(ctx, tshark, args...).Output()
 	require.NoError(t, err)
 	var pkts []wirePkt
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		f := strings.Split(line, ";")
-		require.Len(t, f, 13, line)
+		require.Len(t, f, 14, line)
 		require.Empty(t, f[12], "Wireshark flags a problem: %s", line)
-		p := wirePkt{src: atoi(f[0])}
+		at, err := strconv.ParseFloat(f[13], 64)
+		require.NoError(t, err, line)
+		p := wirePkt{src: atoi(f[0]), at: at}
 		if f[1] != "" {
 			require.Equal(t, "2", f[1])
 			p.pt, p.seq, p.ts, p.ssrc = atoi(f[2]), atoi(f[3]), uint32(atou(f[4])), uint32(atou(f[5]))
@@ -230,6 +237,54 @@ func TestWireFormatTshark(t *testing.T) {
 	require.Contains(t, string(stats), fmt.Sprintf("0x%08X", a.SSRC()))
 	require.Contains(t, string(stats), fmt.Sprintf("0x%08X", b.SSRC()))
 	require.NotContains(t, string(stats), " X ", "a stream with problems")
+
+	// What b reports of a's stream (audio and DTMF) agrees with the
+	// capture: every packet received, none lost (DTMF digits were counted
+	// as losses: 50 events became 6.8% loss), and the interarrival jitter
+	// of the audio packets as RFC 3550 A.8 computes it from the capture
+	// times.
+	var fromA []wirePkt
+	for _, p := range pkts {
+		if p.src == pa && p.rtcpTypes == nil {
+			fromA = append(fromA, p)
+		}
+	}
+	wireLost := fromA[len(fromA)-1].seq - fromA[0].seq + 1 - len(fromA)
+	var streamLost = -1
+	for _, line := range strings.Split(string(stats), "\n") {
+		if f := strings.Fields(line); strings.Contains(line, fmt.Sprintf("0x%08X", a.SSRC())) {
+			for i := range f {
+				if strings.HasPrefix(f[i], "(") && strings.HasSuffix(f[i], "%)") {
+					streamLost = atoi(f[i-1])
+				}
+			}
+		}
+	}
+	require.Equal(t, 0, wireLost)
+	require.Equal(t, wireLost, streamLost, "tshark's own count")
+	require.Equal(t, uint64(len(fromA)), heard.PacketsReceived, "audio and DTMF packets are received packets")
+	require.Equal(t, uint64(len(fromA)), heard.PacketsExpected)
+	require.Equal(t, uint64(wireLost), heard.PacketsLost)
+	require.Zero(t, heard.LossPercent)
+	require.Equal(t, uint64(2), heard.DigitsReceived)
+	var jitter, prev float64
+	have := false
+	for _, p := range fromA {
+		if p.pt != 0 {
+			continue // telephone-event packets repeat their start timestamp
+		}
+		transit := p.at*8000 - float64(p.ts)
+		if have {
+			jitter += (math.Abs(transit-prev) - jitter) / 16
+		}
+		prev, have = transit, true
+	}
+	wireJitterMs := jitter / 8
+	t.Logf("a's stream at b: %d packets, %d lost, jitter %.3f ms; the capture: %d packets, %d lost, jitter %.3f ms",
+		heard.PacketsReceived, heard.PacketsLost, heard.JitterMs, len(fromA), wireLost, wireJitterMs)
+	// Our arrival times are the pacer's reads, within a tick of the
+	// capture's: the two estimates agree within a few milliseconds.
+	require.InDelta(t, wireJitterMs, heard.JitterMs, 3)
 }
 
 func atoi(s string) int {
