@@ -106,13 +106,8 @@ func (t *telephony) start(c *config, explicit bool) (bool, error) {
 	}
 	// Calls receive and process on the pacer (media/rtp), and each worker
 	// sends its calls' packets of a tick together through an io_uring
-	// (rtp.NewPacerSendWorker); --rtp-receive ring also reads through it
 	// (rtp.NewPacerWorker).
-	worker := rtp.NewPacerSendWorker
-	if c.RTPReceive == "ring" {
-		worker = rtp.NewPacerWorker
-	}
-	pacer, err := pace.New(pace.Config{Workers: runtime.GOMAXPROCS(0), NewWorker: worker, PreciseWake: true, AlignSends: true, NoPrefetch: !c.RTPPrefetch}, t.log)
+	pacer, err := pace.New(pace.Config{Workers: runtime.GOMAXPROCS(0), NewWorker: rtp.NewPacerWorker, PreciseWake: true, AlignSends: true, NoPrefetch: !c.RTPPrefetch}, t.log)
 	if err != nil {
 		return false, err
 	}

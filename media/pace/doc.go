@@ -30,8 +30,7 @@
 // Config.NewWorker gives each worker a Worker, run after its share's Ticks
 // and before its PostTicks: where a kind of stream finishes together what
 // its Ticks gathered (media/rtp sends a tick's packets through one
-// io_uring). A ThreadBound Worker whose ThreadBound reports true gets a
-// goroutine locked to its OS thread.
+// io_uring).
 //
 // # Cost per tick
 //

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"runtime"
 	"runtime/trace"
 	"sync"
 	"sync/atomic"
@@ -70,29 +69,6 @@ type Handle struct {
 // last tick.
 type Worker interface {
 	AfterTicks(now time.Time)
-}
-
-// ThreadBound is a Worker that may have kernel state tied to one OS
-// thread, such as io_uring requests whose completion work the kernel runs
-// on the thread that submitted them (media/rtp's multishot reads); its
-// ThreadBound method says whether it has. The goroutine that ticks such a
-// Worker's share is locked to its thread (runtime.LockOSThread) before
-// the first tick and for the pacer's whole life, so AfterTicks, the
-// share's Ticks and PostTicks, and the Worker's Close all run there. The
-// lock has a price: each wait of a locked goroutine hands its P to
-// another thread and back, two more thread switches a wait.
-type ThreadBound interface {
-	Worker
-	ThreadBound() bool
-}
-
-// lockThread locks the calling goroutine to its thread if w asks for it
-// (ThreadBound). The lock is never released: the goroutine's thread ends
-// with it, which also ends what the kernel tied to the thread.
-func lockThread(w Worker) {
-	if b, ok := w.(ThreadBound); ok && b.ThreadBound() {
-		runtime.LockOSThread()
-	}
 }
 
 // Config tunes a Pacer. The zero value is the production setting.
@@ -452,7 +428,6 @@ func (p *Pacer) fine() time.Duration {
 }
 
 func (p *Pacer) run() {
-	lockThread(p.runners[0].worker)
 	defer func() {
 		for _, r := range p.runners[1:] {
 			close(r.wake)
@@ -541,7 +516,6 @@ func (p *Pacer) tick(t tickTimes) {
 // always completes).
 func (p *Pacer) work(r *runner) {
 	defer p.workers.Done()
-	lockThread(r.worker)
 	for t := range r.wake {
 		p.tickShard(r, t)
 		p.tickDone <- struct{}{}
@@ -550,8 +524,8 @@ func (p *Pacer) work(r *runner) {
 	r.nudge.close()
 }
 
-// closeWorker closes w if it is an io.Closer, on the goroutine (and so,
-// for a ThreadBound Worker, the thread) that ticked it.
+// closeWorker closes w if it is an io.Closer, on the goroutine that
+// ticked it.
 func closeWorker(w Worker) {
 	if c, ok := w.(io.Closer); ok {
 		_ = c.Close()

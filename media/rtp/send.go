@@ -47,8 +47,7 @@ type txState struct {
 	dtmf dtmfTx
 
 	// batch is the pacer worker's io_uring (NewPacerWorker), or nil: send
-	// then writes each packet with its own system call, and drain reads
-	// for itself.
+	// then writes each packet with its own system call.
 	batch *workerIO
 
 	nextRTCP time.Time
