@@ -39,7 +39,7 @@ type txState struct {
 
 	// Pull mode: the Source and its encoder.
 	src     Source
-	srcHot  HotLister // src, when it is one (prefetch.go)
+	srcHot  HotLister // hotOf(src) (prefetch.go)
 	srcRate int
 	srcPCM  []int16
 	enc     *encoder
