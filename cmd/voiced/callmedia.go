@@ -86,6 +86,7 @@ func newCallMedia(t *telephony, c *sip.Call, s *rtp.Session, info callInfo, recD
 			Tools: phoneTools{x: t.x, orgID: info.orgID, agentID: info.agentID, callID: c.ID(), call: c, dests: info.agent.TransferDestinations,
 				calls: t.calls.Load, log: m.log}}
 	}
+	deps.Recorders = t.recorders
 	cfg := phoneAgentConfig(info, c.Direction(), t.prov == nil, t.model, filepath.Join(recDir, name))
 	if c.Narrowband() {
 		// G.711: the agent listens and speaks at 8 kHz, so the pacer

@@ -20,6 +20,7 @@ import (
 
 	"github.com/voiced/voiced/control"
 	"github.com/voiced/voiced/control/webhook"
+	"github.com/voiced/voiced/media/agent"
 	"github.com/voiced/voiced/media/pace"
 	"github.com/voiced/voiced/media/rtp"
 	"github.com/voiced/voiced/sip"
@@ -60,6 +61,8 @@ type telephony struct {
 	media sync.Map
 	// stats counts the calls' media for /metrics (quality.go).
 	stats *mediaStats
+	// recorders writes the calls' recordings (serve's, closed after us).
+	recorders *agent.Recorders
 }
 
 // callInfo is what admission or the outbound request said about a call.
