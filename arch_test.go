@@ -10,7 +10,8 @@ const mod = "github.com/voiced/voiced/"
 
 // TestImportDirections enforces DESIGN.md section 2: codecs <- media <- sip;
 // ai is imported by media/agent and control; control and media never import
-// each other; storage is imported only by control and cmd.
+// each other; storage is imported only by control and cmd; media/prefetch
+// only by media.
 func TestImportDirections(t *testing.T) {
 	out, err := exec.Command("go", "list", "-tags", "nolibopusfile", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./...").CombinedOutput()
 	if err != nil {
@@ -52,6 +53,9 @@ func TestImportDirections(t *testing.T) {
 			}
 			if from == "media" && to == "ai" && !strings.HasPrefix(f[0], mod+"media/agent") {
 				t.Errorf("%s imports %s: only media/agent may import ai", f[0], imp)
+			}
+			if imp == mod+"media/prefetch" && from != "media" {
+				t.Errorf("%s imports %s: hot-address lists stay in media (rtp.Lines and agent's InputLines name the call layer's memory)", f[0], imp)
 			}
 		}
 	}

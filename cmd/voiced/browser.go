@@ -55,6 +55,8 @@ type browserFront struct {
 	wg     sync.WaitGroup
 	// stats counts the calls' media for /metrics (quality.go).
 	stats *mediaStats
+	// recorders writes the calls' recordings (serve's, closed after us).
+	recorders *agent.Recorders
 }
 
 // browserEngineRate is the rate of the engine's frames both ways: the
@@ -207,6 +209,7 @@ func (b *browserFront) Answer(ctx context.Context, c control.BrowserCall, offer 
 		tools := browserTools{x: b.x, call: c, calls: b.toolEvents, log: bc.log}
 		deps = agent.Deps{LLM: b.prov.llm, STT: b.prov.stt, TTS: b.prov.tts, Tools: tools}
 	}
+	deps.Recorders = b.recorders
 	var err error
 	bc.agent, err = agent.New(browserAgentConfig(c, b.prov == nil, b.model, filepath.Join(recDir, name)), bc.log, deps, bc)
 	if err != nil {

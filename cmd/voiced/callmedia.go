@@ -15,7 +15,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/voiced/voiced/ai/llm"
 	"github.com/voiced/voiced/control"
@@ -23,7 +22,6 @@ import (
 	"github.com/voiced/voiced/media"
 	"github.com/voiced/voiced/media/agent"
 	"github.com/voiced/voiced/media/dsp"
-	"github.com/voiced/voiced/media/prefetch"
 	"github.com/voiced/voiced/media/quality"
 	"github.com/voiced/voiced/media/rtp"
 	"github.com/voiced/voiced/sip"
@@ -88,6 +86,7 @@ func newCallMedia(t *telephony, c *sip.Call, s *rtp.Session, info callInfo, recD
 			Tools: phoneTools{x: t.x, orgID: info.orgID, agentID: info.agentID, callID: c.ID(), call: c, dests: info.agent.TransferDestinations,
 				calls: t.calls.Load, log: m.log}}
 	}
+	deps.Recorders = t.recorders
 	cfg := phoneAgentConfig(info, c.Direction(), t.prov == nil, t.model, filepath.Join(recDir, name))
 	if c.Narrowband() {
 		// G.711: the agent listens and speaks at 8 kHz, so the pacer
@@ -129,11 +128,8 @@ type agentSource struct {
 	talking *atomic.Bool
 }
 
-// AddHot implements rtp.HotLister: what the next ReadFrame touches.
-func (s agentSource) AddHot(l *prefetch.List) {
-	l.Add(prefetch.Addr(s.talking))
-	s.a.AddOutputHot(l)
-}
+// HotLines implements rtp.HotObject: what the next ReadFrame touches.
+func (s agentSource) HotLines() rtp.HotLister { return rtp.Lines(s.talking, s.a.OutputLines()) }
 
 func (s agentSource) ReadFrame(dst []int16) bool {
 	ok := s.a.ReadFrame(dst) != nil
@@ -356,12 +352,8 @@ type callerSink struct{ m *callMedia }
 
 func (k callerSink) WriteFrame(pcm []int16) error { return k.WriteFrameFrom(pcm, nil) }
 
-// AddHot implements rtp.HotLister: what the next WriteFrameFrom touches.
-func (k callerSink) AddHot(l *prefetch.List) {
-	l.AddSpan(prefetch.Addr(&k.m.bridge), int(unsafe.Sizeof(*k.m)-unsafe.Offsetof(k.m.bridge)))
-	l.Add(prefetch.Addr(k.m))
-	k.m.agent.AddInputHot(l)
-}
+// HotLines implements rtp.HotObject: what the next WriteFrameFrom touches.
+func (k callerSink) HotLines() rtp.HotLister { return rtp.Lines(k.m, k.m.agent.InputLines()) }
 
 // WriteFrameFrom implements rtp.DecodedSink: a recording at the codec's
 // rate takes the caller's frame as decoded.

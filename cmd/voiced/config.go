@@ -64,8 +64,6 @@ type config struct {
 	WebRTCUDPAddr, WebRTCPublicIP            string
 	WebRTCTURN, WebRTCTURNUser, WebRTCTURNPw string
 	WebRTCMaxSessions                        int64
-	RTPSendPhases                            int64
-	RTPReceive                               string
 	HugePages                                bool
 	RTPPrefetch                              bool
 	WebRTCTURNSecret, WebRTCTURNTTL          string
@@ -97,8 +95,6 @@ func bindFlags(fs *flag.FlagSet, c *config, names ...string) []flagSpec {
 		{"sip-register", "VOICED_SIP_REGISTER", "false", "REGISTER with a VoIP connection (kept fresh) before placing calls through it, for providers that want it", &c.SIPRegister},
 		{"sip-trusted", "VOICED_SIP_TRUSTED", "", "IPs or CIDRs, comma-separated, exempt from the per-source SIP rate limit: your carriers' SBCs, the Kamailio dispatcher in scale-out", &c.SIPTrusted},
 		{"rtp-ports", "VOICED_RTP_PORTS", "10000-20000", "UDP port range LOW-HIGH for RTP media", &c.RTPPorts},
-		{"rtp-send-phases", "VOICED_RTP_SEND_PHASES", "1", "RTP send instants per 20 ms frame (1-20): each call sends at one of them, so a node's packets leave in that many smaller bursts (steadier timing at high load, for some CPU)", &c.RTPSendPhases},
-		{"rtp-receive", "VOICED_RTP_RECEIVE", "socket", "how the node reads RTP: socket (each call's socket read once a tick, one system call each) or ring (multishot reads through the pacer's io_uring, no system call per call; better where system calls are dear, as on PVM guests): docs/decisions.md", &c.RTPReceive},
 		{"rtp-prefetch", "VOICED_RTP_PREFETCH", "true", "while the node pacer runs one call, have the processor fetch what the next calls will touch (their sessions, jitter buffers, agents' state), so the cache misses of a tick overlap instead of coming one pointer at a time (docs/decisions.md)", &c.RTPPrefetch},
 		{"huge-pages", "VOICED_HUGE_PAGES", "true", "ask Linux for transparent huge pages for the Go heap, where it gives them on request (transparent_hugepage \"madvise\"): fewer TLB misses per call and tick, for a little memory (docs/decisions.md)", &c.HugePages},
 		{"public-url", "VOICED_PUBLIC_URL", "", "externally visible base URL (default http://<http-addr>)", &c.PublicURL},
@@ -266,12 +262,6 @@ func (c *config) validate(_ map[string]bool, specs []flagSpec) error {
 			return fmt.Errorf("invalid --rtp-ports %q: %v", c.RTPPorts, err)
 		}
 		c.rtpLow, c.rtpHigh = lo, hi
-	}
-	if has("rtp-receive") && c.RTPReceive != "socket" && c.RTPReceive != "ring" {
-		return fmt.Errorf("invalid --rtp-receive %q: socket or ring", c.RTPReceive)
-	}
-	if has("rtp-send-phases") && (c.RTPSendPhases < 1 || c.RTPSendPhases > 20) {
-		return fmt.Errorf("invalid --rtp-send-phases %d: 1 to 20", c.RTPSendPhases)
 	}
 	if has("public-url") && c.PublicURL != "" {
 		u, err := url.Parse(c.PublicURL)

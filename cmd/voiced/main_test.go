@@ -64,11 +64,7 @@ func TestInvalidFlagsAreOneLineNamingTheFlag(t *testing.T) {
 		{[]string{"serve", "--audio-url-ttl", "10s"}, nil, "--audio-url-ttl"},
 		{[]string{"serve", "--realtime-delta-ms", "30"}, nil, "--realtime-delta-ms"},
 		{[]string{"serve", "--realtime-delta-ms", "0"}, nil, "--realtime-delta-ms"},
-		{[]string{"serve", "--rtp-send-phases", "0"}, nil, "--rtp-send-phases"},
-		{[]string{"serve", "--rtp-send-phases", "21"}, nil, "--rtp-send-phases"},
 		{[]string{"serve", "--huge-pages=maybe"}, nil, "huge-pages"},
-		{[]string{"serve", "--rtp-receive", "epoll"}, nil, "--rtp-receive"},
-		{[]string{"serve"}, map[string]string{"VOICED_RTP_RECEIVE": ""}, "--rtp-receive"},
 		{[]string{"serve"}, map[string]string{"VOICED_HUGE_PAGES": "sometimes"}, "huge-pages"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

@@ -148,7 +148,7 @@ type realtimeFront struct {
 
 // startRealtime builds the realtime server and mounts it on the API.
 // pacer is the node's send clock when telephony runs one (nil: its own).
-func startRealtime(c *config, api *control.Server, e *env, pacer *pace.Pacer, blobDir string, log *slog.Logger) (*realtimeFront, error) {
+func startRealtime(c *config, api *control.Server, e *env, pacer *pace.Pacer, recs *agent.Recorders, blobDir string, log *slog.Logger) (*realtimeFront, error) {
 	f := &realtimeFront{sessions: int(c.RealtimeOrgSessions), loopback: c.RealtimeLoopback}
 	if pacer == nil {
 		p, err := pace.New(pace.Config{}, log)
@@ -157,7 +157,7 @@ func startRealtime(c *config, api *control.Server, e *env, pacer *pace.Pacer, bl
 		}
 		pacer, f.ownPacer = p, p
 	}
-	deps := realtime.Deps{Auth: rtAuth{api}, Calls: rtCalls{log: api.CallLog(), lat: &sync.Map{}}, Pacer: pacer}
+	deps := realtime.Deps{Auth: rtAuth{api}, Calls: rtCalls{log: api.CallLog(), lat: &sync.Map{}}, Pacer: pacer, Recorders: recs}
 	if !c.RealtimeLoopback {
 		prov, err := newProviders(c)
 		if err != nil {

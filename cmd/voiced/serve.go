@@ -18,6 +18,7 @@ import (
 
 	"github.com/voiced/voiced/control"
 	"github.com/voiced/voiced/control/webhook"
+	"github.com/voiced/voiced/media/agent"
 	"github.com/voiced/voiced/media/pace"
 	"github.com/voiced/voiced/storage"
 )
@@ -63,11 +64,15 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		ln.Close()
 		return fmt.Errorf("create blob dir: %w", err)
 	}
+	// The calls' recording writers outlive every front door (deferred
+	// first, so closed last).
+	recs := agent.NewRecorders(0)
+	defer recs.Close()
 	// Telephony listens first so control gets its dialer and trunk
 	// verifier only when it runs.
 	tel := newTelephony(&c, env.store, blobDir, log)
 	stats := newMediaStats() // the node's media on /metrics
-	tel.stats = stats
+	tel.stats, tel.recorders = stats, recs
 	explicit := false
 	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "sip-addr" })
 	telOn, err := tel.start(&c, explicit)
@@ -90,7 +95,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer browser.close(context.Background()) // after the HTTP drain: calls end and are recorded
 	if browser != nil {
-		browser.stats = stats
+		browser.stats, browser.recorders = stats, recs
 		opts = append(opts, control.WithBrowserMedia(browser))
 	}
 	srv, err := control.New(control.Config{PublicURL: public, AccessLog: c.AccessLog, Version: version, Resources: control.ResourcesConfig{
@@ -107,7 +112,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if telOn {
 		nodePacer = tel.pacer
 	}
-	rt, err := startRealtime(&c, srv, env, nodePacer, blobDir, log)
+	rt, err := startRealtime(&c, srv, env, nodePacer, recs, blobDir, log)
 	if err != nil {
 		ln.Close()
 		tel.close(context.Background())

@@ -20,6 +20,7 @@ import (
 
 	"github.com/voiced/voiced/control"
 	"github.com/voiced/voiced/control/webhook"
+	"github.com/voiced/voiced/media/agent"
 	"github.com/voiced/voiced/media/pace"
 	"github.com/voiced/voiced/media/rtp"
 	"github.com/voiced/voiced/sip"
@@ -60,6 +61,8 @@ type telephony struct {
 	media sync.Map
 	// stats counts the calls' media for /metrics (quality.go).
 	stats *mediaStats
+	// recorders writes the calls' recordings (serve's, closed after us).
+	recorders *agent.Recorders
 }
 
 // callInfo is what admission or the outbound request said about a call.
@@ -106,13 +109,8 @@ func (t *telephony) start(c *config, explicit bool) (bool, error) {
 	}
 	// Calls receive and process on the pacer (media/rtp), and each worker
 	// sends its calls' packets of a tick together through an io_uring
-	// (rtp.NewPacerSendWorker), in --rtp-send-phases ticks a frame;
-	// --rtp-receive ring also reads through it (rtp.NewPacerWorker).
-	worker := rtp.NewPacerSendWorker
-	if c.RTPReceive == "ring" {
-		worker = rtp.NewPacerWorker
-	}
-	pacer, err := pace.New(pace.Config{Workers: runtime.GOMAXPROCS(0), Phases: int(c.RTPSendPhases), NewWorker: worker, PreciseWake: true, AlignSends: true, NoPrefetch: !c.RTPPrefetch}, t.log)
+	// (rtp.NewPacerWorker).
+	pacer, err := pace.New(pace.Config{Workers: runtime.GOMAXPROCS(0), NewWorker: rtp.NewPacerWorker, PreciseWake: true, AlignSends: true, NoPrefetch: !c.RTPPrefetch}, t.log)
 	if err != nil {
 		return false, err
 	}

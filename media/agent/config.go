@@ -155,4 +155,9 @@ type Deps struct {
 	STT   STT
 	TTS   TTS
 	Tools ToolRunner
+	// Recorders writes the session's recording (Config.RecordPath), with
+	// the other sessions' of the node; the session does not close it.
+	// nil: the session makes Recorders of its own, one writer, and closes
+	// them at Close.
+	Recorders *Recorders
 }

@@ -14,4 +14,6 @@ var (
 	ErrFrameSize = errors.New("agent: caller frame must be 20 ms at the input rate (320 samples at 16 kHz, 160 at 8 kHz)")
 	// ErrClosed reports use of a closed session.
 	ErrClosed = errors.New("agent: session closed")
+	// ErrRecordersClosed reports a recording started on closed Recorders.
+	ErrRecordersClosed = errors.New("agent: recorders closed")
 )

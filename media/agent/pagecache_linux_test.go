@@ -83,7 +83,7 @@ func TestRecordingLeavesPageCache(t *testing.T) {
 // the next begins leaves the cache too, not only the pages inside a write.
 func TestRecordingLeavesPageCacheUnaligned(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "rec.wav")
-	r, err := newRecorder(path, 8000, 8000)
+	r, err := newRecorder(testRecorders(t), path, 8000, 8000)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,12 +10,28 @@ import (
 // processor's own prefetcher follows a sequential copy once it has begun.
 const headBytes = 128
 
-// AddInputHot adds to l what the next WriteFrame touches (media/prefetch):
-// the session's input state, the end of the input buffer where the frame
-// goes, the speech processor and turn detector, and the recorder where
-// the caller's next frame goes. Input goroutine, after a WriteFrame.
-func (s *Session) AddInputHot(l *prefetch.List) {
-	if !prefetch.Enabled {
+// InputLines names what the session's next WriteFrame touches, for the
+// node's pacer to fetch ahead (media/prefetch): an rtp.HotLister. A Sink
+// that hands the session the caller's frames lists it (rtp.Lines), so
+// the layer above media names the agent's memory without knowing it.
+type InputLines struct{ s *Session }
+
+// OutputLines is InputLines for the session's next ReadFrame.
+type OutputLines struct{ s *Session }
+
+// InputLines returns the session's InputLines.
+func (s *Session) InputLines() InputLines { return InputLines{s} }
+
+// OutputLines returns the session's OutputLines.
+func (s *Session) OutputLines() OutputLines { return OutputLines{s} }
+
+// AddHot adds to l what the next WriteFrame touches: the session's input
+// state, the end of the input buffer where the frame goes, the speech
+// processor and turn detector, and the recorder where the caller's next
+// frame goes. Input goroutine, after a WriteFrame.
+func (h InputLines) AddHot(l *prefetch.List) {
+	s := h.s
+	if !prefetch.Enabled || s == nil {
 		return
 	}
 	in := &s.in
@@ -35,11 +51,12 @@ func (s *Session) AddInputHot(l *prefetch.List) {
 	}
 }
 
-// AddOutputHot adds to l what the next ReadFrame touches: the playout,
-// its ring where the next frame is read, and the recorder where the
-// agent's next frame goes. Pacer goroutine, after a ReadFrame.
-func (s *Session) AddOutputHot(l *prefetch.List) {
-	if !prefetch.Enabled {
+// AddHot adds to l what the next ReadFrame touches: the playout, its
+// ring where the next frame is read, and the recorder where the agent's
+// next frame goes. Pacer goroutine, after a ReadFrame.
+func (h OutputLines) AddHot(l *prefetch.List) {
+	s := h.s
+	if !prefetch.Enabled || s == nil {
 		return
 	}
 	l.Add(prefetch.Addr(&s.play))

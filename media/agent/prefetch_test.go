@@ -26,8 +26,8 @@ func TestHotLists(t *testing.T) {
 		s.ReadFrame(out)
 	}
 	var in, o prefetch.List
-	s.AddInputHot(&in)
-	s.AddOutputHot(&o)
+	s.InputLines().AddHot(&in)
+	s.OutputLines().AddHot(&o)
 	if !prefetch.Enabled {
 		require.Empty(t, in.Addrs())
 		require.Empty(t, o.Addrs())

@@ -4,10 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/voiced/voiced/codecs/g711"
 	"github.com/voiced/voiced/codecs/pcm"
@@ -37,7 +34,7 @@ import (
 // its pair already written. Pairing is only the two positions: the side
 // ahead may be its wait ahead, and beyond that the other side's channel
 // gets silence. A chunk whose pairs are all written goes to a writer
-// goroutine shared by many calls (see recWriter), so neither the pacer nor
+// goroutine shared by many calls (Recorders), so neither the pacer nor
 // the receive loop waits for the disk.
 type recorder struct {
 	f      *os.File
@@ -52,7 +49,8 @@ type recorder struct {
 	crs *resample.Resampler
 	a16 []int16 // agent frame at the file's rate (pacer side)
 	cIn []int16 // caller frame at the file's rate (input side)
-	sh  *recShard
+	w   *Recorders
+	sh  *recShard // set once by w.add
 
 	// mu guards the pairing, the chunks and err: the pacer and the input
 	// side hold it for a frame each, the writer to take full chunks.
@@ -99,9 +97,9 @@ const (
 	recAgent  = 1
 )
 
-// newRecorder creates the file and hands the recorder to a shard's writer:
-// agent frames at rate, caller frames at inRate.
-func newRecorder(path string, rate, inRate int) (*recorder, error) {
+// newRecorder creates the file and hands the recorder to one of w's
+// writers: agent frames at rate, caller frames at inRate.
+func newRecorder(w *Recorders, path string, rate, inRate int) (*recorder, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("agent: recording directory: %w", err)
 	}
@@ -112,7 +110,7 @@ func newRecorder(path string, rate, inRate int) (*recorder, error) {
 	}
 	fn := media.SamplesPerFrame(fileRate)
 	r := &recorder{format: wav.Format{Encoding: enc, SampleRate: fileRate, Channels: 2}, fn: fn,
-		a16: make([]int16, fn), cIn: make([]int16, fn)}
+		a16: make([]int16, fn), cIn: make([]int16, fn), w: w}
 	r.pair = r.format.BlockAlign() * fn
 	r.perChunk = recChunk / r.pair
 	var err error
@@ -144,7 +142,12 @@ func newRecorder(path string, rate, inRate int) (*recorder, error) {
 		return nil, fmt.Errorf("agent: recording: %w", err)
 	}
 	r.f, r.hdr, r.dataAt = f, hdr, int64(len(hdr))
-	recWriter.add(r)
+	if err := w.add(r); err != nil {
+		f.Close()
+		os.Remove(path)
+		r.closeResamplers()
+		return nil, err
+	}
 	return r, nil
 }
 
@@ -224,7 +227,7 @@ func (r *recorder) put(side int, frame []int16) {
 		c, i = &r.next, i-r.perChunk
 	}
 	if *c == nil {
-		*c = recChunks.get()[:r.perChunk*r.pair]
+		*c = r.w.chunks.get()[:r.perChunk*r.pair]
 	}
 	dst := (*c)[i*r.pair : (i+1)*r.pair]
 	// The side behind writes into the frame the other has written and
@@ -247,144 +250,12 @@ func (r *recorder) complete() {
 	}
 	if len(r.ready) >= recMaxReady {
 		r.lost += int64(len(r.cur))
-		recChunks.put(r.cur)
+		r.w.chunks.put(r.cur)
 	} else {
 		r.ready = append(r.ready, r.cur)
 	}
 	r.cur, r.next = r.next, nil
 	r.base += int64(r.perChunk)
-}
-
-// recChunks keeps the chunks the writers have written, for the calls to
-// fill again: a fresh chunk costs page faults (on a VM with free page
-// reporting, a host fault a page: see dropWritten), a reused one none.
-var recChunks chunkPool
-
-type chunkPool struct {
-	mu   sync.Mutex
-	free [][]byte
-}
-
-// recMaxFree bounds the pool (64 MB): a node that ran 1,000 calls keeps
-// that many chunks, and after a peak the rest go to the GC.
-const recMaxFree = 1024
-
-func (p *chunkPool) get() []byte {
-	p.mu.Lock()
-	if n := len(p.free); n > 0 {
-		c := p.free[n-1]
-		p.free[n-1] = nil
-		p.free = p.free[:n-1]
-		p.mu.Unlock()
-		return c[:0]
-	}
-	p.mu.Unlock()
-	return make([]byte, 0, recChunk)
-}
-
-func (p *chunkPool) put(cs ...[]byte) {
-	p.mu.Lock()
-	for _, c := range cs {
-		if len(p.free) < recMaxFree {
-			p.free = append(p.free, c)
-		}
-	}
-	p.mu.Unlock()
-}
-
-// recDrainEvery is how often a shard's writer writes its recorders' full
-// chunks.
-const recDrainEvery = 100 * time.Millisecond
-
-// recYieldEvery is how many recorders a shard visits before it lets other
-// goroutines run, so that with one P (a node pinned to one core) the
-// pacer's tick does not wait for a whole batch. The shard also yields after
-// every recorder it wrote for: a goroutine in a system call keeps its P
-// until the runtime's monitor takes it back, which can be 10 ms later,
-// and a 64 KB write(2) of new page-cache pages took 0.3 ms on a VM node
-// at 345 calls (20 µs on an idle one: likely fresh pages faulting in the
-// hypervisor, not measured), so the ten writes of one batch held the
-// pacer's tick back 3.4 ms (runtime/trace; p99 tick lateness 5.6 ms).
-const recYieldEvery = 64
-
-// recWriter writes every call's recording of the process. A goroutine per
-// recorder waking every 100 ms cost a wake-up per call ten times a second
-// (about 3% of the node's CPU at 300 calls: bench/RESULTS-voicebench.md);
-// instead the recorders are spread over one shard per CPU, and each
-// shard's goroutine writes all its recorders' full chunks in one wake-up.
-// A shard's goroutine runs only while it has recorders. A call may have
-// recMaxReady chunks waiting, so a slow write to one call's file delays
-// the shard's other calls without losing their samples unless it takes
-// seconds.
-var recWriter recShards
-
-type recShards struct {
-	once   sync.Once
-	shards []*recShard
-	next   atomic.Uint32
-}
-
-type recShard struct {
-	mu      sync.Mutex
-	recs    []*recorder
-	running bool
-	batch   []*recorder // the writer's copy of recs, reused
-}
-
-func (w *recShards) add(r *recorder) {
-	w.once.Do(func() {
-		n := runtime.GOMAXPROCS(0)
-		w.shards = make([]*recShard, n)
-		for i := range w.shards {
-			w.shards[i] = &recShard{}
-		}
-	})
-	sh := w.shards[int(w.next.Add(1)-1)%len(w.shards)]
-	r.sh = sh
-	sh.mu.Lock()
-	sh.recs = append(sh.recs, r)
-	if !sh.running {
-		sh.running = true
-		go sh.run()
-	}
-	sh.mu.Unlock()
-}
-
-// remove takes r off the shard; the writer may still be writing for it.
-func (sh *recShard) remove(r *recorder) {
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	for i, x := range sh.recs {
-		if x == r {
-			last := len(sh.recs) - 1
-			sh.recs[i] = sh.recs[last]
-			sh.recs[last] = nil
-			sh.recs = sh.recs[:last]
-			return
-		}
-	}
-}
-
-func (sh *recShard) run() {
-	t := time.NewTicker(recDrainEvery)
-	defer t.Stop()
-	for range t.C {
-		sh.mu.Lock()
-		if len(sh.recs) == 0 {
-			sh.running = false
-			sh.mu.Unlock()
-			return
-		}
-		sh.batch = append(sh.batch[:0], sh.recs...)
-		sh.mu.Unlock()
-		for i, r := range sh.batch {
-			wrote := r.flush()
-			sh.batch[i] = nil
-			if wrote || i%recYieldEvery == recYieldEvery-1 {
-				runtime.Gosched()
-			}
-		}
-	}
 }
 
 // flush writes the full chunks waiting and reports whether there were
@@ -424,7 +295,7 @@ func (r *recorder) writeTaken(err error) error {
 			err = r.write(c)
 		}
 	}
-	recChunks.put(r.taken...)
+	r.w.chunks.put(r.taken...)
 	clear(r.taken)
 	r.taken = r.taken[:0]
 	return err

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -24,9 +25,10 @@ func TestRecordersShareWriters(t *testing.T) {
 	const calls, bursts, perBurst = 40, 3, 10
 	base := runtime.NumGoroutine()
 	dir := t.TempDir()
+	w := testRecorders(t)
 	recs := make([]*recorder, calls)
 	for i := range recs {
-		r, err := newRecorder(filepath.Join(dir, "rec", strconv.Itoa(i)+".wav"), media.Rate8k, media.Rate16k)
+		r, err := newRecorder(w, filepath.Join(dir, "rec", strconv.Itoa(i)+".wav"), media.Rate8k, media.Rate16k)
 		require.NoError(t, err)
 		recs[i] = r
 	}
@@ -126,13 +128,67 @@ func TestRecordersShareWriters(t *testing.T) {
 	}
 }
 
+// Close stops the writers of recordings still open and waits for them:
+// none is left running (no leak), what they had ready is in the files, a
+// recording open across Close still finishes its file at its own close,
+// and no recording starts after it.
+func TestRecordersCloseStopsWriters(t *testing.T) {
+	dir := t.TempDir()
+	w := NewRecorders(4)
+	n := media.SamplesPerFrame(media.Rate8k)
+	perChunk := recChunk / (2 * n)
+	recs := make([]*recorder, 8)
+	for i := range recs {
+		r, err := newRecorder(w, filepath.Join(dir, strconv.Itoa(i)+".wav"), media.Rate8k, media.Rate8k)
+		require.NoError(t, err)
+		recs[i] = r
+		for range perChunk + 1 { // a full chunk for the writer, and a frame
+			r.tick(make([]int16, n))
+			r.callerFrame(make([]int16, n), nil)
+		}
+	}
+	require.Equal(t, 4, writers(), "a writer per shard while recordings are open")
+
+	require.NoError(t, w.Close())
+	require.Zero(t, writers(), "Close waited for every writer")
+	require.NoError(t, w.Close(), "idempotent")
+	for i, r := range recs {
+		r.mu.Lock()
+		ready := len(r.ready)
+		r.mu.Unlock()
+		require.Zero(t, ready, "recording %d: the writer wrote its ready chunk before it stopped", i)
+	}
+	_, err := newRecorder(w, filepath.Join(dir, "late.wav"), media.Rate8k, media.Rate8k)
+	require.ErrorIs(t, err, ErrRecordersClosed)
+	_, err = os.Stat(filepath.Join(dir, "late.wav"))
+	require.ErrorIs(t, err, os.ErrNotExist, "no file left behind")
+
+	for i, r := range recs {
+		require.NoError(t, r.close())
+		f, err := os.Open(filepath.Join(dir, strconv.Itoa(i)+".wav"))
+		require.NoError(t, err)
+		_, pcm, err := wav.ReadAll(f)
+		f.Close()
+		require.NoError(t, err)
+		require.Len(t, pcm, 2*n*(perChunk+1), "recording %d: every frame", i)
+	}
+	require.Zero(t, writers())
+}
+
+// writers counts the goroutines running a Recorders writer.
+func writers() int {
+	buf := make([]byte, 1<<20)
+	return strings.Count(string(buf[:runtime.Stack(buf, true)]), "agent.(*Recorders).write(")
+}
+
 // A recording whose file cannot be written reports the error from close,
 // and the others on its shard are unaffected.
 func TestRecorderWriteErrorFromClose(t *testing.T) {
 	dir := t.TempDir()
-	bad, err := newRecorder(filepath.Join(dir, "bad.wav"), media.Rate8k, media.Rate16k)
+	w := testRecorders(t)
+	bad, err := newRecorder(w, filepath.Join(dir, "bad.wav"), media.Rate8k, media.Rate16k)
 	require.NoError(t, err)
-	good, err := newRecorder(filepath.Join(dir, "good.wav"), media.Rate8k, media.Rate16k)
+	good, err := newRecorder(w, filepath.Join(dir, "good.wav"), media.Rate8k, media.Rate16k)
 	require.NoError(t, err)
 	require.NoError(t, bad.f.Close()) // every later write to it fails
 	n := media.SamplesPerFrame(media.Rate8k)
@@ -158,6 +214,13 @@ func TestRecorderWriteErrorFromClose(t *testing.T) {
 	require.Equal(t, 2*n*400, len(pcm), "every frame of the good file (8 kHz stereo)")
 }
 
+// testRecorders are Recorders closed when the test ends.
+func testRecorders(tb testing.TB) *Recorders {
+	w := NewRecorders(0)
+	tb.Cleanup(func() { w.Close() })
+	return w
+}
+
 // waitUntil polls f for up to 5 s on the calling goroutine
 // (require.Eventually's own goroutines would count in NumGoroutine).
 func waitUntil(f func() bool) bool {
@@ -180,7 +243,7 @@ func BenchmarkRecorderDrain(b *testing.B) {
 }
 
 func benchRecorderDrain(b *testing.B, rate int) {
-	r, err := newRecorder(filepath.Join(b.TempDir(), "call.wav"), rate, media.Rate16k)
+	r, err := newRecorder(testRecorders(b), filepath.Join(b.TempDir(), "call.wav"), rate, media.Rate16k)
 	require.NoError(b, err)
 	agent, caller := make([]int16, media.SamplesPerFrame(rate)), make([]int16, callerFrame)
 	for i := range agent {
@@ -209,9 +272,10 @@ func BenchmarkRecorderCalls(b *testing.B) {
 	const calls = 600
 	n := media.SamplesPerFrame(media.Rate8k)
 	dir := b.TempDir()
+	w := testRecorders(b)
 	recs := make([]*recorder, calls)
 	for i := range recs {
-		r, err := newRecorder(filepath.Join(dir, strconv.Itoa(i)+".wav"), media.Rate8k, media.Rate8k)
+		r, err := newRecorder(w, filepath.Join(dir, strconv.Itoa(i)+".wav"), media.Rate8k, media.Rate8k)
 		require.NoError(b, err)
 		recs[i] = r
 	}
@@ -249,7 +313,7 @@ func BenchmarkRecorderCalls(b *testing.B) {
 // was kept is a valid file.
 func TestRecorderFallsBehind(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "slow.wav")
-	r, err := newRecorder(path, media.Rate8k, media.Rate8k)
+	r, err := newRecorder(testRecorders(t), path, media.Rate8k, media.Rate8k)
 	require.NoError(t, err)
 	n := media.SamplesPerFrame(media.Rate8k)
 	perChunk := recChunk / (2 * n) // µ-law stereo
@@ -306,7 +370,7 @@ func TestRecorderPairing(t *testing.T) {
 	}
 	record := func(t *testing.T, feed func(r *recorder)) []pair {
 		path := filepath.Join(t.TempDir(), "call.wav")
-		r, err := newRecorder(path, media.Rate8k, media.Rate8k)
+		r, err := newRecorder(testRecorders(t), path, media.Rate8k, media.Rate8k)
 		require.NoError(t, err)
 		feed(r)
 		require.NoError(t, r.close())

@@ -58,6 +58,7 @@ type Session struct {
 	checkins  int
 	ended     bool
 	rec       *recorder
+	ownRecs   *Recorders // the recording's writer when Deps had none; closed by Close
 }
 
 // itemAudio is what a finished assistant audio item's truncation needs.
@@ -116,7 +117,12 @@ func New(cfg Config, log *slog.Logger, deps Deps, sink Sink) (*Session, error) {
 		return nil, err
 	}
 	if cfg.RecordPath != "" {
-		rec, err := newRecorder(cfg.RecordPath, cfg.OutputRate, cfg.InputRate)
+		recs := deps.Recorders
+		if recs == nil {
+			recs = NewRecorders(1)
+			s.ownRecs = recs
+		}
+		rec, err := newRecorder(recs, cfg.RecordPath, cfg.OutputRate, cfg.InputRate)
 		if err != nil {
 			s.in.close()
 			return nil, err
@@ -154,6 +160,9 @@ func (s *Session) Close() error {
 		s.in.close()
 		if s.rec != nil {
 			err = s.rec.close()
+		}
+		if s.ownRecs != nil {
+			s.ownRecs.Close()
 		}
 	})
 	return err

@@ -30,31 +30,6 @@ func Mode() string {
 	return string(b[i+1 : j])
 }
 
-// Map returns n bytes (rounded up to Size) of zeroed, private anonymous
-// memory that starts on a huge page boundary and asks for huge pages
-// (where the system gives none, it is ordinary memory: the advice is
-// only advice). unmap releases it.
-func Map(n int) (b []byte, unmap func() error, err error) {
-	n = (n + Size - 1) &^ (Size - 1)
-	// Over-allocate by a huge page and trim, so that the start is aligned
-	// whatever address the kernel picks.
-	raw, err := unix.MmapPtr(-1, 0, nil, uintptr(n+Size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
-	if err != nil {
-		return nil, nil, err
-	}
-	off := (uintptr(Size) - uintptr(raw)%Size) % Size
-	p := unsafe.Add(raw, off)
-	if off > 0 {
-		_ = unix.MunmapPtr(raw, off)
-	}
-	if tail := uintptr(Size) - off; tail > 0 {
-		_ = unix.MunmapPtr(unsafe.Add(p, n), tail)
-	}
-	b = unsafe.Slice((*byte)(p), n)
-	_ = unix.Madvise(b, unix.MADV_HUGEPAGE) // EINVAL without THP: ordinary pages
-	return b, func() error { return unix.MunmapPtr(p, uintptr(n)) }, nil
-}
-
 // heapArena is the Go runtime's heap arena on 64-bit Linux: the heap is
 // reserved, and grows, in aligned blocks of this size.
 const heapArenaBytes = 64 << 20

@@ -20,21 +20,6 @@ func smapsOf(t *testing.T, p unsafe.Pointer) (advised bool, hugeKB int) {
 // advisable: the system gives huge pages on request.
 func advisable() bool { m := Mode(); return m == "madvise" || m == "always" }
 
-func TestMapIsAlignedAdvisedAndZeroed(t *testing.T) {
-	b, unmap, err := Map(3 << 20)
-	require.NoError(t, err)
-	require.Len(t, b, 4<<20, "rounded up to whole huge pages")
-	addr := uintptr(unsafe.Pointer(&b[0]))
-	require.Zero(t, addr%Size, "starts on a huge page boundary")
-	for i := 0; i < len(b); i += 4096 {
-		require.Zero(t, b[i])
-		b[i] = 1
-	}
-	advised, _ := smapsOf(t, unsafe.Pointer(&b[0]))
-	require.Equal(t, advisable(), advised, "the mapping asks for huge pages where the system gives them")
-	require.NoError(t, unmap())
-}
-
 // TestHeapAdvisesTheGoHeapOnceAndItsGrowth: Heap finds the arena of the
 // Go heap, advises it, does not advise it twice, and advises what the
 // runtime maps later.

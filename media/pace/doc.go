@@ -22,12 +22,6 @@
 // arms a timerfd behind the timer, which gets the tick past the GC's idle
 // marking: with one P that would otherwise hold it for a whole mark phase.
 //
-// Config.Phases spreads the streams over several evenly spaced ticks a
-// period, each stream in one: a node then sends a tenth of its packets
-// every 2 ms instead of all of them in one burst every 20 ms, whose
-// length, varying from period to period, was jitter on the packets sent
-// last.
-//
 // Config.AlignSends starts the Ticks ahead of the tick's time by about
 // what they cost in the last second and holds each Worker's AfterTicks
 // (the node's batched sends) until the time itself, so the packets leave
@@ -36,8 +30,7 @@
 // Config.NewWorker gives each worker a Worker, run after its share's Ticks
 // and before its PostTicks: where a kind of stream finishes together what
 // its Ticks gathered (media/rtp sends a tick's packets through one
-// io_uring). A ThreadBound Worker whose ThreadBound reports true gets a
-// goroutine locked to its OS thread.
+// io_uring).
 //
 // # Cost per tick
 //

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"runtime"
 	"runtime/trace"
 	"sync"
 	"sync/atomic"
@@ -72,29 +71,6 @@ type Worker interface {
 	AfterTicks(now time.Time)
 }
 
-// ThreadBound is a Worker that may have kernel state tied to one OS
-// thread, such as io_uring requests whose completion work the kernel runs
-// on the thread that submitted them (media/rtp's multishot reads); its
-// ThreadBound method says whether it has. The goroutine that ticks such a
-// Worker's share is locked to its thread (runtime.LockOSThread) before
-// the first tick and for the pacer's whole life, so AfterTicks, the
-// share's Ticks and PostTicks, and the Worker's Close all run there. The
-// lock has a price: each wait of a locked goroutine hands its P to
-// another thread and back, two more thread switches a wait.
-type ThreadBound interface {
-	Worker
-	ThreadBound() bool
-}
-
-// lockThread locks the calling goroutine to its thread if w asks for it
-// (ThreadBound). The lock is never released: the goroutine's thread ends
-// with it, which also ends what the kernel tied to the thread.
-func lockThread(w Worker) {
-	if b, ok := w.(ThreadBound); ok && b.ThreadBound() {
-		runtime.LockOSThread()
-	}
-}
-
 // Config tunes a Pacer. The zero value is the production setting.
 type Config struct {
 	// Period is the interval between ticks; 0 means 20 ms (one frame).
@@ -115,12 +91,12 @@ type Config struct {
 	// runtime.GOMAXPROCS(0).
 	Workers int
 	// PreciseWake waits out the last millisecond before each tick (a
-	// quarter of the interval between ticks, with Phases, if that is
-	// less) with a nanosleep that keeps the clock goroutine's P, so ticks
-	// start within microseconds of their time. Without it a tick starts
-	// up to a millisecond late, at random: Go's timers wake through
-	// epoll, whose timeout is in whole milliseconds, and that lateness is
-	// jitter on every packet the tick sends. The price: while the clock
+	// quarter of the period, if that is less) with a nanosleep that keeps
+	// the clock goroutine's P, so ticks start within microseconds of
+	// their time. Without it a tick starts up to a millisecond late, at
+	// random: Go's timers wake through epoll, whose timeout is in whole
+	// milliseconds, and that lateness is jitter on every packet the tick
+	// sends. The price: while the clock
 	// sleeps no other goroutine runs on its P. On Linux it also arms a
 	// timerfd as a backstop behind each of the runtime's timers the pacer
 	// waits on (see nudger), so that the GC's idle marking, which holds a
@@ -140,17 +116,6 @@ type Config struct {
 	// batching) are not waited for; with none at all (media/rtp without
 	// io_uring) ticks start on their time as without AlignSends.
 	AlignSends bool
-	// Phases spreads each worker's streams over this many ticks a
-	// period, evenly spaced (10 at 20 ms: one every 2 ms), each stream in
-	// one of them: every stream still ticks once a period, but a tick
-	// runs, sends and receives for a tenth of the streams. Without it a
-	// node's sends leave in one burst a period, and the burst's length
-	// (600 packets took 3.5 ms on a VM core) varies from one period to
-	// the next by milliseconds at its end: jitter on the packets sent
-	// last (bench/RESULTS-voicebench.md). 0 means 1. With Phases, Stats
-	// counts each of these ticks, and MinGap applies to each stream's
-	// ticks (the ticks of a catch-up run MinGap/Phases apart).
-	Phases int
 	// NewWorker, when set, makes each worker's Worker (see the type),
 	// given the worker's index; Pacer.Worker hands it to the streams of
 	// that worker. It may return nil, for no per-worker work.
@@ -178,12 +143,6 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Workers < 0 || c.Workers > 256 {
 		return c, fmt.Errorf("%d workers (1..256): %w", c.Workers, ErrBadConfig)
-	}
-	if c.Phases == 0 {
-		c.Phases = 1
-	}
-	if c.Phases < 0 || c.Phases > 100 || c.Period/time.Duration(c.Phases) < 100*time.Microsecond {
-		return c, fmt.Errorf("%d phases of %v (1..100, at least 100µs apart): %w", c.Phases, c.Period, ErrBadConfig)
 	}
 	if c.MinGap > c.Period {
 		return c, fmt.Errorf("min gap %v longer than period %v: %w", c.MinGap, c.Period, ErrBadConfig)
@@ -229,7 +188,7 @@ type Pacer struct {
 	shardOf []uint16 // slot -> shard
 	free    []uint32 // free slots
 	closed  bool
-	shards  []*shard  // worker w's phase k is shards[w*Phases+k]
+	shards  []*shard  // worker w's share is shards[w]
 	runners []*runner // one per worker: runners[0] is the clock goroutine's
 
 	stop     chan struct{}
@@ -259,7 +218,7 @@ type Pacer struct {
 // second at 20 ms.
 const leadWindow = 50
 
-// shard is one worker's share of the streams in one phase.
+// shard is one worker's share of the streams.
 type shard struct {
 	mu      sync.Mutex
 	streams []Stream     // dense: the tick loop's only input
@@ -270,10 +229,10 @@ type shard struct {
 	run     *runner      // the worker that ticks it
 }
 
-// runner is one worker: the goroutine that ticks its shards, one per
-// phase, and what it keeps from tick to tick.
+// runner is one worker: the goroutine that ticks its shard, and what it
+// keeps from tick to tick.
 type runner struct {
-	shards []*shard // by phase
+	shard  *shard
 	wake   chan tickTimes
 	worker Worker        // nil without Config.NewWorker
 	timer  *time.Timer   // its waits: the clock's (runners[0]), before AfterTicks
@@ -282,11 +241,9 @@ type runner struct {
 	sentAt time.Time     // when the last tick's AfterTicks began (AlignSends)
 }
 
-// tickTimes are one tick's start, the time its sends are due and its
-// phase.
+// tickTimes are one tick's start and the time its sends are due.
 type tickTimes struct {
 	now, send time.Time
-	phase     int
 }
 
 // New starts a Pacer whose first tick is one Period from now, and its
@@ -307,7 +264,7 @@ func New(cfg Config, log *slog.Logger) (*Pacer, error) {
 		done:     make(chan struct{}),
 		tickDone: make(chan struct{}, cfg.Workers),
 	}
-	p.ticked = make([]time.Duration, leadWindow*cfg.Phases)
+	p.ticked = make([]time.Duration, leadWindow)
 	for i := range cfg.Workers {
 		r := &runner{timer: time.NewTimer(time.Hour)}
 		r.timer.Stop()
@@ -317,11 +274,8 @@ func New(cfg Config, log *slog.Logger) (*Pacer, error) {
 		if cfg.PreciseWake && (i == 0 || cfg.AlignSends && r.worker != nil) {
 			r.nudge = newNudger()
 		}
-		for range cfg.Phases {
-			sh := &shard{run: r}
-			r.shards = append(r.shards, sh)
-			p.shards = append(p.shards, sh)
-		}
+		r.shard = &shard{run: r}
+		p.shards = append(p.shards, r.shard)
 		p.runners = append(p.runners, r)
 		p.align = p.align || cfg.AlignSends && r.worker != nil
 	}
@@ -334,8 +288,8 @@ func New(cfg Config, log *slog.Logger) (*Pacer, error) {
 	return p, nil
 }
 
-// Register adds s to the tick loop, on the least loaded worker and phase;
-// its first Tick comes with that phase's next tick. It returns ErrClosed after Close.
+// Register adds s to the tick loop, on the least loaded worker; its first
+// Tick comes with the next tick. It returns ErrClosed after Close.
 // Registering the same stream twice ticks it twice.
 func (p *Pacer) Register(s Stream) (Handle, error) {
 	p.reg.Lock()
@@ -472,17 +426,16 @@ func (p *Pacer) Period() time.Duration {
 }
 
 // fineWait is how long before a tick PreciseWake stops trusting the timer:
-// the runtime's timer wakes up to a millisecond late. With Phases it is at
-// most a quarter of the interval between ticks (fine).
+// the runtime's timer wakes up to a millisecond late; at most a quarter of
+// the period (fine).
 const fineWait = time.Millisecond
 
 // fine is fineWait for this pacer's tick interval.
 func (p *Pacer) fine() time.Duration {
-	return min(fineWait, p.cfg.Period/time.Duration(4*p.cfg.Phases))
+	return min(fineWait, p.cfg.Period/4)
 }
 
 func (p *Pacer) run() {
-	lockThread(p.runners[0].worker)
 	defer func() {
 		for _, r := range p.runners[1:] {
 			close(r.wake)
@@ -493,9 +446,7 @@ func (p *Pacer) run() {
 		p.runners[0].nudge.close()
 		close(p.done)
 	}()
-	phases := int64(p.cfg.Phases)
-	period := p.cfg.Period / time.Duration(phases) // between ticks
-	minGap := p.cfg.MinGap / time.Duration(phases)
+	period, minGap := p.cfg.Period, p.cfg.MinGap
 	// The clock's waits and its share's wait before AfterTicks take turns
 	// on this goroutine, with one timer and one nudger.
 	clock := p.runners[0]
@@ -520,7 +471,7 @@ func (p *Pacer) run() {
 			lag -= time.Duration(k) * period
 		}
 		last = now
-		p.tick(tickTimes{now: now, send: due, phase: int(n % phases)})
+		p.tick(tickTimes{now: now, send: due})
 		if p.align && clock.worker != nil {
 			// The tick started early on purpose: what is late or not
 			// is its sends.
@@ -545,11 +496,10 @@ func (p *Pacer) lead() time.Duration {
 	for _, d := range p.ticked {
 		m = max(m, d)
 	}
-	return min(m+m/4+200*time.Microsecond, p.cfg.Period/time.Duration(2*p.cfg.Phases))
+	return min(m+m/4+200*time.Microsecond, p.cfg.Period/2)
 }
 
-// tick runs one tick of its phase over every worker: the other workers'
-// shares on their goroutines and the first share here, then waits for all
+// tick runs one tick over every worker: the other workers' shares on their goroutines and the first share here, then waits for all
 // of them.
 func (p *Pacer) tick(t tickTimes) {
 	for _, r := range p.runners[1:] {
@@ -574,7 +524,6 @@ func (p *Pacer) tick(t tickTimes) {
 // always completes).
 func (p *Pacer) work(r *runner) {
 	defer p.workers.Done()
-	lockThread(r.worker)
 	for t := range r.wake {
 		p.tickShard(r, t)
 		p.tickDone <- struct{}{}
@@ -583,21 +532,20 @@ func (p *Pacer) work(r *runner) {
 	r.nudge.close()
 }
 
-// closeWorker closes w if it is an io.Closer, on the goroutine (and so,
-// for a ThreadBound Worker, the thread) that ticked it.
+// closeWorker closes w if it is an io.Closer, on the goroutine that
+// ticked it.
 func closeWorker(w Worker) {
 	if c, ok := w.(io.Closer); ok {
 		_ = c.Close()
 	}
 }
 
-// tickShard is the per-period loop over a worker's shard of the tick's
-// phase: Tick on every stream, the worker's Worker, then PostTick on the
+// tickShard is the per-period loop over a worker's shard: Tick on every stream, the worker's Worker, then PostTick on the
 // PostTickers. It holds the shard's lock so that Unregister can promise
 // that a removed stream is not ticking.
 func (p *Pacer) tickShard(r *runner, t tickTimes) {
 	now := t.now
-	sh := r.shards[t.phase]
+	sh := r.shard
 	sh.mu.Lock()
 	streams := sh.streams
 	reg := phase("pace.Ticks")

@@ -63,9 +63,6 @@ func TestConfig(t *testing.T) {
 		"negative lag":    {MaxLag: -1},
 		"gap over period": {Period: 10 * time.Millisecond, MinGap: 11 * time.Millisecond},
 		"workers":         {Workers: -2},
-		"phases":          {Phases: -1},
-		"too many phases": {Phases: 101},
-		"phases too near": {Period: time.Millisecond, Phases: 20},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := New(cfg, nil)
@@ -74,7 +71,7 @@ func TestConfig(t *testing.T) {
 	}
 	c, err := Config{}.withDefaults()
 	require.NoError(t, err)
-	require.Equal(t, Config{Period: 20 * time.Millisecond, MinGap: 5 * time.Millisecond, MaxLag: 100 * time.Millisecond, Workers: 1, Phases: 1}, c)
+	require.Equal(t, Config{Period: 20 * time.Millisecond, MinGap: 5 * time.Millisecond, MaxLag: 100 * time.Millisecond, Workers: 1}, c)
 }
 
 // TestScheduleIsDriftFree checks that ticks land exactly on base+n*period
@@ -100,74 +97,6 @@ func TestScheduleIsDriftFree(t *testing.T) {
 		require.Zero(t, st.Skipped)
 		require.Zero(t, st.LateMax)
 		require.Equal(t, 19*time.Millisecond, st.CostMax)
-	})
-}
-
-// TestPhases: with Phases each stream still ticks exactly once a period,
-// and the streams are spread evenly over the phases, whose ticks are a
-// period/Phases apart; a stream unregistered from its phase stops there.
-func TestPhases(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		start := time.Now()
-		p, err := New(Config{Phases: 4}, nil)
-		require.NoError(t, err)
-		defer p.Close()
-		rs, hs := registerRecorders(t, p, 8)
-		time.Sleep(time.Second + time.Millisecond)
-		offsets := map[time.Duration]int{}
-		for i, r := range rs {
-			got := r.snapshot()
-			require.Len(t, got, 50, "stream %d", i)
-			first := got[0].Sub(start)
-			offsets[first]++
-			for k, at := range got {
-				require.Equal(t, first+time.Duration(k)*20*time.Millisecond, at.Sub(start), "stream %d tick %d", i, k)
-			}
-		}
-		require.Equal(t, map[time.Duration]int{5 * time.Millisecond: 2, 10 * time.Millisecond: 2,
-			15 * time.Millisecond: 2, 20 * time.Millisecond: 2}, offsets, "two streams in each phase")
-		st := p.Stats()
-		require.EqualValues(t, 200, st.Ticks, "a tick per phase: four a period")
-		require.Zero(t, st.LateMax)
-
-		p.Unregister(hs[3])
-		n := len(rs[3].snapshot())
-		time.Sleep(100 * time.Millisecond)
-		require.Len(t, rs[3].snapshot(), n)
-		require.Len(t, rs[2].snapshot(), 55)
-		_, err = p.Register(&recorder{}) // into the phase that lost one
-		require.NoError(t, err)
-		sizes := map[int]int{}
-		for _, sh := range p.shards {
-			sizes[len(sh.streams)]++
-		}
-		require.Equal(t, map[int]int{2: 4}, sizes)
-	})
-}
-
-// TestPhasesCatchUp: after a stall the ticks of a catch-up run MinGap/Phases
-// apart, so that no stream's two ticks come closer than MinGap.
-func TestPhasesCatchUp(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p, err := New(Config{Phases: 2}, nil)
-		require.NoError(t, err)
-		defer p.Close()
-		a := &recorder{sleep: map[int]time.Duration{3: 45 * time.Millisecond}}
-		b := &recorder{}
-		_, err = p.Register(a)
-		require.NoError(t, err)
-		_, err = p.Register(b)
-		require.NoError(t, err)
-		time.Sleep(400*time.Millisecond + time.Millisecond)
-		for _, r := range []*recorder{a, b} {
-			got := r.snapshot()
-			require.Len(t, got, 20, "every tick runs, late or not")
-			for i := 1; i < len(got); i++ {
-				require.GreaterOrEqual(t, got[i].Sub(got[i-1]), 5*time.Millisecond, "ticks %d and %d", i, i+1)
-			}
-		}
-		require.Zero(t, p.Stats().Skipped)
-		require.Greater(t, p.Stats().LateMax, 20*time.Millisecond)
 	})
 }
 

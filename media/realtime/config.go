@@ -203,4 +203,7 @@ type Deps struct {
 	TTS   agent.TTS
 	// Tools returns the tool runner of a saved agent's call.
 	Tools func(Admission) agent.ToolRunner
+	// Recorders writes the sessions' recordings (agent.Deps.Recorders);
+	// nil: each session has its own writer.
+	Recorders *agent.Recorders
 }

@@ -247,7 +247,7 @@ func (c *conn) start(adm Admission, eventID string) error {
 	if err != nil {
 		return err
 	}
-	deps := agent.Deps{LLM: c.srv.deps.LLM, STT: c.srv.deps.STT, TTS: c.srv.deps.TTS}
+	deps := agent.Deps{LLM: c.srv.deps.LLM, STT: c.srv.deps.STT, TTS: c.srv.deps.TTS, Recorders: c.srv.deps.Recorders}
 	if !adm.Inline && c.srv.deps.Tools != nil {
 		deps.Tools = c.srv.deps.Tools(adm)
 	}

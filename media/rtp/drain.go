@@ -40,16 +40,7 @@ func (s *Session) drain(now time.Time) {
 		d.digits.fn = nil
 		drainers.Put(d)
 	}()
-	read := 0
-	if in := s.rin.Load(); in != nil {
-		// The worker's multishot read has read for the session
-		// (workerIO); while it is on, it reads everything.
-		read = s.drainRing(in, now, d)
-		if in.live {
-			return
-		}
-	}
-	for read < drainMax {
+	for read := 0; read < drainMax; {
 		n := s.sock.readBatch(&d.batch)
 		for i := range n {
 			data, from, at := d.datagram(i, now)
@@ -60,21 +51,6 @@ func (s *Session) drain(now time.Time) {
 		}
 		read += n
 	}
-}
-
-// drainRing handles the datagrams the worker read for the session and
-// gives their buffers back, even if handling one panics.
-func (s *Session) drainRing(in *reader, now time.Time, d *drainer) int {
-	n := len(in.bids)
-	if n == 0 {
-		return 0
-	}
-	defer in.release()
-	for i := range n {
-		data, from, at := in.datagram(i, now)
-		s.handleDatagram(data, from, at, d)
-	}
-	return n
 }
 
 // handleDatagram handles one datagram of a drain, then hands on the

@@ -53,7 +53,7 @@ type DecodedSink interface {
 type sinkBox struct {
 	k    Sink
 	dk   DecodedSink // k, when it is one
-	hot  HotLister   // k, when it is one
+	hot  HotLister   // hotOf(k)
 	rate int
 	pcm  []int16
 }
@@ -79,8 +79,7 @@ func (s *Session) SetSinkAt(k Sink, rate int) error {
 		return fmt.Errorf("sink rate: %w", err)
 	}
 	dk, _ := k.(DecodedSink)
-	hot, _ := k.(HotLister)
-	s.sink.Store(&sinkBox{k: k, dk: dk, hot: hot, rate: rate, pcm: make([]int16, rate/50)})
+	s.sink.Store(&sinkBox{k: k, dk: dk, hot: hotOf(k), rate: rate, pcm: make([]int16, rate/50)})
 	if s.waiting.Load() {
 		select {
 		case s.wake <- struct{}{}: // a blocked ReadFrame returns ErrSinkSet
@@ -370,7 +369,7 @@ func (s *Session) SetSource(src Source, rate int) error {
 	t := &s.tx
 	t.enc.close()
 	t.enc, t.src, t.srcRate = nil, src, rate
-	t.srcHot, _ = src.(HotLister)
+	t.srcHot = hotOf(src)
 	if src != nil {
 		t.srcPCM = make([]int16, rate/50)
 		if t.started {

@@ -34,23 +34,16 @@ func BenchmarkPacer1000SessionsDuplex(b *testing.B) { benchDuplex(b, nil, false)
 
 // BenchmarkPacer1000SessionsDuplexBatch is the same with the node's send
 // batch (NewPacerWorker): each tick's 1000 packets leave through one
-// io_uring batch (four submissions of up to batchSlots) instead of 1000 sendto
-// calls. Compare its cpu-µs/packet with the plain run's.
+// io_uring batch (four submissions of up to batchSlots) instead of 1000
+// sendto calls; each session still reads its own socket with recvmmsg.
+// Compare its cpu-µs/packet with the plain run's.
 func BenchmarkPacer1000SessionsDuplexBatch(b *testing.B) { benchDuplex(b, NewPacerWorker, false) }
 
-// BenchmarkPacer1000SessionsDuplexSocketReads is the Batch run with the
-// worker's multishot reads off (NewPacerSendWorker): each session reads
-// its own socket with recvmmsg in its PostTick, and the worker's goroutine
-// is not locked to its thread (serve's --rtp-receive=socket).
-func BenchmarkPacer1000SessionsDuplexSocketReads(b *testing.B) {
-	benchDuplex(b, NewPacerSendWorker, false)
-}
-
-// BenchmarkPacer1000SessionsDuplexSocketReadsNoPrefetch is the SocketReads
-// run without the pacer's prefetching (pace.Config.NoPrefetch): compare
-// their cpu-µs/packet.
-func BenchmarkPacer1000SessionsDuplexSocketReadsNoPrefetch(b *testing.B) {
-	benchDuplex(b, NewPacerSendWorker, true)
+// BenchmarkPacer1000SessionsDuplexBatchNoPrefetch is the Batch run without
+// the pacer's prefetching (pace.Config.NoPrefetch): compare their
+// cpu-µs/packet.
+func BenchmarkPacer1000SessionsDuplexBatchNoPrefetch(b *testing.B) {
+	benchDuplex(b, NewPacerWorker, true)
 }
 
 func benchDuplex(b *testing.B, worker func(int) pace.Worker, noPrefetch bool) {

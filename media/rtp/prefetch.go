@@ -16,6 +16,56 @@ type HotLister interface {
 	AddHot(l *prefetch.List)
 }
 
+// HotObject is a Sink or Source of a layer above media (the live call)
+// that names the memory its frames touch without building a
+// prefetch.List: the session asks it once, when it is set, and calls the
+// HotLister it returns after every frame, as it calls the AddHot of a
+// Sink or Source that is a HotLister. Lines makes one.
+type HotObject interface {
+	HotLines() HotLister
+}
+
+// Lines returns a HotLister that lists every line of *p, then what then
+// lists (then may be nil, or an agent's InputLines or OutputLines), for a
+// HotObject's HotLines: the object of the call layer whose fields a
+// Sink's or Source's frame reads. It allocates; a session calls it once
+// per SetSink or SetSource.
+func Lines[T any](p *T, then HotLister) HotLister {
+	return &objectLines{p: unsafe.Pointer(p), n: int(unsafe.Sizeof(*p)), then: then}
+}
+
+// objectLines is Lines' HotLister.
+type objectLines struct {
+	p    unsafe.Pointer // a pointer, not an address: it keeps *p alive
+	n    int
+	then HotLister
+}
+
+// AddHot lists the objectLines too: the session reads it after each
+// frame, by when a tick has taken it out of the cache.
+func (o *objectLines) AddHot(l *prefetch.List) {
+	if !prefetch.Enabled {
+		return
+	}
+	l.Add(prefetch.Addr(o))
+	l.AddSpan(uintptr(o.p), o.n)
+	if o.then != nil {
+		o.then.AddHot(l)
+	}
+}
+
+// hotOf is what the session lists for a Sink or Source v: v itself when
+// it is a HotLister, what it names when it is a HotObject, else nil.
+func hotOf(v any) HotLister {
+	switch h := v.(type) {
+	case HotLister:
+		return h
+	case HotObject:
+		return h.HotLines()
+	}
+	return nil
+}
+
 // hot is what a session prefetches ahead of its next Tick (tx) and
 // PostTick (rx): gathered at the end of each, fetched by the pacer while
 // it runs the stream before (pace.Prefetcher).

@@ -68,3 +68,41 @@ func TestHotLists(t *testing.T) {
 		}
 	}
 }
+
+// objectSink is a Sink of a layer above media: a HotObject naming its
+// state (four lines) and, after it, another HotLister's.
+type objectSink struct {
+	state *[256]byte
+	then  HotLister
+}
+
+func (k objectSink) WriteFrame([]int16) error { return nil }
+func (k objectSink) HotLines() HotLister      { return Lines(k.state, k.then) }
+
+// TestHotObject: a Sink that is a HotObject is asked for its lines once,
+// when it is set, and what they name is listed after every frame: each
+// line of its object, the lister itself, and what it lists next.
+func TestHotObject(t *testing.T) {
+	r := newRig(t, codecPCMU, Config{})
+	s := r.s
+	state, inner := new([256]byte), &hotSink{}
+	s.SetSink(objectSink{state: state, then: inner})
+	hot := s.sink.Load().hot
+	require.NotNil(t, hot)
+	for range 3 {
+		r.receive()
+		s.postTick(r.now)
+	}
+	require.Same(t, hot, s.sink.Load().hot, "asked once")
+	rx := &s.hot.rx
+	if !prefetch.Enabled {
+		require.Empty(t, rx.Addrs())
+		return
+	}
+	for i := 0; i < len(state); i += 64 {
+		require.True(t, rx.Has(prefetch.Addr(&state[i])), "line at %d of the object not listed", i)
+	}
+	require.True(t, rx.Has(prefetch.Addr(hot.(*objectLines))), "the lister")
+	require.True(t, rx.Has(prefetch.Addr(&inner.marker)), "what it lists next")
+	require.Nil(t, hotOf(&nopSink{}), "a Sink that names nothing")
+}

@@ -39,7 +39,7 @@ type txState struct {
 
 	// Pull mode: the Source and its encoder.
 	src     Source
-	srcHot  HotLister // src, when it is one (prefetch.go)
+	srcHot  HotLister // hotOf(src) (prefetch.go)
 	srcRate int
 	srcPCM  []int16
 	enc     *encoder
@@ -47,8 +47,7 @@ type txState struct {
 	dtmf dtmfTx
 
 	// batch is the pacer worker's io_uring (NewPacerWorker), or nil: send
-	// then writes each packet with its own system call, and drain reads
-	// for itself.
+	// then writes each packet with its own system call.
 	batch *workerIO
 
 	nextRTCP time.Time

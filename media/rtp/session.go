@@ -92,11 +92,7 @@ type Session struct {
 	cfg   Config
 	log   *slog.Logger
 	pacer *pace.Pacer
-	sock  *sock // RTP (and RTCP with mux), drained by the pacer worker
-	// rin is the pacer worker's reader of this session (workerIO), once
-	// it joined a worker that reads: what it read for the session, which
-	// drain handles.
-	rin   atomic.Pointer[reader]
+	sock  *sock        // RTP (and RTCP with mux), drained by the pacer worker
 	rconn *net.UDPConn // RTCP without mux, else nil
 	rsock *sock        // rconn's descriptor, for sends through the worker's ring (never closed)
 	local netip.AddrPort
@@ -219,12 +215,11 @@ func NewSession(cfg Config, log *slog.Logger, pacer *pace.Pacer, ports *Ports) (
 	}
 	s.paceH = h
 	if w, ok := pacer.Worker(h).(*workerIO); ok {
-		// The first ticks may have sent and read alone; the rest go
-		// through the worker's ring.
+		// The first ticks may have sent alone; the rest go through the
+		// worker's ring.
 		s.txMu.Lock()
 		s.tx.batch = w
 		s.txMu.Unlock()
-		w.join(s)
 	}
 	return s, nil
 }
@@ -347,9 +342,6 @@ func (s *Session) Close() error {
 		s.closing.Store(true)
 		s.pacer.Unregister(s.paceH)
 		s.txMu.Lock()
-		if s.tx.batch != nil {
-			s.tx.batch.leave(s) // before the socket closes
-		}
 		s.sendBye()
 		s.tx.close()
 		s.txMu.Unlock()

@@ -1,11 +1,8 @@
 package rtp
 
 import (
-	"fmt"
 	"net"
 	"net/netip"
-	"runtime"
-	"syscall"
 	"testing"
 	"time"
 
@@ -124,176 +121,11 @@ func TestSendBatchLeavesEachTick(t *testing.T) {
 	require.Less(t, time.Since(start), time.Second)
 }
 
-// TestRingReads: once the worker's AfterTicks has started a session's
-// multishot read, every datagram the session receives is read for it,
-// in order, each with its source and kernel arrival time; its buffers go
-// back when the session releases them, and a session that left is not
-// read for.
-func TestRingReads(t *testing.T) {
-	runtime.LockOSThread() // the reads' kernel work runs on this thread
-	defer runtime.UnlockOSThread()
-	f := newRingFixture(t, recvBufs)
-	w, sk, s, in, peer := f.w, f.sk, f.s, f.in, f.peer
-	sk.enableTimestamps()
-	require.False(t, in.live, "the read starts at the worker's next AfterTicks")
-	send := func(ps ...string) {
-		t.Helper()
-		for _, p := range ps {
-			f.send(t, []byte(p))
-		}
-	}
-	got := func() []string {
-		t.Helper()
-		var r []string
-		now := time.Now()
-		for i := range in.bids {
-			data, from, _ := in.datagram(i, now)
-			require.Equal(t, peer.LocalAddr().(*net.UDPAddr).AddrPort(), from)
-			r = append(r, string(data))
-		}
-		in.release()
-		return r
-	}
-	send("one", "two", "three")
-	time.Sleep(30 * time.Millisecond)
-	w.AfterTicks(time.Now())
-	require.True(t, in.live)
-	require.Len(t, in.bids, 3, "what waited in the socket is read when the read starts")
-	data, _, at := in.datagram(0, time.Now())
-	require.Equal(t, "one", string(data))
-	require.Greater(t, time.Since(at), 25*time.Millisecond, "the kernel's arrival time, not the read's")
-	require.Equal(t, []string{"one", "two", "three"}, got())
-	require.Empty(t, in.bids, "released")
-
-	// Datagrams that arrive between ticks are read when the thread next
-	// enters the kernel, with no new request.
-	for tick := range 3 {
-		send(fmt.Sprint("a", tick), fmt.Sprint("b", tick))
-		time.Sleep(5 * time.Millisecond)
-		w.AfterTicks(time.Now())
-		require.Equal(t, []string{fmt.Sprint("a", tick), fmt.Sprint("b", tick)}, got(), "tick %d", tick)
-	}
-	w.AfterTicks(time.Now())
-	require.Empty(t, in.bids, "nothing arrived")
-	require.True(t, in.live)
-
-	w.leave(s)
-	w.AfterTicks(time.Now()) // cancels the read
-	send("four")
-	time.Sleep(10 * time.Millisecond)
-	w.AfterTicks(time.Now())
-	require.Empty(t, in.bids, "no reads for a session that left")
-	b := new(batch)
-	b.init()
-	require.Equal(t, 1, sk.readBatch(b), "the datagram waits for the session's own read")
-	require.Equal(t, "four", string(b.bufs[0][:b.msgs[0].n]))
-}
-
-// TestRingReadRestarts: a multishot read that finds no free buffer ends;
-// the session then reads its socket itself (nothing is lost or
-// reordered), and the next AfterTicks starts the read again.
-func TestRingReadRestarts(t *testing.T) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	f := newRingFixture(t, 4)
-	w, sk, in := f.w, f.sk, f.in
-	w.AfterTicks(time.Now())
-	require.True(t, in.live)
-
-	restarts := ringRestarts.Load()
-	for i := range 6 {
-		f.send(t, []byte{byte(i)})
-	}
-	time.Sleep(10 * time.Millisecond)
-	w.AfterTicks(time.Now())
-	require.Len(t, in.bids, 4, "four buffers, four datagrams")
-	require.False(t, in.live, "the read ended for want of a buffer")
-	require.Equal(t, restarts+1, ringRestarts.Load())
-	var order []byte
-	now := time.Now()
-	for i := range in.bids {
-		data, _, _ := in.datagram(i, now)
-		order = append(order, data...)
-	}
-	in.release()
-	b := new(batch)
-	b.init()
-	n := sk.readBatch(b)
-	for i := range n {
-		order = append(order, b.bufs[i][:b.msgs[i].n]...)
-	}
-	require.Equal(t, []byte{0, 1, 2, 3, 4, 5}, order, "the session read the rest itself, in order")
-
-	w.AfterTicks(time.Now())
-	require.True(t, in.live, "started again")
-	f.send(t, []byte{6})
-	time.Sleep(5 * time.Millisecond)
-	w.AfterTicks(time.Now())
-	require.Len(t, in.bids, 1)
-	data, _, _ := in.datagram(0, time.Now())
-	require.Equal(t, []byte{6}, data)
-	in.release()
-}
-
-// TestRingReadDropsFlood: a session that receives more than drainMax
-// datagrams in a tick keeps drainMax; the rest are dropped and counted,
-// and their buffers go back at once, so a flood on one call cannot take
-// the buffers of the others.
-func TestRingReadDropsFlood(t *testing.T) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	f := newRingFixture(t, 64)
-	w, in := f.w, f.in
-	w.AfterTicks(time.Now())
-	drops := ringDrops.Load()
-	for tick := range 3 {
-		for i := range drainMax + 8 {
-			f.send(t, []byte{byte(i)})
-		}
-		time.Sleep(10 * time.Millisecond)
-		w.AfterTicks(time.Now())
-		require.Len(t, in.bids, drainMax, "tick %d", tick)
-		require.True(t, in.live, "64 buffers were enough: dropped ones went back")
-		in.release()
-	}
-	require.Equal(t, drops+3*8, ringDrops.Load())
-}
-
-// TestWorkerSendsOnly: a worker without read buffers (as on a kernel
-// before multishot reads) still sends through its ring, and a session that
-// joins it reads its socket itself.
-func TestWorkerSendsOnly(t *testing.T) {
-	w, err := newWorkerIOBufs(0)
-	require.NoError(t, err)
-	defer w.Close()
-	require.Nil(t, w.bufs)
-	sk, err := listenSock(localhost, 0)
-	require.NoError(t, err)
-	defer sk.close()
-	s := &Session{sock: sk}
-	w.join(s)
-	require.Nil(t, s.rin.Load(), "nothing is read for the session")
-	w.leave(s)
-	sink, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	require.NoError(t, err)
-	defer sink.Close()
-	require.NoError(t, w.add(sk, []byte("sent"), sink.LocalAddr().(*net.UDPAddr).AddrPort()))
-	w.AfterTicks(time.Now())
-	buf := make([]byte, 16)
-	require.NoError(t, sink.SetReadDeadline(time.Now().Add(5*time.Second)))
-	n, err := sink.Read(buf)
-	require.NoError(t, err)
-	require.Equal(t, "sent", string(buf[:n]))
-	require.Zero(t, w.failed.Load())
-}
-
-// TestSendWorkerDuplex: on a pacer whose workers only send
-// (NewPacerSendWorker, serve's --rtp-receive=socket), pairs of sessions
-// talking to each other send through the worker's batch, read their own
-// sockets, and hear every packet their partner sent; the worker's
-// goroutine is not locked to its thread.
+// TestSendWorkerDuplex: on a node's pacer (NewPacerWorker), pairs of
+// sessions talking to each other send through the worker's batch, read
+// their own sockets, and hear every packet their partner sent.
 func TestSendWorkerDuplex(t *testing.T) {
-	pacer, err := pace.New(pace.Config{NewWorker: NewPacerSendWorker}, nil)
+	pacer, err := pace.New(pace.Config{NewWorker: NewPacerWorker}, nil)
 	require.NoError(t, err)
 	defer pacer.Close()
 	ports := newPorts(t)
@@ -308,12 +140,10 @@ func TestSendWorkerDuplex(t *testing.T) {
 			require.NoError(t, s.Update(Params{Remote: pair[1-i].LocalAddr(), RTCPMux: true, Codec: codecPCMU, RecvPT: 0, Send: true, Receive: true}))
 			require.NoError(t, s.SetSource(src, 16000))
 			s.SetSink(&nopSink{})
-			require.Nil(t, s.rin.Load(), "the session reads its own socket")
 			s.txMu.Lock()
 			b := s.tx.batch
 			s.txMu.Unlock()
 			require.NotNil(t, b, "it sends through the worker's batch")
-			require.False(t, b.ThreadBound(), "a worker that only sends is not tied to a thread")
 			all = append(all, s)
 		}
 	}
@@ -332,34 +162,6 @@ func TestSendWorkerDuplex(t *testing.T) {
 	}
 }
 
-// TestDrainThroughRing: a peer that sends five packets a tick to a
-// session on a worker with a ring loses none and falls no further behind
-// than a tick.
-func TestDrainThroughRing(t *testing.T) {
-	pacer := newPacer(t)
-	s := newSession(t, Config{RTCPMux: true, MediaTimeout: -1, Jitter: jitterCfg(60, 400)}, pacer, newPorts(t))
-	require.NotNil(t, s.rin.Load(), "the session reads through its worker's ring")
-	require.Eventually(t, func() bool { return ringLive(pacer, s) }, time.Second, 5*time.Millisecond, "the worker started the session's read")
-	peer, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	require.NoError(t, err)
-	defer peer.Close()
-	require.NoError(t, s.Update(Params{Remote: peer.LocalAddr().(*net.UDPAddr).AddrPort(), RTCPMux: true, Codec: codecPCMU, RecvPT: 0, Send: false, Receive: true}))
-	to := loopbackTo(s)
-	payload := make([]byte, 160)
-	const bursts, per = 10, 5
-	for b := range bursts {
-		for i := range per {
-			k := b*per + i
-			_, err := peer.WriteTo(rtpPacket(0, uint16(k), uint32(k)*160, 0x1234, payload), to)
-			require.NoError(t, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	require.Eventually(t, func() bool { return s.Metrics().PacketsReceived.Load() == bursts*per },
-		150*time.Millisecond, 5*time.Millisecond, "received %d", s.Metrics().PacketsReceived.Load())
-	require.Zero(t, s.Metrics().PacketsLost.Load())
-}
-
 // TestSendHeldUpToMax: a worker holds a tick's packets until AfterTicks
 // however many chunks of slots they take, up to maxHeld; the packet that
 // reaches maxHeld sends the batch mid-tick, and the kernel takes every
@@ -368,10 +170,8 @@ func TestSendHeldUpToMax(t *testing.T) {
 	w, sk, sink := newWorkerToSink(t)
 	var sent int
 	w.done = func(c *uringCQE) {
-		if c.userData>>tagShift == tagSend {
-			require.Equal(t, int32(2), c.res, "a 2-byte datagram went out")
-			sent++
-		}
+		require.Equal(t, int32(2), c.res, "a 2-byte datagram went out")
+		sent++
 		w.complete(c)
 	}
 	to := sink.LocalAddr().(*net.UDPAddr).AddrPort()
@@ -406,7 +206,7 @@ func TestSendHeldUpToMax(t *testing.T) {
 // on loopback, all closed when the test ends.
 func newWorkerToSink(t *testing.T) (*workerIO, *sock, *net.UDPConn) {
 	t.Helper()
-	w, err := newWorkerIOBufs(recvBufs)
+	w, err := newWorkerIO()
 	require.NoError(t, err)
 	t.Cleanup(func() { w.Close() })
 	sk, err := listenSock(localhost, 0)
@@ -417,65 +217,3 @@ func newWorkerToSink(t *testing.T) (*workerIO, *sock, *net.UDPConn) {
 	t.Cleanup(func() { sink.Close() })
 	return w, sk, sink
 }
-
-// ringFixture is a worker with its own read buffers, a session socket
-// that joined it (its read not started yet) and a peer that sends to that
-// socket, all closed when the test ends. The test locks its goroutine to
-// its thread first: the reads' kernel work runs on the thread that starts
-// them.
-type ringFixture struct {
-	w    *workerIO
-	sk   *sock
-	s    *Session
-	in   *reader
-	peer *net.UDPConn
-	to   *net.UDPAddr
-}
-
-func newRingFixture(t *testing.T, bufs int) *ringFixture {
-	t.Helper()
-	w, err := newWorkerIOBufs(bufs)
-	require.NoError(t, err)
-	t.Cleanup(func() { w.Close() })
-	sk, err := listenSock(localhost, 0)
-	require.NoError(t, err)
-	t.Cleanup(func() { sk.close() })
-	s := &Session{sock: sk}
-	w.join(s)
-	peer, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	require.NoError(t, err)
-	t.Cleanup(func() { peer.Close() })
-	sa, err := syscall.Getsockname(sk.fd)
-	require.NoError(t, err)
-	to := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: sa.(*syscall.SockaddrInet4).Port}
-	return &ringFixture{w: w, sk: sk, s: s, in: s.rin.Load(), peer: peer, to: to}
-}
-
-// send sends p from the peer to the session's socket.
-func (f *ringFixture) send(t *testing.T, p []byte) {
-	t.Helper()
-	_, err := f.peer.WriteTo(p, f.to)
-	require.NoError(t, err)
-}
-
-// ringLive reports whether s's multishot read is on, read on the pacer's
-// goroutine (in a tick) as the session's drain reads it.
-func ringLive(pacer *pace.Pacer, s *Session) bool {
-	live := make(chan bool, 1)
-	h, err := pacer.Register(probeStream(func() {
-		select {
-		case live <- s.rin.Load().live:
-		default:
-		}
-	}))
-	if err != nil {
-		return false
-	}
-	defer pacer.Unregister(h)
-	return <-live
-}
-
-// probeStream is a Stream that calls itself each Tick.
-type probeStream func()
-
-func (f probeStream) Tick(time.Time) { f() }

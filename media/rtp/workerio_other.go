@@ -5,7 +5,6 @@ package rtp
 import (
 	"net/netip"
 	"sync/atomic"
-	"time"
 
 	"github.com/voiced/voiced/media/pace"
 )
@@ -23,24 +22,7 @@ func (*workerIO) next() []byte { panic("rtp: no io_uring on this system") }
 
 func (*workerIO) commit(*sock, int, netip.AddrPort) error { panic("rtp: no io_uring on this system") }
 
-func (*workerIO) leave(*Session) {}
-
-// reader is a workerIO's reader of a session: never anything here.
-type reader struct {
-	bids []uint16
-	live bool
-}
-
-func (*reader) release() {}
-
-func (*reader) datagram(int, time.Time) ([]byte, netip.AddrPort, time.Time) {
-	panic("rtp: no io_uring on this system")
-}
-
 // NewPacerWorker is pace.Config.NewWorker for a pacer that drives
 // sessions; without io_uring there is no per-worker work, so it returns
 // nil and each packet is its own system call.
 func NewPacerWorker(int) pace.Worker { return nil }
-
-// NewPacerSendWorker is NewPacerWorker (nil: no io_uring here).
-func NewPacerSendWorker(int) pace.Worker { return nil }
