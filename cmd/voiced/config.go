@@ -76,6 +76,7 @@ type config struct {
 	didPool         []control.DID
 	products        []control.Product
 	audioURLTTL     time.Duration
+	webrtcTURNTTL   time.Duration
 }
 
 type flagSpec struct {
@@ -330,6 +331,13 @@ func (c *config) validate(_ map[string]bool, specs []flagSpec) error {
 	}
 	if has("realtime-org-sessions") && c.RealtimeOrgSessions < 0 {
 		return fmt.Errorf("invalid --realtime-org-sessions %d: must be >= 0", c.RealtimeOrgSessions)
+	}
+	if has("webrtc-turn-ttl") && c.WebRTCTURNTTL != "" {
+		ttl, err := time.ParseDuration(c.WebRTCTURNTTL)
+		if err != nil || ttl < time.Minute {
+			return fmt.Errorf("invalid --webrtc-turn-ttl %q: want a duration of at least 1m, like 24h", c.WebRTCTURNTTL)
+		}
+		c.webrtcTURNTTL = ttl
 	}
 	if has("log-level") && !contains([]string{"debug", "info", "warn", "error"}, c.LogLevel) {
 		return fmt.Errorf("invalid --log-level %q: use debug, info, warn or error", c.LogLevel)

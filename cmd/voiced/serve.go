@@ -5,7 +5,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"errors"
-	"flag"
 
 	"fmt"
 	"io"
@@ -16,9 +15,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/voiced/voiced/call"
 	"github.com/voiced/voiced/control"
 	"github.com/voiced/voiced/control/webhook"
-	"github.com/voiced/voiced/media/pace"
 	"github.com/voiced/voiced/storage"
 )
 
@@ -63,34 +62,43 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		ln.Close()
 		return fmt.Errorf("create blob dir: %w", err)
 	}
-	// Telephony listens first so control gets its dialer and trunk
-	// verifier only when it runs.
-	tel := newTelephony(&c, env.store, blobDir, log)
-	stats := newMediaStats() // the node's media on /metrics
-	tel.stats = stats
-	explicit := false
-	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "sip-addr" })
-	telOn, err := tel.start(&c, explicit)
+	// The live call's front doors start first so control gets its dialer,
+	// trunk verifier and browser media only when they run; they reach
+	// control through the link once it exists.
+	cc := c.callConfig(blobDir, fs)
+	var prov *call.Providers
+	if !c.CallLoopback || !c.RealtimeLoopback {
+		if prov, err = call.NewProviders(c.providersConfig()); err != nil {
+			ln.Close()
+			return err
+		}
+		defer prov.Close() // after every front door (deferred first, runs last)
+	}
+	link := &call.Link{}
+	x := webhook.NewExchanger(env.store, c.WebhookAllowLoopback, time.Now, log)
+	chain := call.NewChain(log, link.Recorder, call.WebhookTools{X: x}, call.Transfers{Recorder: link.Recorder, Log: log})
+	stats := call.NewStats() // the node's media on /metrics
+	tel := call.NewPhone(cc, log, link, prov, chain, stats)
+	telOn, err := tel.Start()
 	if err != nil {
 		ln.Close()
 		return fmt.Errorf("telephony: %w", err)
 	}
 	// The node's pacer outlives every front door that sends on it
 	// (deferred first, so it runs last).
-	defer tel.closePacer()
+	defer tel.ClosePacer()
 	var opts []control.Option
 	if telOn {
 		opts = append(opts, control.WithDialer(tel), control.WithVoIPVerifier(tel))
 	}
-	browser, err := startBrowser(&c, flagGiven(fs, "webrtc-udp-addr"), tel.nodePacer(telOn), env.store, blobDir, log)
+	browser, err := call.NewBrowser(cc, log, tel.Pacer(), link, prov, chain, stats)
 	if err != nil {
 		ln.Close()
-		tel.close(context.Background())
+		tel.Close(context.Background())
 		return fmt.Errorf("browser calls: %w", err)
 	}
-	defer browser.close(context.Background()) // after the HTTP drain: calls end and are recorded
+	defer browser.Close(context.Background()) // after the HTTP drain: calls end and are recorded
 	if browser != nil {
-		browser.stats = stats
 		opts = append(opts, control.WithBrowserMedia(browser))
 	}
 	srv, err := control.New(control.Config{PublicURL: public, AccessLog: c.AccessLog, Version: version, Resources: control.ResourcesConfig{
@@ -98,28 +106,21 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}, Payments: c.paymentConfig(), Webhooks: webhook.Config{AllowLoopback: c.WebhookAllowLoopback}}, log, env.store, env.coord, opts...)
 	if err != nil {
 		ln.Close()
-		tel.close(context.Background())
+		tel.Close(context.Background())
 		return err
 	}
-	tel.setCallLog(srv.CallLog())
-	browser.setCallLog(srv.CallLog())
-	var nodePacer *pace.Pacer
-	if telOn {
-		nodePacer = tel.pacer
-	}
-	rt, err := startRealtime(&c, srv, env, nodePacer, blobDir, log)
+	calls := srv.CallLog()
+	ctl := call.Control{Admit: calls, Record: calls, Finish: calls, Tools: x, Trunks: calls, Credentials: srv}
+	link.Set(ctl)
+	rt, err := call.NewRealtime(cc, log, tel.Pacer(), ctl, prov, slotsOf(env.coord), chain, stats)
 	if err != nil {
 		ln.Close()
-		tel.close(context.Background())
+		tel.Close(context.Background())
 		srv.Close()
 		return fmt.Errorf("realtime: %w", err)
 	}
-	stats.pacer = nodePacer
-	if nodePacer == nil {
-		stats.pacer = rt.ownPacer
-	}
-	stats.sessions[doorRealtime] = rt.srv.Sessions
-	srv.SetMediaStats(stats.read)
+	srv.MountRealtime(rt.Handler())
+	srv.SetMediaStats(stats.Read)
 	// The provisioning pass activates demo numbers; it stops with serve.
 	pctx, stopProvisioner := context.WithCancel(ctx)
 	provisioned := make(chan struct{})
@@ -136,7 +137,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	stopBackground, err := background(ctx, &c, env.store, srv.CallLog().BillUnbilled, log)
 	if err != nil {
 		ln.Close()
-		tel.close(context.Background())
+		tel.Close(context.Background())
 		srv.Close()
 		return err
 	}
@@ -147,8 +148,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	select {
 	case err := <-errc:
-		rt.close(context.Background())
-		tel.close(context.Background())
+		rt.Close(context.Background())
+		tel.Close(context.Background())
 		srv.Close()
 		return err
 	case <-ctx.Done():
@@ -158,8 +159,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer cancel()
 	// Calls in progress get the drain time too; they end before the API
 	// that records them stops.
-	rt.close(sctx)
-	tel.close(sctx)
+	rt.Close(sctx)
+	tel.Close(sctx)
 	if err := srv.Shutdown(sctx); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}

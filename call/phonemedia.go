@@ -1,28 +1,22 @@
-package main
+package call
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/netip"
 	"os"
 	"path"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
 
-	"github.com/voiced/voiced/ai/llm"
 	"github.com/voiced/voiced/control"
-	"github.com/voiced/voiced/control/webhook"
 	"github.com/voiced/voiced/media"
 	"github.com/voiced/voiced/media/agent"
-	"github.com/voiced/voiced/media/dsp"
 	"github.com/voiced/voiced/media/prefetch"
 	"github.com/voiced/voiced/media/quality"
 	"github.com/voiced/voiced/media/rtp"
@@ -48,7 +42,7 @@ import (
 // recorder (digits into the call's events); Close stops and waits for
 // both.
 type callMedia struct {
-	t      *telephony
+	t      *Phone
 	call   *sip.Call
 	rtp    *rtp.Session
 	agent  *agent.Session
@@ -57,8 +51,8 @@ type callMedia struct {
 	// vm is answering-machine detection (voicemail.go); nil when off.
 	vm *screening
 
-	mu    sync.Mutex
-	turns []control.CallEvent
+	// rec is the call's transcript, tool runs and response latency.
+	rec record
 
 	digits    chan rune
 	stop      chan struct{}
@@ -69,26 +63,27 @@ type callMedia struct {
 	// bridge is the transfer leg the caller is bridged to (bridge.go).
 	bridge atomic.Pointer[rtp.Session]
 
-	// Quality (quality.go): response latency from the engine's turns;
-	// dead air and talk-over from the caller's frames (talk, on the pacer
-	// worker) and whether the agent was playing (agentTalking).
-	latency      quality.Latency
+	// Quality (quality.go): response latency from the engine's turns
+	// (rec); dead air and talk-over from the caller's frames (talk, on
+	// the pacer worker) and whether the agent was playing (agentTalking).
 	talk         quality.Talk
 	agentTalking atomic.Bool
 }
 
-func newCallMedia(t *telephony, c *sip.Call, s *rtp.Session, info callInfo, recDir string) (*callMedia, error) {
+func newCallMedia(t *Phone, c *sip.Call, s *rtp.Session, info callInfo, recDir string) (*callMedia, error) {
 	name := strconv.FormatInt(c.ID(), 10) + ".wav"
 	m := &callMedia{t: t, call: c, rtp: s, log: t.log.With("call_id", c.ID()),
 		recKey: path.Join("recordings", strconv.FormatInt(info.orgID, 10), name),
 		digits: make(chan rune, 64), stop: make(chan struct{})}
 	var deps agent.Deps
+	var tools []agent.Tool
 	if t.prov != nil {
-		deps = agent.Deps{LLM: t.prov.llm, STT: t.prov.stt, TTS: t.prov.tts,
-			Tools: phoneTools{x: t.x, orgID: info.orgID, agentID: info.agentID, callID: c.ID(), call: c, dests: info.agent.TransferDestinations,
-				calls: t.calls.Load, log: m.log}}
+		ct := t.tools.Resolve(Info{CallID: c.ID(), OrgID: info.orgID, AgentID: info.agentID, Agent: info.agent, Direction: c.Direction(),
+			Channel: ChannelPhone, Leg: c})
+		deps = agent.Deps{LLM: t.prov.LLM, STT: t.prov.STT, TTS: t.prov.TTS, Tools: ct}
+		tools = ct.specs
 	}
-	cfg := phoneAgentConfig(info, c.Direction(), t.prov == nil, t.model, filepath.Join(recDir, name))
+	cfg := engineConfig(ChannelPhone, info.agent, c.Direction() == sip.Outbound, t.prov == nil, info.maxDur, t.model, tools, filepath.Join(recDir, name))
 	if c.Narrowband() {
 		// G.711: the agent listens and speaks at 8 kHz, so the pacer
 		// hands it the caller's frames as decoded and encodes its own as
@@ -167,159 +162,13 @@ func (m *callMedia) DTMF(d rune, _ time.Duration) {
 // Event implements agent.Sink: turns are kept for the transcript, the
 // agent ending the call hangs up.
 func (m *callMedia) Event(e agent.Event) {
+	m.rec.event(e)
 	switch ev := e.(type) {
-	case agent.Turn:
-		observeTurn(&m.latency, ev.Role, ev.Start, ev.End)
-		if ev.Text != "" {
-			m.mu.Lock()
-			m.turns = append(m.turns, control.CallEvent{ID: "turn-" + ev.ItemID, Kind: control.EventTurn, Role: ev.Role, Text: ev.Text,
-				Start: ev.Start, End: ev.End, Interrupted: ev.Interrupted})
-			m.mu.Unlock()
-		}
 	case agent.Ended:
 		m.call.Hangup(ev.Reason)
 	case agent.ResponseDone, agent.Error:
 		m.vm.agentEvent(e)
 	}
-}
-
-// transcript returns the call's turns so far.
-func (m *callMedia) transcript() []control.CallEvent {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]control.CallEvent(nil), m.turns...)
-}
-
-// phoneAgentConfig is the engine configuration of a phone call: the
-// agent's (prompt, voice, language, who speaks first in this direction,
-// greeting, check-ins, tools, the telephony audio settings) unless
-// loopback, which only plays turns back.
-func phoneAgentConfig(info callInfo, direction string, loopback bool, model, recPath string) agent.Config {
-	a := info.agent
-	td := &agent.TurnDetection{CreateResponse: true, InterruptResponse: loopback || a.Telephony.Interruptible}
-	if a.Telephony.EndpointingMS > 0 {
-		td.Turn.SilenceDuration = time.Duration(a.Telephony.EndpointingMS) * time.Millisecond
-	}
-	cfg := agent.Config{Loopback: loopback, InputRate: rtp.EngineRate, OutputRate: rtp.EngineRate, TurnDetection: td, RecordPath: recPath, MaxDuration: info.maxDur}
-	if loopback {
-		return cfg
-	}
-	cfg.Instructions, cfg.Voice, cfg.Language, cfg.Model = a.Prompt, a.Voice, a.PrimaryLanguage, model
-	cfg.Placeholders = a.Placeholders
-	order := a.InboundSpeakOrder
-	if direction == sip.Outbound {
-		order = a.OutboundSpeakOrder
-	}
-	cfg.SpeakFirst = order == "agent_first"
-	if a.FirstMessage != nil {
-		cfg.FirstMessage = *a.FirstMessage
-	}
-	cfg.CheckinInterval, cfg.MaxCheckins = time.Duration(a.SilenceIntervalSeconds)*time.Second, a.SilenceMaxCheckins
-	cfg.EndCall = true
-	for _, t := range a.Tools {
-		cfg.Tools = append(cfg.Tools, llm.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
-	}
-	if tt, ok := transferTool(a.TransferDestinations); ok {
-		cfg.Tools = append(cfg.Tools, tt)
-	}
-	switch a.Telephony.NoiseReduction {
-	case "near_field":
-		cfg.DSP.NoiseReduction = dsp.NearField
-	case "far_field":
-		cfg.DSP.NoiseReduction = dsp.FarField
-	}
-	// Phones and speakerphones echo the agent back down the line.
-	cfg.DSP.EchoCancellation = a.Telephony.EchoCancellation
-	return cfg
-}
-
-// transferToolName is the built-in tool that hands the caller over to
-// one of the agent's transfer destinations (a cold transfer by REFER).
-const transferToolName = "transfer_call"
-
-// transferTool describes transfer_call for the agent's destinations.
-func transferTool(dests []control.TransferDestination) (llm.Tool, bool) {
-	if len(dests) == 0 {
-		return llm.Tool{}, false
-	}
-	names := make([]string, 0, len(dests))
-	desc := "Transfer the caller to a person or team; tell the caller first. Destinations:"
-	for _, d := range dests {
-		names = append(names, d.Name)
-		desc += " " + d.Name
-		if d.Description != "" {
-			desc += " (" + d.Description + ")"
-		}
-		desc += ";"
-	}
-	params, _ := json.Marshal(map[string]any{"type": "object", "required": []string{"destination"},
-		"properties": map[string]any{"destination": map[string]any{"type": "string", "enum": names}}})
-	return llm.Tool{Name: transferToolName, Description: desc, Parameters: params}, true
-}
-
-// destination finds the transfer destination transfer_call's arguments
-// name.
-func destination(dests []control.TransferDestination, args string) (control.TransferDestination, error) {
-	var in struct {
-		Destination string `json:"destination"`
-	}
-	if err := json.Unmarshal([]byte(args), &in); err != nil || in.Destination == "" {
-		return control.TransferDestination{}, errors.New("transfer_call needs a destination")
-	}
-	for _, d := range dests {
-		if strings.EqualFold(d.Name, in.Destination) || d.Number == in.Destination {
-			return d, nil
-		}
-	}
-	return control.TransferDestination{}, fmt.Errorf("no transfer destination %q", in.Destination)
-}
-
-// phoneTools runs a phone call's tools: transfer_call itself (REFER),
-// the others through the blocking telephony.tool exchange with the
-// organization's legacy webhook (spec 6.2).
-type phoneTools struct {
-	x                      *webhook.Exchanger
-	orgID, agentID, callID int64
-	call                   *sip.Call
-	dests                  []control.TransferDestination
-	calls                  func() *control.CallLog
-	log                    *slog.Logger
-}
-
-func (w phoneTools) runTool(ctx context.Context, call llm.ToolCall) (string, error) {
-	if call.Name == transferToolName && len(w.dests) > 0 {
-		d, err := destination(w.dests, call.Arguments)
-		if err != nil {
-			return "", err
-		}
-		if err := w.call.Transfer(ctx, d.Number); err != nil {
-			return "", fmt.Errorf("the transfer did not go through: %w", err)
-		}
-		if l := w.calls(); l != nil {
-			ev := control.CallEvent{ID: "transfer-" + call.ID, Kind: control.EventTransfer, At: time.Now(), Destination: d.Number}
-			if err := l.Append(context.WithoutCancel(ctx), w.callID, []control.CallEvent{ev}); err != nil {
-				w.log.Warn("transfer not recorded", "err", err)
-			}
-		}
-		if w.call.Bridged() {
-			return `{"status":"bridged"}`, nil
-		}
-		return `{"status":"transferred"}`, nil
-	}
-	agentID := w.agentID
-	args := json.RawMessage(call.Arguments)
-	if !json.Valid(args) {
-		args = json.RawMessage("{}")
-	}
-	res, err := w.x.Tool(ctx, w.orgID, webhook.ToolRequest{Channel: webhook.Telephony, CallID: w.callID, AgentID: &agentID,
-		ToolCallID: call.ID, Name: call.Name, Arguments: args})
-	if err != nil {
-		return "", err
-	}
-	if res.Error != "" {
-		return "", errors.New(res.Error)
-	}
-	return string(res.Output), nil
 }
 
 // Close implements sip.Media.
@@ -411,8 +260,13 @@ func (m *callMedia) recordDigits() {
 		select {
 		case d := <-m.digits:
 			n++
+			rec := m.t.link.recorder()
+			if rec == nil {
+				m.log.Warn("dtmf not recorded: no control plane")
+				continue
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			err := m.t.calls.Load().Append(ctx, m.call.ID(), []control.CallEvent{{ID: "dtmf-" + strconv.Itoa(n), Kind: control.EventDTMF,
+			err := rec.Append(ctx, m.call.ID(), []control.CallEvent{{ID: "dtmf-" + strconv.Itoa(n), Kind: control.EventDTMF,
 				At: time.Now(), Digits: string(d)}})
 			cancel()
 			if err != nil {
