@@ -194,6 +194,8 @@ func parseFlags(fs *flag.FlagSet, specs []flagSpec, c *config, args []string) er
 	return c.validate(set, specs)
 }
 
+// validate checks the flags the command takes (specs) and fills the
+// parsed forms; each part checks the flags of what it configures.
 func (c *config) validate(_ map[string]bool, specs []flagSpec) error {
 	has := func(n string) bool {
 		for _, s := range specs {
@@ -203,44 +205,19 @@ func (c *config) validate(_ map[string]bool, specs []flagSpec) error {
 		}
 		return false
 	}
+	for _, part := range []func(func(string) bool) error{c.validateStore, c.validateAPI, c.validateSIP, c.validatePayments, c.validateCalls, c.validateLog} {
+		if err := part(has); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateStore checks where state lives: the data dir, the database,
+// the coordinator and the secret key.
+func (c *config) validateStore(has func(string) bool) error {
 	if has("data-dir") && strings.TrimSpace(c.DataDir) == "" {
 		return errors.New("invalid --data-dir: must not be empty")
-	}
-	if has("http-addr") {
-		if err := checkHostPort(c.HTTPAddr); err != nil {
-			return fmt.Errorf("invalid --http-addr %q: %v", c.HTTPAddr, err)
-		}
-	}
-	if has("sip-addr") {
-		if err := checkHostPort(c.SIPAddr); err != nil {
-			return fmt.Errorf("invalid --sip-addr %q: %v", c.SIPAddr, err)
-		}
-	}
-	if has("sip-tls-cert") && has("sip-tls-key") && (c.SIPTLSCert != "" || c.SIPTLSKey != "") {
-		if c.SIPTLSCert == "" || c.SIPTLSKey == "" {
-			return errors.New("invalid --sip-tls-cert/--sip-tls-key: give both or neither")
-		}
-		cert, err := tls.LoadX509KeyPair(c.SIPTLSCert, c.SIPTLSKey)
-		if err != nil {
-			return fmt.Errorf("invalid --sip-tls-cert %q: %v", c.SIPTLSCert, err)
-		}
-		c.tlsCert = &cert
-	}
-	if has("sip-advertise") && c.SIPAdvertise != "" && (strings.ContainsAny(c.SIPAdvertise, " /:@;") && net.ParseIP(c.SIPAdvertise) == nil) {
-		return fmt.Errorf("invalid --sip-advertise %q: want a host name or IP address", c.SIPAdvertise)
-	}
-	if has("sip-trusted") && strings.TrimSpace(c.SIPTrusted) != "" {
-		c.sipTrusted = nil
-		for _, f := range strings.Split(c.SIPTrusted, ",") {
-			f = strings.TrimSpace(f)
-			if p, err := netip.ParsePrefix(f); err == nil {
-				c.sipTrusted = append(c.sipTrusted, p.Masked())
-			} else if ip, err := netip.ParseAddr(f); err == nil {
-				c.sipTrusted = append(c.sipTrusted, netip.PrefixFrom(ip, ip.BitLen()))
-			} else {
-				return fmt.Errorf("invalid --sip-trusted %q: %q is not an IP address or CIDR", c.SIPTrusted, f)
-			}
-		}
 	}
 	if has("database-url") && c.DatabaseURL != "" {
 		u, err := url.Parse(c.DatabaseURL)
@@ -261,28 +238,26 @@ func (c *config) validate(_ map[string]bool, specs []flagSpec) error {
 			return fmt.Errorf("invalid --redis-url %q: %v", c.RedisURL, err)
 		}
 	}
-	if has("rtp-ports") {
-		lo, hi, err := parsePortRange(c.RTPPorts)
-		if err != nil {
-			return fmt.Errorf("invalid --rtp-ports %q: %v", c.RTPPorts, err)
+	if has("secret-key") && c.SecretKey != "" {
+		if _, err := decodeKey(c.SecretKey); err != nil {
+			return fmt.Errorf("invalid --secret-key: %v", err)
 		}
-		c.rtpLow, c.rtpHigh = lo, hi
 	}
-	if has("rtp-receive") && c.RTPReceive != "socket" && c.RTPReceive != "ring" {
-		return fmt.Errorf("invalid --rtp-receive %q: socket or ring", c.RTPReceive)
-	}
-	if has("rtp-send-phases") && (c.RTPSendPhases < 1 || c.RTPSendPhases > 20) {
-		return fmt.Errorf("invalid --rtp-send-phases %d: 1 to 20", c.RTPSendPhases)
+	return nil
+}
+
+// validateAPI checks the control plane's flags: its address, public URL,
+// products, demo numbers, credit and fees, signed URLs.
+func (c *config) validateAPI(has func(string) bool) error {
+	if has("http-addr") {
+		if err := checkHostPort(c.HTTPAddr); err != nil {
+			return fmt.Errorf("invalid --http-addr %q: %v", c.HTTPAddr, err)
+		}
 	}
 	if has("public-url") && c.PublicURL != "" {
 		u, err := url.Parse(c.PublicURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return fmt.Errorf("invalid --public-url %q: want an absolute http(s) URL like https://voice.example.com", c.PublicURL)
-		}
-	}
-	if has("secret-key") && c.SecretKey != "" {
-		if _, err := decodeKey(c.SecretKey); err != nil {
-			return fmt.Errorf("invalid --secret-key: %v", err)
 		}
 	}
 	if has("number-fee-cents") && c.NumberFeeCents < 0 {
@@ -316,9 +291,58 @@ func (c *config) validate(_ map[string]bool, specs []flagSpec) error {
 		}
 		c.audioURLTTL = d
 	}
-	if err := c.validatePayments(has); err != nil {
-		return err
+	return nil
+}
+
+// validateSIP checks the telephony front door's flags: SIP listeners and
+// TLS, the advertised host, trusted sources, RTP ports and pacing.
+func (c *config) validateSIP(has func(string) bool) error {
+	if !has("sip-addr") {
+		return nil // serve's alone
 	}
+	if err := checkHostPort(c.SIPAddr); err != nil {
+		return fmt.Errorf("invalid --sip-addr %q: %v", c.SIPAddr, err)
+	}
+	if c.SIPTLSCert != "" || c.SIPTLSKey != "" {
+		if c.SIPTLSCert == "" || c.SIPTLSKey == "" {
+			return errors.New("invalid --sip-tls-cert/--sip-tls-key: give both or neither")
+		}
+		cert, err := tls.LoadX509KeyPair(c.SIPTLSCert, c.SIPTLSKey)
+		if err != nil {
+			return fmt.Errorf("invalid --sip-tls-cert %q: %v", c.SIPTLSCert, err)
+		}
+		c.tlsCert = &cert
+	}
+	if c.SIPAdvertise != "" && (strings.ContainsAny(c.SIPAdvertise, " /:@;") && net.ParseIP(c.SIPAdvertise) == nil) {
+		return fmt.Errorf("invalid --sip-advertise %q: want a host name or IP address", c.SIPAdvertise)
+	}
+	c.sipTrusted = nil
+	for _, f := range commaList(c.SIPTrusted) {
+		if p, err := netip.ParsePrefix(f); err == nil {
+			c.sipTrusted = append(c.sipTrusted, p.Masked())
+		} else if ip, err := netip.ParseAddr(f); err == nil {
+			c.sipTrusted = append(c.sipTrusted, netip.PrefixFrom(ip, ip.BitLen()))
+		} else {
+			return fmt.Errorf("invalid --sip-trusted %q: %q is not an IP address or CIDR", c.SIPTrusted, f)
+		}
+	}
+	lo, hi, err := parsePortRange(c.RTPPorts)
+	if err != nil {
+		return fmt.Errorf("invalid --rtp-ports %q: %v", c.RTPPorts, err)
+	}
+	c.rtpLow, c.rtpHigh = lo, hi
+	if c.RTPReceive != "socket" && c.RTPReceive != "ring" {
+		return fmt.Errorf("invalid --rtp-receive %q: socket or ring", c.RTPReceive)
+	}
+	if c.RTPSendPhases < 1 || c.RTPSendPhases > 20 {
+		return fmt.Errorf("invalid --rtp-send-phases %d: 1 to 20", c.RTPSendPhases)
+	}
+	return nil
+}
+
+// validateCalls checks the flags of the calls' providers, the browser
+// and realtime front doors.
+func (c *config) validateCalls(has func(string) bool) error {
 	for _, u := range []struct{ name, v string }{{"llm-base-url", c.LLMBaseURL}, {"tts-base-url", c.TTSBaseURL}, {"stt-base-url", c.STTBaseURL}} {
 		if has(u.name) && u.v != "" {
 			if p, err := url.Parse(u.v); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
@@ -339,6 +363,11 @@ func (c *config) validate(_ map[string]bool, specs []flagSpec) error {
 		}
 		c.webrtcTURNTTL = ttl
 	}
+	return nil
+}
+
+// validateLog checks the logging flags.
+func (c *config) validateLog(has func(string) bool) error {
 	if has("log-level") && !contains([]string{"debug", "info", "warn", "error"}, c.LogLevel) {
 		return fmt.Errorf("invalid --log-level %q: use debug, info, warn or error", c.LogLevel)
 	}
