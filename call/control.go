@@ -3,9 +3,12 @@ package call
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"time"
 
 	"github.com/voiced/voiced/control"
 	"github.com/voiced/voiced/control/webhook"
+	"github.com/voiced/voiced/media/realtime"
 )
 
 // Admitter admits calls: a refusal is one of control's Err* refusals.
@@ -60,4 +63,23 @@ type Control struct {
 	Tools       ToolExchanger
 	Trunks      TrunkLookup
 	Credentials Credentials
+}
+
+// Slots bounds concurrent sessions per key (control.SessionSlots):
+// Acquire returns control.ErrSessionLimit when every slot is taken.
+type Slots interface {
+	Acquire(ctx context.Context, key string, size int, ttl time.Duration) (token string, err error)
+	Release(ctx context.Context, key, token string) error
+	ExtendLease(ctx context.Context, key, token string, ttl time.Duration) error
+}
+
+// rtSlots adapts Slots to media/realtime's.
+type rtSlots struct{ Slots }
+
+func (s rtSlots) Acquire(ctx context.Context, key string, size int, ttl time.Duration) (string, error) {
+	tok, err := s.Slots.Acquire(ctx, key, size, ttl)
+	if errors.Is(err, control.ErrSessionLimit) {
+		return "", realtime.ErrSessionLimit
+	}
+	return tok, err
 }

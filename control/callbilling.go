@@ -107,3 +107,19 @@ func (l *CallLog) BillUnbilled(ctx context.Context) (int, error) {
 	}
 	return n, nil
 }
+
+// RunBillSweep runs BillUnbilled now and every interval until ctx ends.
+func (l *CallLog) RunBillSweep(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		if _, err := l.BillUnbilled(ctx); err != nil && ctx.Err() == nil {
+			l.s.log.Warn("unbilled call sweep", "err", err.Error())
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

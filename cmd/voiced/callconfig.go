@@ -1,15 +1,10 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"flag"
 	"strings"
-	"time"
 
 	"github.com/voiced/voiced/call"
-	"github.com/voiced/voiced/media/realtime"
-	"github.com/voiced/voiced/storage/coord"
 )
 
 // callConfig is the live call's configuration from the flags; fs tells
@@ -54,32 +49,4 @@ func flagGiven(fs *flag.FlagSet, name string) bool {
 	given := false
 	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
 	return given
-}
-
-// slotsOf is the coordinator's semaphore as realtime session slots, nil
-// when it has none (no per-organization cap).
-func slotsOf(c coordinator) realtime.Slots {
-	if sem, ok := c.(coord.Semaphore); ok {
-		return rtSlots{sem}
-	}
-	return nil
-}
-
-// rtSlots adapts a coord.Semaphore.
-type rtSlots struct{ sem coord.Semaphore }
-
-func (s rtSlots) Acquire(ctx context.Context, key string, size int, ttl time.Duration) (string, error) {
-	tok, err := s.sem.Acquire(ctx, key, size, ttl)
-	if errors.Is(err, coord.ErrFull) {
-		return "", realtime.ErrSessionLimit
-	}
-	return tok, err
-}
-
-func (s rtSlots) Release(ctx context.Context, key, token string) error {
-	return s.sem.Release(ctx, key, token)
-}
-
-func (s rtSlots) ExtendLease(ctx context.Context, key, token string, ttl time.Duration) error {
-	return s.sem.ExtendLease(ctx, key, token, ttl)
 }

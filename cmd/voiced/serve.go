@@ -63,64 +63,45 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("create blob dir: %w", err)
 	}
 	// The live call's front doors start first so control gets its dialer,
-	// trunk verifier and browser media only when they run; they reach
-	// control through the link once it exists.
-	cc := c.callConfig(blobDir, fs)
-	var prov *call.Providers
-	if !c.CallLoopback || !c.RealtimeLoopback {
-		if prov, err = call.NewProviders(c.providersConfig()); err != nil {
-			ln.Close()
-			return err
-		}
-		defer prov.Close() // after every front door (deferred first, runs last)
-	}
-	link := &call.Link{}
-	x := webhook.NewExchanger(env.store, c.WebhookAllowLoopback, time.Now, log)
-	chain := call.NewChain(log, link.Recorder, call.WebhookTools{X: x}, call.Transfers{Recorder: link.Recorder, Log: log})
-	stats := call.NewStats() // the node's media on /metrics
-	tel := call.NewPhone(cc, log, link, prov, chain, stats)
-	telOn, err := tel.Start()
+	// trunk verifier and browser media only when they run.
+	node, err := call.NewNode(c.callConfig(blobDir, fs), c.providersConfig(), log)
 	if err != nil {
 		ln.Close()
-		return fmt.Errorf("telephony: %w", err)
+		return err
 	}
-	// The node's pacer outlives every front door that sends on it
-	// (deferred first, so it runs last).
-	defer tel.ClosePacer()
+	// Browser calls end after the HTTP drain (deferred calls run last in,
+	// first out), and are recorded; then the pacer stops.
+	defer node.Close(context.Background())
 	var opts []control.Option
-	if telOn {
-		opts = append(opts, control.WithDialer(tel), control.WithVoIPVerifier(tel))
+	if node.PhoneOn {
+		opts = append(opts, control.WithDialer(node.Phone), control.WithVoIPVerifier(node.Phone))
 	}
-	browser, err := call.NewBrowser(cc, log, tel.Pacer(), link, prov, chain, stats)
-	if err != nil {
-		ln.Close()
-		tel.Close(context.Background())
-		return fmt.Errorf("browser calls: %w", err)
-	}
-	defer browser.Close(context.Background()) // after the HTTP drain: calls end and are recorded
-	if browser != nil {
-		opts = append(opts, control.WithBrowserMedia(browser))
+	if node.Browser != nil {
+		opts = append(opts, control.WithBrowserMedia(node.Browser))
 	}
 	srv, err := control.New(control.Config{PublicURL: public, AccessLog: c.AccessLog, Version: version, Resources: control.ResourcesConfig{
 		Products: c.products, DIDPool: c.didPool, BlobDir: blobDir, SigningKey: signingKey(env.key), AudioURLTTL: c.audioURLTTL,
 	}, Payments: c.paymentConfig(), Webhooks: webhook.Config{AllowLoopback: c.WebhookAllowLoopback}}, log, env.store, env.coord, opts...)
 	if err != nil {
 		ln.Close()
-		tel.Close(context.Background())
+		node.Drain(context.Background())
 		return err
 	}
 	calls := srv.CallLog()
-	ctl := call.Control{Admit: calls, Record: calls, Finish: calls, Tools: x, Trunks: calls, Credentials: srv}
-	link.Set(ctl)
-	rt, err := call.NewRealtime(cc, log, tel.Pacer(), ctl, prov, slotsOf(env.coord), chain, stats)
+	var slots call.Slots
+	if s, ok := control.SlotsOf(env.coord); ok {
+		slots = s
+	}
+	x := webhook.NewExchanger(env.store, c.WebhookAllowLoopback, time.Now, log)
+	rt, err := node.Connect(call.Control{Admit: calls, Record: calls, Finish: calls, Tools: x, Trunks: calls, Credentials: srv}, slots)
 	if err != nil {
 		ln.Close()
-		tel.Close(context.Background())
+		node.Drain(context.Background())
 		srv.Close()
-		return fmt.Errorf("realtime: %w", err)
+		return err
 	}
-	srv.MountRealtime(rt.Handler())
-	srv.SetMediaStats(stats.Read)
+	srv.MountRealtime(rt)
+	srv.SetMediaStats(node.Stats.Read)
 	// The provisioning pass activates demo numbers; it stops with serve.
 	pctx, stopProvisioner := context.WithCancel(ctx)
 	provisioned := make(chan struct{})
@@ -133,11 +114,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		<-provisioned
 	}()
 	// Webhook delivery and auto-reload run until serve returns, after the
-	// HTTP drain (deferred calls run last in, first out).
-	stopBackground, err := background(ctx, &c, env.store, srv.CallLog().BillUnbilled, log)
+	// HTTP drain.
+	stopBackground, err := background(ctx, &c, env.store, calls.RunBillSweep, log)
 	if err != nil {
 		ln.Close()
-		tel.Close(context.Background())
+		node.Drain(context.Background())
 		srv.Close()
 		return err
 	}
@@ -148,8 +129,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	select {
 	case err := <-errc:
-		rt.Close(context.Background())
-		tel.Close(context.Background())
+		node.Drain(context.Background())
 		srv.Close()
 		return err
 	case <-ctx.Done():
@@ -159,8 +139,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer cancel()
 	// Calls in progress get the drain time too; they end before the API
 	// that records them stops.
-	rt.Close(sctx)
-	tel.Close(sctx)
+	node.Drain(sctx)
 	if err := srv.Shutdown(sctx); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
