@@ -180,17 +180,21 @@ func (r *rtCalls) tools(a realtime.Admission) agent.ToolRunner {
 	return nil
 }
 
-func (r *rtCalls) Append(ctx context.Context, callID int64, evs []realtime.CallEvent) error {
-	out := make([]control.CallEvent, len(evs))
-	v, _ := r.lat.LoadOrStore(callID, &quality.Latency{})
-	for i, e := range evs {
-		if e.Kind == control.EventTurn {
-			observeTurn(v.(*quality.Latency), e.Role, e.Start, e.End)
-		}
-		out[i] = control.CallEvent{ID: e.ID, Kind: e.Kind, At: e.At, Role: e.Role, Text: e.Text, Start: e.Start, End: e.End,
-			Interrupted: e.Interrupted, ToolCallID: e.ToolCallID, ToolName: e.ToolName, Arguments: e.Arguments, Output: e.Output, IsError: e.IsError}
+// Record keeps an engine event of the call (eventOf, as on every
+// channel) and times the responses from its turns.
+func (r *rtCalls) Record(ctx context.Context, callID int64, id string, e agent.Event) error {
+	if t, ok := e.(agent.Turn); ok {
+		v, _ := r.lat.LoadOrStore(callID, &quality.Latency{})
+		observeTurn(v.(*quality.Latency), t.Role, t.Start, t.End)
 	}
-	return r.ctl.Record.Append(ctx, callID, out)
+	ev, ok := eventOf(e)
+	if !ok {
+		return nil
+	}
+	if ev.ID == "" {
+		ev.ID = id
+	}
+	return r.ctl.Record.Append(ctx, callID, []control.CallEvent{ev})
 }
 
 func (r *rtCalls) Finish(ctx context.Context, callID int64, end realtime.CallEnd) error {

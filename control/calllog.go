@@ -285,7 +285,7 @@ func (e CallEvent) data() (json.RawMessage, error) {
 // already has are skipped. A recording_started event also sets the call's
 // recording_started_at (once).
 func (l *CallLog) Append(ctx context.Context, callID int64, events []CallEvent) error {
-	rows := make([]storage.CallEvent, len(events))
+	rows := make([]storage.CallEventRow, len(events))
 	var recStart *time.Time
 	for i, e := range events {
 		if e.At.IsZero() {
@@ -295,7 +295,7 @@ func (l *CallLog) Append(ctx context.Context, callID int64, events []CallEvent) 
 		if err != nil {
 			return err
 		}
-		rows[i] = storage.CallEvent{EventID: e.ID, Kind: e.Kind, At: e.At, Data: data}
+		rows[i] = storage.CallEventRow{EventID: e.ID, Kind: e.Kind, At: e.At, Data: data}
 		if e.Kind == EventRecordingStarted && recStart == nil {
 			at := e.At
 			recStart = &at

@@ -126,23 +126,6 @@ type Admission struct {
 	Start       time.Time
 }
 
-// CallEvent is one record of a call's history (control.CallEvent's
-// subset): Kind is turn, tool_call or tool_result.
-type CallEvent struct {
-	ID          string
-	Kind        string
-	At          time.Time
-	Role        string
-	Text        string
-	Start, End  time.Time
-	Interrupted bool
-	ToolCallID  string
-	ToolName    string
-	Arguments   json.RawMessage
-	Output      string
-	IsError     bool
-}
-
 // CallEnd is how a call ended (control.CallEnd's subset).
 type CallEnd struct {
 	Status             string // completed or failed
@@ -171,7 +154,9 @@ type CallLog interface {
 	// AdmitInline validates an inline configuration (the spec's inline
 	// config object with prompt) and admits a call with it.
 	AdmitInline(ctx context.Context, orgID int64, config json.RawMessage) (Admission, error)
-	Append(ctx context.Context, callID int64, events []CallEvent) error
+	// Record adds one engine event of the call (a transcript turn, a tool
+	// call or result) to its history; id is unique within the call.
+	Record(ctx context.Context, callID int64, id string, e agent.Event) error
 	Finish(ctx context.Context, callID int64, end CallEnd) error
 }
 

@@ -66,7 +66,7 @@ type conn struct {
 	endReason string
 	endDetail string
 
-	logs      chan CallEvent
+	logs      chan record
 	logSeq    atomic.Uint64
 	slotKey   string
 	slotToken string
@@ -76,7 +76,7 @@ type conn struct {
 func newConn(s *Server, nc net.Conn, br *bufio.Reader, org int64, set settings, beta bool) *conn {
 	tag := newTag()
 	c := &conn{srv: s, nc: nc, org: org, set: set, beta: beta, id: "sess_" + tag, done: make(chan struct{}),
-		logs: make(chan CallEvent, 256)}
+		logs: make(chan record, 256)}
 	c.log = s.log.With("session_id", c.id, "org_id", org)
 	c.rd = wsReader{nc: nc, br: br, max: s.cfg.MaxMessageBytes, timeout: 2*s.cfg.PingInterval + 5*time.Second, closing: &c.closing}
 	c.enc = &encoder{beta: beta, tag: tag, out: set.out, voice: set.voice}
@@ -363,12 +363,8 @@ func (c *conn) Tick(time.Time) {
 // the call log; the end of the call closes the socket.
 func (c *conn) Event(ev agent.Event) {
 	switch v := ev.(type) {
-	case agent.Turn:
-		c.record(CallEvent{Kind: "turn", Role: v.Role, Text: v.Text, Start: v.Start, End: v.End, Interrupted: v.Interrupted, At: v.End})
-	case agent.ToolCalled:
-		c.record(CallEvent{Kind: "tool_call", ToolCallID: v.CallID, ToolName: v.Name, Arguments: validJSON(v.Arguments), At: v.At})
-	case agent.ToolResult:
-		c.record(CallEvent{Kind: "tool_result", ToolCallID: v.CallID, ToolName: v.Name, Output: v.Output, IsError: v.IsError, At: v.At})
+	case agent.Turn, agent.ToolCalled, agent.ToolResult:
+		c.record(ev)
 	case agent.Ended:
 		c.setEnd(v.Reason, "")
 		c.requestClose(ws.StatusNormalClosure, v.Reason)
@@ -379,20 +375,18 @@ func (c *conn) Event(ev agent.Event) {
 	}
 }
 
-func validJSON(s string) []byte {
-	if s == "" || !jsonValid(s) {
-		return nil
-	}
-	return []byte(s)
+// record is an engine event for the call log, with its id in the call.
+type record struct {
+	id string
+	ev agent.Event
 }
 
 // record queues a call-log record without blocking the engine.
-func (c *conn) record(e CallEvent) {
-	e.ID = "rt-" + strconv.FormatUint(c.logSeq.Add(1), 10)
+func (c *conn) record(e agent.Event) {
 	select {
-	case c.logs <- e:
+	case c.logs <- record{id: "rt-" + strconv.FormatUint(c.logSeq.Add(1), 10), ev: e}:
 	default:
-		c.log.Warn("call log queue full, record dropped", "kind", e.Kind)
+		c.log.Warn("call log queue full, record dropped")
 	}
 }
 
@@ -401,14 +395,14 @@ func (c *conn) logger() {
 	defer c.wg.Done()
 	lease := time.NewTicker(c.srv.cfg.SlotTTL / 2)
 	defer lease.Stop()
-	flush := func(e CallEvent) {
+	flush := func(r record) {
 		if c.adm == nil {
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := c.srv.deps.Calls.Append(ctx, c.adm.CallID, []CallEvent{e}); err != nil {
-			c.log.Warn("call log append failed", "kind", e.Kind, "err", err)
+		if err := c.srv.deps.Calls.Record(ctx, c.adm.CallID, r.id, r.ev); err != nil {
+			c.log.Warn("call log append failed", "err", err)
 		}
 	}
 	for {
