@@ -10,26 +10,13 @@ import (
 // callConfig is the live call's configuration from the flags; fs tells
 // which addresses were given explicitly (those must be usable).
 func (c *config) callConfig(blobDir string, fs *flag.FlagSet) call.Config {
-	cc := call.Config{BlobDir: blobDir, Model: c.LLMModel, Loopback: c.CallLoopback,
-		Phone: call.PhoneConfig{Addr: c.SIPAddr, AddrRequired: flagGiven(fs, "sip-addr"), Advertise: c.SIPAdvertise, Register: c.SIPRegister,
-			Trusted: c.sipTrusted, RTPLow: c.rtpLow, RTPHigh: c.rtpHigh, RTPReceive: c.RTPReceive, RTPSendPhases: int(c.RTPSendPhases),
-			NoPrefetch: !c.RTPPrefetch},
-		Browser: call.BrowserConfig{UDPAddr: c.WebRTCUDPAddr, AddrRequired: flagGiven(fs, "webrtc-udp-addr"), PublicIPs: commaList(c.WebRTCPublicIP),
-			TURN: commaList(c.WebRTCTURN), TURNUser: c.WebRTCTURNUser, TURNPassword: c.WebRTCTURNPw, TURNSecret: c.WebRTCTURNSecret,
-			TURNTTL: c.webrtcTURNTTL, MaxSessions: int(c.WebRTCMaxSessions)},
-		Realtime: call.RealtimeConfig{OrgSessions: int(c.RealtimeOrgSessions), Loopback: c.RealtimeLoopback, DeltaFrames: int(c.RealtimeDeltaMs / 20)},
-	}
-	if c.tlsCert != nil {
-		cc.Phone.TLS = *c.tlsCert
-	}
+	cc := c.call
+	cc.BlobDir, cc.Model = blobDir, c.prov.LLMModel
+	cc.Phone.AddrRequired, cc.Phone.NoPrefetch = flagGiven(fs, "sip-addr"), !c.RTPPrefetch
+	cc.Browser.AddrRequired = flagGiven(fs, "webrtc-udp-addr")
+	cc.Browser.PublicIPs, cc.Browser.TURN = commaList(c.WebRTCPublicIP), commaList(c.WebRTCTURN)
+	cc.Realtime.DeltaFrames = int(c.RealtimeDeltaMs / 20)
 	return cc
-}
-
-// providersConfig names the AI providers of the node's calls.
-func (c *config) providersConfig() call.ProvidersConfig {
-	return call.ProvidersConfig{LLMBaseURL: c.LLMBaseURL, LLMAPIKey: c.LLMAPIKey, LLMModel: c.LLMModel,
-		TTSBaseURL: c.TTSBaseURL, TTSAPIKey: c.TTSAPIKey, TTSModel: c.TTSModel,
-		STTBaseURL: c.STTBaseURL, STTAPIKey: c.STTAPIKey, STTModel: c.STTModel}
 }
 
 // commaList splits a comma-separated flag, dropping empty items.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/voiced/voiced/call"
 	"github.com/voiced/voiced/control"
 )
 
@@ -29,11 +30,8 @@ type config struct {
 	HTTPAddr       string
 	DatabaseURL    string
 	RedisURL       string
-	SIPAddr        string
 	SIPTLSCert     string
 	SIPTLSKey      string
-	SIPAdvertise   string
-	SIPRegister    bool
 	SIPTrusted     string
 	RTPPorts       string
 	PublicURL      string
@@ -53,30 +51,20 @@ type config struct {
 	StripeWebhookSecret  string
 	WebhookAllowLoopback bool
 
-	LLMBaseURL, LLMAPIKey, LLMModel string
-	TTSBaseURL, TTSAPIKey, TTSModel string
-	STTBaseURL, STTAPIKey, STTModel string
-	RealtimeOrgSessions             int64
-	RealtimeDeltaMs                 int64
-	RealtimeLoopback                bool
-	CallLoopback                    bool
+	RealtimeDeltaMs            int64
+	WebRTCPublicIP, WebRTCTURN string
+	HugePages                  bool
+	RTPPrefetch                bool
+	WebRTCTURNTTL              string
 
-	WebRTCUDPAddr, WebRTCPublicIP            string
-	WebRTCTURN, WebRTCTURNUser, WebRTCTURNPw string
-	WebRTCMaxSessions                        int64
-	RTPSendPhases                            int64
-	RTPReceive                               string
-	HugePages                                bool
-	RTPPrefetch                              bool
-	WebRTCTURNSecret, WebRTCTURNTTL          string
+	// call and prov take the live call's flags as they are; validate
+	// fills the parsed ones.
+	call call.Config
+	prov call.ProvidersConfig
 
-	rtpLow, rtpHigh int
-	tlsCert         *tls.Certificate
-	sipTrusted      []netip.Prefix
-	didPool         []control.DID
-	products        []control.Product
-	audioURLTTL     time.Duration
-	webrtcTURNTTL   time.Duration
+	didPool     []control.DID
+	products    []control.Product
+	audioURLTTL time.Duration
 }
 
 type flagSpec struct {
@@ -91,15 +79,15 @@ func bindFlags(fs *flag.FlagSet, c *config, names ...string) []flagSpec {
 		{"database-url", "VOICED_DATABASE_URL", "", "empty for SQLite in the data dir, sqlite://PATH, or postgres://USER@HOST:PORT/DB", &c.DatabaseURL},
 		{"http-addr", "VOICED_HTTP_ADDR", "127.0.0.1:8080", "HTTP listen address (host:port) for the API", &c.HTTPAddr},
 		{"redis-url", "VOICED_REDIS_URL", "", "empty for in-process coordination, or redis://HOST:PORT/DB for scale-out", &c.RedisURL},
-		{"sip-addr", "VOICED_SIP_ADDR", "127.0.0.1:5060", "SIP listen address (host:port) for the telephony front door", &c.SIPAddr},
+		{"sip-addr", "VOICED_SIP_ADDR", "127.0.0.1:5060", "SIP listen address (host:port) for the telephony front door", &c.call.Phone.Addr},
 		{"sip-tls-cert", "VOICED_SIP_TLS_CERT", "", "PEM certificate (chain) for SIP over TLS on the --sip-addr port + 1; empty = no TLS", &c.SIPTLSCert},
 		{"sip-tls-key", "VOICED_SIP_TLS_KEY", "", "PEM private key of --sip-tls-cert", &c.SIPTLSKey},
-		{"sip-advertise", "VOICED_SIP_ADVERTISE", "", "host or IP put in SIP Contact headers and SDP, the node's public address behind NAT; empty = the --sip-addr IP", &c.SIPAdvertise},
-		{"sip-register", "VOICED_SIP_REGISTER", "false", "REGISTER with a VoIP connection (kept fresh) before placing calls through it, for providers that want it", &c.SIPRegister},
+		{"sip-advertise", "VOICED_SIP_ADVERTISE", "", "host or IP put in SIP Contact headers and SDP, the node's public address behind NAT; empty = the --sip-addr IP", &c.call.Phone.Advertise},
+		{"sip-register", "VOICED_SIP_REGISTER", "false", "REGISTER with a VoIP connection (kept fresh) before placing calls through it, for providers that want it", &c.call.Phone.Register},
 		{"sip-trusted", "VOICED_SIP_TRUSTED", "", "IPs or CIDRs, comma-separated, exempt from the per-source SIP rate limit: your carriers' SBCs, the Kamailio dispatcher in scale-out", &c.SIPTrusted},
 		{"rtp-ports", "VOICED_RTP_PORTS", "10000-20000", "UDP port range LOW-HIGH for RTP media", &c.RTPPorts},
-		{"rtp-send-phases", "VOICED_RTP_SEND_PHASES", "1", "RTP send instants per 20 ms frame (1-20): each call sends at one of them, so a node's packets leave in that many smaller bursts (steadier timing at high load, for some CPU)", &c.RTPSendPhases},
-		{"rtp-receive", "VOICED_RTP_RECEIVE", "socket", "how the node reads RTP: socket (each call's socket read once a tick, one system call each) or ring (multishot reads through the pacer's io_uring, no system call per call; better where system calls are dear, as on PVM guests): docs/decisions.md", &c.RTPReceive},
+		{"rtp-send-phases", "VOICED_RTP_SEND_PHASES", "1", "RTP send instants per 20 ms frame (1-20): each call sends at one of them, so a node's packets leave in that many smaller bursts (steadier timing at high load, for some CPU)", &c.call.Phone.RTPSendPhases},
+		{"rtp-receive", "VOICED_RTP_RECEIVE", "socket", "how the node reads RTP: socket (each call's socket read once a tick, one system call each) or ring (multishot reads through the pacer's io_uring, no system call per call; better where system calls are dear, as on PVM guests): docs/decisions.md", &c.call.Phone.RTPReceive},
 		{"rtp-prefetch", "VOICED_RTP_PREFETCH", "true", "while the node pacer runs one call, have the processor fetch what the next calls will touch (their sessions, jitter buffers, agents' state), so the cache misses of a tick overlap instead of coming one pointer at a time (docs/decisions.md)", &c.RTPPrefetch},
 		{"huge-pages", "VOICED_HUGE_PAGES", "true", "ask Linux for transparent huge pages for the Go heap, where it gives them on request (transparent_hugepage \"madvise\"): fewer TLB misses per call and tick, for a little memory (docs/decisions.md)", &c.HugePages},
 		{"public-url", "VOICED_PUBLIC_URL", "", "externally visible base URL (default http://<http-addr>)", &c.PublicURL},
@@ -117,27 +105,27 @@ func bindFlags(fs *flag.FlagSet, c *config, names ...string) []flagSpec {
 		{"stripe-api-base", "VOICED_STRIPE_API_BASE", "", "Stripe API base URL; empty = https://api.stripe.com; http://127.0.0.1:12111 for stripe-mock", &c.StripeAPIBase},
 		{"stripe-webhook-secret", "VOICED_STRIPE_WEBHOOK_SECRET", "", "signing secret (whsec_...) of the Stripe events posted to /v1/billing/provider-events; empty refuses them", &c.StripeWebhookSecret},
 		{"webhook-allow-loopback", "VOICED_WEBHOOK_ALLOW_LOOPBACK", "true", "let webhook deliveries reach http://localhost and 127.0.0.1 (other private and internal addresses are always refused); turn off on shared servers", &c.WebhookAllowLoopback},
-		{"llm-base-url", "VOICED_LLM_BASE_URL", "", "OpenAI-compatible chat completions API root up to /v1 (OpenAI, Ollama, vLLM, llama.cpp); empty = the offline echo model that repeats the caller", &c.LLMBaseURL},
-		{"llm-api-key", "VOICED_LLM_API_KEY", "", "API key for --llm-base-url (empty for local servers)", &c.LLMAPIKey},
-		{"llm-model", "VOICED_LLM_MODEL", "", "model name for --llm-base-url (empty = the client's default)", &c.LLMModel},
-		{"tts-base-url", "VOICED_TTS_BASE_URL", "", "OpenAI-compatible speech API root up to /v1; empty = espeak-ng (offline)", &c.TTSBaseURL},
-		{"tts-api-key", "VOICED_TTS_API_KEY", "", "API key for --tts-base-url", &c.TTSAPIKey},
-		{"tts-model", "VOICED_TTS_MODEL", "", "speech model for --tts-base-url (empty = tts-1)", &c.TTSModel},
-		{"stt-base-url", "VOICED_STT_BASE_URL", "", "OpenAI-compatible transcription API root up to /v1 (OpenAI, faster-whisper, whisper.cpp, vLLM); empty = offline PocketSphinx (en-US) for realtime sessions", &c.STTBaseURL},
-		{"stt-api-key", "VOICED_STT_API_KEY", "", "API key for --stt-base-url", &c.STTAPIKey},
-		{"stt-model", "VOICED_STT_MODEL", "", "transcription model for --stt-base-url (empty = whisper-1)", &c.STTModel},
+		{"llm-base-url", "VOICED_LLM_BASE_URL", "", "OpenAI-compatible chat completions API root up to /v1 (OpenAI, Ollama, vLLM, llama.cpp); empty = the offline echo model that repeats the caller", &c.prov.LLMBaseURL},
+		{"llm-api-key", "VOICED_LLM_API_KEY", "", "API key for --llm-base-url (empty for local servers)", &c.prov.LLMAPIKey},
+		{"llm-model", "VOICED_LLM_MODEL", "", "model name for --llm-base-url (empty = the client's default)", &c.prov.LLMModel},
+		{"tts-base-url", "VOICED_TTS_BASE_URL", "", "OpenAI-compatible speech API root up to /v1; empty = espeak-ng (offline)", &c.prov.TTSBaseURL},
+		{"tts-api-key", "VOICED_TTS_API_KEY", "", "API key for --tts-base-url", &c.prov.TTSAPIKey},
+		{"tts-model", "VOICED_TTS_MODEL", "", "speech model for --tts-base-url (empty = tts-1)", &c.prov.TTSModel},
+		{"stt-base-url", "VOICED_STT_BASE_URL", "", "OpenAI-compatible transcription API root up to /v1 (OpenAI, faster-whisper, whisper.cpp, vLLM); empty = offline PocketSphinx (en-US) for realtime sessions", &c.prov.STTBaseURL},
+		{"stt-api-key", "VOICED_STT_API_KEY", "", "API key for --stt-base-url", &c.prov.STTAPIKey},
+		{"stt-model", "VOICED_STT_MODEL", "", "transcription model for --stt-base-url (empty = whisper-1)", &c.prov.STTModel},
 		{"realtime-delta-ms", "VOICED_REALTIME_DELTA_MS", "20", "audio per realtime output delta once a response plays (20-1000, a multiple of 20): bigger deltas wake clients less often but delay a response's first audio by the difference", &c.RealtimeDeltaMs},
-		{"realtime-org-sessions", "VOICED_REALTIME_ORG_SESSIONS", "50", "concurrent realtime WebSocket sessions per organization (0 = no cap)", &c.RealtimeOrgSessions},
-		{"call-loopback", "VOICED_CALL_LOOPBACK", "false", "phone and browser calls play each caller turn back with no STT, model or TTS (load tests of the media path); off = the number's agent with the node's providers", &c.CallLoopback},
-		{"realtime-loopback", "VOICED_REALTIME_LOOPBACK", "false", "realtime sessions play each caller turn back with no STT, model or TTS (load tests of the media path)", &c.RealtimeLoopback},
-		{"webrtc-udp-addr", "VOICED_WEBRTC_UDP_ADDR", ":50000", "UDP address (host:port) every browser call's WebRTC media shares (one port to open)", &c.WebRTCUDPAddr},
+		{"realtime-org-sessions", "VOICED_REALTIME_ORG_SESSIONS", "50", "concurrent realtime WebSocket sessions per organization (0 = no cap)", &c.call.Realtime.OrgSessions},
+		{"call-loopback", "VOICED_CALL_LOOPBACK", "false", "phone and browser calls play each caller turn back with no STT, model or TTS (load tests of the media path); off = the number's agent with the node's providers", &c.call.Loopback},
+		{"realtime-loopback", "VOICED_REALTIME_LOOPBACK", "false", "realtime sessions play each caller turn back with no STT, model or TTS (load tests of the media path)", &c.call.Realtime.Loopback},
+		{"webrtc-udp-addr", "VOICED_WEBRTC_UDP_ADDR", ":50000", "UDP address (host:port) every browser call's WebRTC media shares (one port to open)", &c.call.Browser.UDPAddr},
 		{"webrtc-public-ip", "VOICED_WEBRTC_PUBLIC_IP", "", "public IPs, comma-separated, announced instead of the interface addresses when behind a 1:1 NAT", &c.WebRTCPublicIP},
 		{"webrtc-turn", "VOICED_WEBRTC_TURN", "", "TURN server URLs, comma-separated (turn:host:3478?transport=udp), giving browser calls relay candidates", &c.WebRTCTURN},
-		{"webrtc-turn-user", "VOICED_WEBRTC_TURN_USER", "", "username for --webrtc-turn", &c.WebRTCTURNUser},
-		{"webrtc-turn-password", "VOICED_WEBRTC_TURN_PASSWORD", "", "password for --webrtc-turn", &c.WebRTCTURNPw},
-		{"webrtc-turn-secret", "VOICED_WEBRTC_TURN_SECRET", "", "shared secret of the TURN server (coturn use-auth-secret / static-auth-secret): the node and each browser get time-limited credentials made from it instead of --webrtc-turn-user/-password", &c.WebRTCTURNSecret},
+		{"webrtc-turn-user", "VOICED_WEBRTC_TURN_USER", "", "username for --webrtc-turn", &c.call.Browser.TURNUser},
+		{"webrtc-turn-password", "VOICED_WEBRTC_TURN_PASSWORD", "", "password for --webrtc-turn", &c.call.Browser.TURNPassword},
+		{"webrtc-turn-secret", "VOICED_WEBRTC_TURN_SECRET", "", "shared secret of the TURN server (coturn use-auth-secret / static-auth-secret): the node and each browser get time-limited credentials made from it instead of --webrtc-turn-user/-password", &c.call.Browser.TURNSecret},
 		{"webrtc-turn-ttl", "VOICED_WEBRTC_TURN_TTL", "24h", "validity of credentials made from --webrtc-turn-secret (at least 1m; longer than the longest call, since TURN refreshes need them)", &c.WebRTCTURNTTL},
-		{"webrtc-max-sessions", "VOICED_WEBRTC_MAX_SESSIONS", "500", "most browser calls (widget and mic sessions) this node runs at once", &c.WebRTCMaxSessions},
+		{"webrtc-max-sessions", "VOICED_WEBRTC_MAX_SESSIONS", "500", "most browser calls (widget and mic sessions) this node runs at once", &c.call.Browser.MaxSessions},
 	}
 	var out []flagSpec
 	for _, s := range all {
@@ -151,6 +139,9 @@ func bindFlags(fs *flag.FlagSet, c *config, names ...string) []flagSpec {
 		case *int64:
 			v, _ := strconv.ParseInt(s.def, 10, 64)
 			fs.Int64Var(t, s.name, v, usage)
+		case *int:
+			v, _ := strconv.Atoi(s.def)
+			fs.IntVar(t, s.name, v, usage)
 		case *bool:
 			fs.BoolVar(t, s.name, s.def == "true", usage)
 		}
@@ -300,8 +291,8 @@ func (c *config) validateSIP(has func(string) bool) error {
 	if !has("sip-addr") {
 		return nil // serve's alone
 	}
-	if err := checkHostPort(c.SIPAddr); err != nil {
-		return fmt.Errorf("invalid --sip-addr %q: %v", c.SIPAddr, err)
+	if err := checkHostPort(c.call.Phone.Addr); err != nil {
+		return fmt.Errorf("invalid --sip-addr %q: %v", c.call.Phone.Addr, err)
 	}
 	if c.SIPTLSCert != "" || c.SIPTLSKey != "" {
 		if c.SIPTLSCert == "" || c.SIPTLSKey == "" {
@@ -311,31 +302,31 @@ func (c *config) validateSIP(has func(string) bool) error {
 		if err != nil {
 			return fmt.Errorf("invalid --sip-tls-cert %q: %v", c.SIPTLSCert, err)
 		}
-		c.tlsCert = &cert
+		c.call.Phone.TLS = cert
 	}
-	if c.SIPAdvertise != "" && (strings.ContainsAny(c.SIPAdvertise, " /:@;") && net.ParseIP(c.SIPAdvertise) == nil) {
-		return fmt.Errorf("invalid --sip-advertise %q: want a host name or IP address", c.SIPAdvertise)
+	if adv := c.call.Phone.Advertise; adv != "" && (strings.ContainsAny(adv, " /:@;") && net.ParseIP(adv) == nil) {
+		return fmt.Errorf("invalid --sip-advertise %q: want a host name or IP address", adv)
 	}
-	c.sipTrusted = nil
+	c.call.Phone.Trusted = nil
 	for _, f := range commaList(c.SIPTrusted) {
 		if p, err := netip.ParsePrefix(f); err == nil {
-			c.sipTrusted = append(c.sipTrusted, p.Masked())
+			c.call.Phone.Trusted = append(c.call.Phone.Trusted, p.Masked())
 		} else if ip, err := netip.ParseAddr(f); err == nil {
-			c.sipTrusted = append(c.sipTrusted, netip.PrefixFrom(ip, ip.BitLen()))
+			c.call.Phone.Trusted = append(c.call.Phone.Trusted, netip.PrefixFrom(ip, ip.BitLen()))
 		} else {
 			return fmt.Errorf("invalid --sip-trusted %q: %q is not an IP address or CIDR", c.SIPTrusted, f)
 		}
 	}
-	lo, hi, err := parsePortRange(c.RTPPorts)
+	var err error
+	c.call.Phone.RTPLow, c.call.Phone.RTPHigh, err = parsePortRange(c.RTPPorts)
 	if err != nil {
 		return fmt.Errorf("invalid --rtp-ports %q: %v", c.RTPPorts, err)
 	}
-	c.rtpLow, c.rtpHigh = lo, hi
-	if c.RTPReceive != "socket" && c.RTPReceive != "ring" {
-		return fmt.Errorf("invalid --rtp-receive %q: socket or ring", c.RTPReceive)
+	if p := c.call.Phone; p.RTPReceive != "socket" && p.RTPReceive != "ring" {
+		return fmt.Errorf("invalid --rtp-receive %q: socket or ring", p.RTPReceive)
 	}
-	if c.RTPSendPhases < 1 || c.RTPSendPhases > 20 {
-		return fmt.Errorf("invalid --rtp-send-phases %d: 1 to 20", c.RTPSendPhases)
+	if p := c.call.Phone; p.RTPSendPhases < 1 || p.RTPSendPhases > 20 {
+		return fmt.Errorf("invalid --rtp-send-phases %d: 1 to 20", p.RTPSendPhases)
 	}
 	return nil
 }
@@ -343,7 +334,7 @@ func (c *config) validateSIP(has func(string) bool) error {
 // validateCalls checks the flags of the calls' providers, the browser
 // and realtime front doors.
 func (c *config) validateCalls(has func(string) bool) error {
-	for _, u := range []struct{ name, v string }{{"llm-base-url", c.LLMBaseURL}, {"tts-base-url", c.TTSBaseURL}, {"stt-base-url", c.STTBaseURL}} {
+	for _, u := range []struct{ name, v string }{{"llm-base-url", c.prov.LLMBaseURL}, {"tts-base-url", c.prov.TTSBaseURL}, {"stt-base-url", c.prov.STTBaseURL}} {
 		if has(u.name) && u.v != "" {
 			if p, err := url.Parse(u.v); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
 				return fmt.Errorf("invalid --%s %q: want an http(s) URL like http://localhost:11434/v1", u.name, u.v)
@@ -353,15 +344,15 @@ func (c *config) validateCalls(has func(string) bool) error {
 	if has("realtime-delta-ms") && (c.RealtimeDeltaMs < 20 || c.RealtimeDeltaMs > 1000 || c.RealtimeDeltaMs%20 != 0) {
 		return fmt.Errorf("invalid --realtime-delta-ms %d: must be a multiple of 20 from 20 to 1000", c.RealtimeDeltaMs)
 	}
-	if has("realtime-org-sessions") && c.RealtimeOrgSessions < 0 {
-		return fmt.Errorf("invalid --realtime-org-sessions %d: must be >= 0", c.RealtimeOrgSessions)
+	if has("realtime-org-sessions") && c.call.Realtime.OrgSessions < 0 {
+		return fmt.Errorf("invalid --realtime-org-sessions %d: must be >= 0", c.call.Realtime.OrgSessions)
 	}
 	if has("webrtc-turn-ttl") && c.WebRTCTURNTTL != "" {
 		ttl, err := time.ParseDuration(c.WebRTCTURNTTL)
 		if err != nil || ttl < time.Minute {
 			return fmt.Errorf("invalid --webrtc-turn-ttl %q: want a duration of at least 1m, like 24h", c.WebRTCTURNTTL)
 		}
-		c.webrtcTURNTTL = ttl
+		c.call.Browser.TURNTTL = ttl
 	}
 	return nil
 }

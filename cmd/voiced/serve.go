@@ -64,7 +64,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	// The live call's front doors start first so control gets its dialer,
 	// trunk verifier and browser media only when they run.
-	node, err := call.NewNode(c.callConfig(blobDir, fs), c.providersConfig(), log)
+	node, err := call.NewNode(c.callConfig(blobDir, fs), c.prov, log)
 	if err != nil {
 		ln.Close()
 		return err
