@@ -162,15 +162,8 @@ func signingKey(secret []byte) []byte {
 // firstUse creates an owner, an org and an API key on an empty database and
 // prints the key once.
 func firstUse(ctx context.Context, store *storage.Store, c *config, stdout io.Writer, log *slog.Logger) error {
-	n, err := store.CountUsers(ctx)
-	if err != nil {
-		return err
-	}
-	if n > 0 {
-		return nil
-	}
-	b, err := bootstrap(ctx, store, "owner@localhost", "Default", c.DevCreditCents)
-	if err != nil {
+	b, ok, err := control.NewAdmin(store).FirstUse(ctx, "owner@localhost", "Default", c.DevCreditCents)
+	if !ok {
 		return err
 	}
 	fmt.Fprintf(stdout, "\nFirst run: created organization %d and its owner %s.\nAPI key (shown once, keep it):\n\n  %s\n\nTry: curl -H \"Authorization: Bearer %s\" %s/v1/orgs/\n\n",
