@@ -114,14 +114,11 @@ func (l *Link) get() *Control {
 	return l.p.Load()
 }
 
-// recorder returns the control plane's Recorder, nil before Set.
-func (l *Link) recorder() Recorder {
+// Recorder returns the control plane's Recorder, nil before Set: the
+// recorder of a Chain and of Transfers.
+func (l *Link) Recorder() Recorder {
 	if c := l.get(); c != nil {
 		return c.Record
 	}
 	return nil
 }
-
-// Recorder returns the Recorder once wired: a Chain's and Transfers'
-// recorder.
-func (l *Link) Recorder() Recorder { return l.recorder() }

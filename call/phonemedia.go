@@ -260,7 +260,7 @@ func (m *callMedia) recordDigits() {
 		select {
 		case d := <-m.digits:
 			n++
-			rec := m.t.link.recorder()
+			rec := m.t.link.Recorder()
 			if rec == nil {
 				m.log.Warn("dtmf not recorded: no control plane")
 				continue
