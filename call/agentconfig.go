@@ -55,25 +55,45 @@ func callLimit(a control.AgentConfig, funded time.Duration) time.Duration {
 	return d
 }
 
-// engineConfig is the one mapping from an admitted call's agent to the
-// conversation engine's configuration, for phone and browser calls (the
-// realtime door adds the client's session settings over it: realtime.go):
-// the agent's prompt, voice, language, who speaks first in this
-// direction, greeting, check-ins, tools and audio processing; in loopback
-// only the turn-taking, as loopback plays each turn back.
-func engineConfig(ch Channel, a control.AgentConfig, outbound, loopback bool, maxDur time.Duration, model string, tools []agent.Tool, recPath string) agent.Config {
-	td := &agent.TurnDetection{CreateResponse: true, InterruptResponse: loopback || a.Telephony.Interruptible}
+// engineCall is what engineConfig needs of a call besides its agent.
+type engineCall struct {
+	// outbound picks the outbound speak order; loopback only plays turns
+	// back; inline is a realtime session configured by its client, with
+	// no automatic behaviours (spec 4.14).
+	outbound, loopback, inline bool
+	// maxDur is the call's limit (callLimit), 0 for none.
+	maxDur time.Duration
+	model  string
+	// tools are the call's, resolved by the Chain.
+	tools   []agent.Tool
+	recPath string
+}
+
+// engineConfig is the one mapping from an admitted call's agent (deployed,
+// draft or inline) to the conversation engine's configuration, on every
+// channel: the agent's prompt, voice, language, who speaks first in this
+// direction, greeting, check-ins, tools and audio processing, with the
+// channel's differences (ch). In loopback only the turn-taking, as
+// loopback plays each turn back. The realtime door puts the client's
+// session settings over it (media/realtime).
+func engineConfig(ch Channel, a control.AgentConfig, c engineCall) agent.Config {
+	td := &agent.TurnDetection{CreateResponse: true, InterruptResponse: c.loopback || a.Telephony.Interruptible}
 	if a.Telephony.EndpointingMS > 0 {
 		td.Turn.SilenceDuration = time.Duration(a.Telephony.EndpointingMS) * time.Millisecond
 	}
-	cfg := agent.Config{Loopback: loopback, InputRate: ch.rate, OutputRate: ch.rate, TurnDetection: td, RecordPath: recPath, MaxDuration: maxDur}
-	if loopback {
+	cfg := agent.Config{Loopback: c.loopback, InputRate: ch.rate, OutputRate: ch.rate, TurnDetection: td, RecordPath: c.recPath, MaxDuration: c.maxDur}
+	if c.loopback {
 		return cfg
 	}
-	cfg.Instructions, cfg.Voice, cfg.Language, cfg.Model = a.Prompt, a.Voice, a.PrimaryLanguage, model
-	cfg.Placeholders = a.Placeholders
+	cfg.Instructions, cfg.Voice, cfg.Language, cfg.Model = a.Prompt, a.Voice, a.PrimaryLanguage, c.model
+	cfg.Placeholders, cfg.Tools = a.Placeholders, c.tools
+	cfg.DSP.NoiseReduction = noiseReduction(a.Telephony.NoiseReduction)
+	cfg.DSP.EchoCancellation = ch.echo && a.Telephony.EchoCancellation
+	if c.inline {
+		return cfg
+	}
 	order := a.InboundSpeakOrder
-	if outbound {
+	if c.outbound {
 		order = a.OutboundSpeakOrder
 	}
 	cfg.SpeakFirst = order == agentFirst
@@ -82,9 +102,6 @@ func engineConfig(ch Channel, a control.AgentConfig, outbound, loopback bool, ma
 	}
 	cfg.CheckinInterval, cfg.MaxCheckins = time.Duration(a.SilenceIntervalSeconds)*time.Second, a.SilenceMaxCheckins
 	cfg.EndCall = true
-	cfg.Tools = tools
-	cfg.DSP.NoiseReduction = noiseReduction(a.Telephony.NoiseReduction)
-	cfg.DSP.EchoCancellation = ch.echo && a.Telephony.EchoCancellation
 	return cfg
 }
 

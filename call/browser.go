@@ -141,7 +141,8 @@ func (b *Browser) Answer(ctx context.Context, c control.BrowserCall, offer strin
 		deps = agent.Deps{LLM: b.prov.LLM, STT: b.prov.STT, TTS: b.prov.TTS, Tools: ct}
 		tools = ct.specs
 	}
-	cfg := engineConfig(ChannelBrowser, c.Agent, false, b.prov == nil, maxDur, b.model, tools, filepath.Join(recDir, name))
+	cfg := engineConfig(ChannelBrowser, c.Agent, engineCall{loopback: b.prov == nil, maxDur: maxDur, model: b.model, tools: tools,
+		recPath: filepath.Join(recDir, name)})
 	var err error
 	bc.agent, err = agent.New(cfg, bc.log, deps, bc)
 	if err != nil {

@@ -83,7 +83,8 @@ func newCallMedia(t *Phone, c *sip.Call, s *rtp.Session, info callInfo, recDir s
 		deps = agent.Deps{LLM: t.prov.LLM, STT: t.prov.STT, TTS: t.prov.TTS, Tools: ct}
 		tools = ct.specs
 	}
-	cfg := engineConfig(ChannelPhone, info.agent, c.Direction() == sip.Outbound, t.prov == nil, info.maxDur, t.model, tools, filepath.Join(recDir, name))
+	cfg := engineConfig(ChannelPhone, info.agent, engineCall{outbound: c.Direction() == sip.Outbound, loopback: t.prov == nil,
+		maxDur: info.maxDur, model: t.model, tools: tools, recPath: filepath.Join(recDir, name)})
 	if c.Narrowband() {
 		// G.711: the agent listens and speaks at 8 kHz, so the pacer
 		// hands it the caller's frames as decoded and encodes its own as

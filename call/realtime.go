@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
-	"time"
 
 	"github.com/voiced/voiced/control"
 	"github.com/voiced/voiced/media/agent"
@@ -155,20 +154,25 @@ func admitErr(err error) error {
 	return err
 }
 
-// admitted is an admission in the media side's terms; a saved agent's
-// tools are the chain's, resolved now.
+// admitted is an admission in the media side's terms: the agent's engine
+// configuration from the one mapping, and a saved agent's tools from the
+// chain, resolved now.
 func (r *rtCalls) admitted(adm control.Admission, inline bool) realtime.Admission {
-	ra := toRealtime(adm, inline)
-	if inline {
-		return ra // the client's tools, run by the client
+	a := adm.Agent
+	ra := realtime.Admission{CallID: adm.CallID, OrgID: adm.OrgID, AgentID: adm.AgentID, Inline: inline, Start: adm.StartTime,
+		MaxDuration: callLimit(control.AgentConfig{}, adm.MaxDuration),
+		Agent:       realtime.Agent{Prompt: a.Prompt, Voice: a.Voice, EndpointingMS: a.Telephony.EndpointingMS, Interruptible: a.Telephony.Interruptible}}
+	var specs []agent.Tool
+	if !inline { // an inline session's tools are the client's, run by the client
+		ct := r.chain.Resolve(Info{CallID: adm.CallID, OrgID: adm.OrgID, AgentID: adm.AgentID, Agent: a, Direction: control.DirectionWeb,
+			Channel: ChannelRealtime})
+		r.tls.Store(adm.CallID, ct)
+		specs = ct.specs
+		for _, t := range specs {
+			ra.Agent.Tools = append(ra.Agent.Tools, realtime.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
+		}
 	}
-	ct := r.chain.Resolve(Info{CallID: adm.CallID, OrgID: adm.OrgID, AgentID: adm.AgentID, Agent: adm.Agent, Direction: control.DirectionWeb,
-		Channel: ChannelRealtime})
-	ra.Agent.Tools = ra.Agent.Tools[:0]
-	for _, t := range ct.specs {
-		ra.Agent.Tools = append(ra.Agent.Tools, realtime.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
-	}
-	r.tls.Store(adm.CallID, ct)
+	ra.Agent.Engine = engineConfig(ChannelRealtime, a, engineCall{inline: inline, maxDur: callLimit(a, adm.MaxDuration), tools: specs})
 	return ra
 }
 
@@ -205,25 +209,4 @@ func (r *rtCalls) Finish(ctx context.Context, callID int64, end realtime.CallEnd
 		ce.Quality = &control.CallQuality{ResponseLatencyMS: responseLatency(v.(*quality.Latency))}
 	}
 	return r.ctl.Finish.Finish(ctx, callID, ce)
-}
-
-// toRealtime is the agent of an admission in media/realtime's terms: the
-// realtime door's side of the one mapping (engineConfig), which the
-// client's session settings then override within what the spec allows.
-func toRealtime(adm control.Admission, inline bool) realtime.Admission {
-	a := adm.Agent
-	ra := realtime.Agent{Prompt: a.Prompt, Voice: a.Voice, Product: a.Product, Language: a.PrimaryLanguage,
-		Placeholders: a.Placeholders, SpeakFirst: a.InboundSpeakOrder == agentFirst,
-		CheckinInterval: time.Duration(a.SilenceIntervalSeconds) * time.Second, MaxCheckins: a.SilenceMaxCheckins,
-		MaxDuration: time.Duration(a.MaxCallDurationSeconds) * time.Second, NoiseReduction: a.Telephony.NoiseReduction,
-		EchoCancellation: ChannelRealtime.echo && a.Telephony.EchoCancellation, EndpointingMS: a.Telephony.EndpointingMS,
-		Interruptible: a.Telephony.Interruptible}
-	if a.FirstMessage != nil {
-		ra.FirstMessage = *a.FirstMessage
-	}
-	for _, t := range a.Tools {
-		ra.Tools = append(ra.Tools, realtime.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
-	}
-	return realtime.Admission{CallID: adm.CallID, OrgID: adm.OrgID, AgentID: adm.AgentID, Agent: ra, Inline: inline,
-		MaxDuration: callLimit(control.AgentConfig{}, adm.MaxDuration), Start: adm.StartTime}
 }

@@ -63,7 +63,7 @@ func phoneAgentConfig(a control.AgentConfig, outbound, loopback bool) agent.Conf
 		chain := NewChain(slog.New(slog.DiscardHandler), nil, WebhookTools{}, Transfers{})
 		tools = chain.Resolve(Info{Agent: a, Channel: ChannelPhone, Leg: noLeg{}}).specs
 	}
-	return engineConfig(ChannelPhone, a, outbound, loopback, 0, "", tools, "")
+	return engineConfig(ChannelPhone, a, engineCall{outbound: outbound, loopback: loopback, tools: tools})
 }
 
 // noLeg is a SIP leg that transfers nowhere.

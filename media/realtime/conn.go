@@ -2,6 +2,7 @@ package realtime
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -241,7 +242,7 @@ func (c *conn) start(adm Admission, eventID string) error {
 		c.set.tools, c.set.toolsJSON = a.Tools, toolsJSON
 	}
 	if c.set.voice == "" {
-		c.set.voice = a.Voice
+		c.set.voice = cmp.Or(a.Voice, a.Engine.Voice)
 	}
 	cfg, err := c.agentConfig(adm)
 	if err != nil {
@@ -290,15 +291,14 @@ func (c *conn) start(adm Admission, eventID string) error {
 	return nil
 }
 
-// agentConfig is the engine configuration of the call.
+// agentConfig is the engine configuration of the call: the agent's
+// (Agent.Engine) with the session's settings over it.
 func (c *conn) agentConfig(adm Admission) (agent.Config, error) {
-	a := adm.Agent
-	cfg := agent.Config{Instructions: c.set.instructions, Voice: c.set.voice, Language: a.Language,
-		Model: c.srv.cfg.Model, Temperature: c.set.temperature, MaxTokens: c.set.maxTokens,
-		Placeholders: a.Placeholders, OutputRate: c.set.out.rate, Loopback: c.srv.cfg.Loopback}
-	if cfg.Voice == "" {
-		cfg.Voice = a.Voice
-	}
+	cfg := adm.Agent.Engine
+	cfg.Instructions, cfg.Voice = c.set.instructions, cmp.Or(c.set.voice, cfg.Voice)
+	cfg.Model, cfg.Temperature, cfg.MaxTokens = c.srv.cfg.Model, c.set.temperature, c.set.maxTokens
+	cfg.OutputRate, cfg.Loopback = c.set.out.rate, c.srv.cfg.Loopback
+	cfg.Tools = nil
 	for _, t := range c.set.tools {
 		cfg.Tools = append(cfg.Tools, agent.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
 	}
@@ -307,25 +307,21 @@ func (c *conn) agentConfig(adm Admission) (agent.Config, error) {
 		return cfg, err
 	}
 	cfg.TurnDetection = td
-	nr := c.set.noiseReduction
-	if !adm.Inline {
-		nr = a.NoiseReduction
-		cfg.SpeakFirst, cfg.FirstMessage = a.SpeakFirst, a.FirstMessage
-		cfg.CheckinInterval, cfg.MaxCheckins = a.CheckinInterval, a.MaxCheckins
-		cfg.EndCall = true
+	if adm.Inline {
+		switch c.set.noiseReduction {
+		case "near_field":
+			cfg.DSP.NoiseReduction = dsp.NearField
+		case "far_field":
+			cfg.DSP.NoiseReduction = dsp.FarField
+		default:
+			cfg.DSP.NoiseReduction = dsp.NoiseReductionOff
+		}
 	}
-	switch nr {
-	case "near_field":
-		cfg.DSP.NoiseReduction = dsp.NearField
-	case "far_field":
-		cfg.DSP.NoiseReduction = dsp.FarField
+	if cfg.DSP.EchoCancellation {
+		cfg.DSP.EchoDelay = c.srv.cfg.EchoDelay
 	}
-	if a.EchoCancellation {
-		cfg.DSP.EchoCancellation, cfg.DSP.EchoDelay = true, c.srv.cfg.EchoDelay
-	}
-	cfg.MaxDuration = adm.MaxDuration
-	if a.MaxDuration > 0 && (cfg.MaxDuration == 0 || a.MaxDuration < cfg.MaxDuration) {
-		cfg.MaxDuration = a.MaxDuration
+	if d := adm.MaxDuration; d > 0 && (cfg.MaxDuration == 0 || d < cfg.MaxDuration) {
+		cfg.MaxDuration = d
 	}
 	if c.srv.cfg.BlobDir != "" {
 		c.recKey = path.Join("recordings", strconv.FormatInt(adm.OrgID, 10), strconv.FormatInt(adm.CallID, 10)+".wav")

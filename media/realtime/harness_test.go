@@ -97,6 +97,7 @@ func (f *fakeCalls) AdmitAgent(_ context.Context, org, agentID int64) (Admission
 		return Admission{}, ErrUnknownAgent
 	}
 	f.next++
+	a.Engine.EndCall = true // a saved agent may end the call, as package call maps it
 	return Admission{CallID: f.next, OrgID: org, AgentID: agentID, Agent: a, Start: time.Now()}, nil
 }
 
@@ -122,7 +123,7 @@ func (f *fakeCalls) AdmitInline(_ context.Context, org int64, cfg json.RawMessag
 	f.next++
 	voice, _ := m["voice"].(string)
 	return Admission{CallID: f.next, OrgID: org, Inline: true, Start: time.Now(),
-		Agent: Agent{Prompt: m["prompt"].(string), Voice: voice, Language: "en-US"}}, nil
+		Agent: Agent{Prompt: m["prompt"].(string), Voice: voice, Engine: agent.Config{Language: "en-US"}}}, nil
 }
 
 // callEvent is what the fake call log keeps of a recorded engine event.
