@@ -48,7 +48,7 @@ func NewNode(cfg Config, pc ProvidersConfig, log *slog.Logger) (*Node, error) {
 		}
 		n.prov = p
 	}
-	n.chain = NewChain(log, n.link.Recorder, WebhookTools{X: linkTools{&n.link}}, Transfers{Recorder: n.link.Recorder, Log: log})
+	n.chain = NewChain(log, n.link.Recorder, WebhookTools{X: linkTools{&n.link}}, Transfers{Recorder: n.link.Recorder, Log: log}, Keypad{})
 	n.Phone = NewPhone(cfg, log, &n.link, n.prov, n.chain, n.Stats)
 	on, err := n.Phone.Start()
 	if err != nil {

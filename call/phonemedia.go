@@ -79,7 +79,7 @@ func newCallMedia(t *Phone, c *sip.Call, s *rtp.Session, info callInfo, recDir s
 	var tools []agent.Tool
 	if t.prov != nil {
 		ct := t.tools.Resolve(Info{CallID: c.ID(), OrgID: info.orgID, AgentID: info.agentID, Agent: info.agent, Direction: c.Direction(),
-			Channel: ChannelPhone, Leg: c})
+			Channel: ChannelPhone, Leg: phoneLeg{c, s}})
 		deps = agent.Deps{LLM: t.prov.LLM, STT: t.prov.STT, TTS: t.prov.TTS, Tools: ct}
 		tools = ct.specs
 	}
@@ -278,3 +278,12 @@ func (m *callMedia) recordDigits() {
 		}
 	}
 }
+
+// phoneLeg is a phone call's Leg: its SIP dialog and RTP session.
+type phoneLeg struct {
+	*sip.Call
+	rtp *rtp.Session
+}
+
+// SendDTMF implements Leg: 100 ms events.
+func (l phoneLeg) SendDTMF(digits string) error { return l.rtp.SendDTMF(digits, 0) }

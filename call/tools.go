@@ -26,12 +26,15 @@ type Info struct {
 	Leg Leg
 }
 
-// Leg is a phone call's SIP side as transfer_call uses it (*sip.Call).
+// Leg is a phone call's SIP and RTP side as transfer_call and send_dtmf
+// use it (phoneLeg).
 type Leg interface {
 	// Transfer hands the caller over to target (REFER, else a bridge).
 	Transfer(ctx context.Context, target string) error
 	// Bridged reports whether the transfer became a bridge.
 	Bridged() bool
+	// SendDTMF queues digits as RFC 4733 events on the call's stream.
+	SendDTMF(digits string) error
 }
 
 // Source offers function tools to calls. It is registered once, on the

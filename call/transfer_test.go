@@ -66,8 +66,9 @@ func phoneAgentConfig(a control.AgentConfig, outbound, loopback bool) agent.Conf
 	return engineConfig(ChannelPhone, a, engineCall{outbound: outbound, loopback: loopback, tools: tools})
 }
 
-// noLeg is a SIP leg that transfers nowhere.
+// noLeg is a SIP leg that transfers nowhere and sends no keys.
 type noLeg struct{}
 
 func (noLeg) Transfer(context.Context, string) error { return nil }
 func (noLeg) Bridged() bool                          { return false }
+func (noLeg) SendDTMF(string) error                  { return nil }
