@@ -31,7 +31,7 @@ import (
 //
 // The engine is the call's agent with the node's providers (offline
 // PocketSphinx, echo and espeak-ng unless flags name others), or with
-// --call-loopback the loopback agent, which plays each
+// Config.Loopback the loopback agent, which plays each
 // caller turn back with no STT, model or TTS: the whole media path (RTP,
 // jitter buffer, turn detection, playout, pacer) without conversing.
 //
