@@ -7,10 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
-	"path"
-	"path/filepath"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -103,12 +99,12 @@ func (b *Browser) Check(context.Context) error {
 
 // browserCall is one browser call's state on this node.
 type browserCall struct {
-	b      *Browser
-	call   control.BrowserCall
-	log    *slog.Logger
-	agent  *agent.Session
-	sess   atomic.Pointer[webrtc.Session]
-	recKey string
+	b       *Browser
+	call    control.BrowserCall
+	log     *slog.Logger
+	agent   *agent.Session
+	sess    atomic.Pointer[webrtc.Session]
+	recFile recording
 
 	// rec is the call's transcript, tool runs and response latency.
 	rec record
@@ -126,13 +122,11 @@ func (b *Browser) Answer(ctx context.Context, c control.BrowserCall, offer strin
 		return "", control.ErrMediaUnavailable
 	}
 	b.mu.Unlock()
-	org := strconv.FormatInt(c.OrgID, 10)
-	name := strconv.FormatInt(c.CallID, 10) + ".wav"
-	bc := &browserCall{b: b, call: c, log: b.log.With("call_id", c.CallID), recKey: path.Join("recordings", org, name)}
-	recDir := filepath.Join(b.blobDir, "recordings", org)
-	if err := os.MkdirAll(recDir, 0o700); err != nil {
-		return "", fmt.Errorf("recording dir: %w", err)
+	rec, err := newRecording(b.blobDir, c.OrgID, c.CallID)
+	if err != nil {
+		return "", err
 	}
+	bc := &browserCall{b: b, call: c, log: b.log.With("call_id", c.CallID), recFile: rec}
 	maxDur := callLimit(c.Agent, c.MaxDuration)
 	var deps agent.Deps
 	var tools []agent.Tool
@@ -142,8 +136,7 @@ func (b *Browser) Answer(ctx context.Context, c control.BrowserCall, offer strin
 		tools = ct.specs
 	}
 	cfg := engineConfig(ChannelBrowser, c.Agent, engineCall{loopback: b.prov == nil, maxDur: maxDur, model: b.model, tools: tools,
-		recPath: filepath.Join(recDir, name)})
-	var err error
+		recPath: rec.file})
 	bc.agent, err = agent.New(cfg, bc.log, deps, bc)
 	if err != nil {
 		return "", err
@@ -217,9 +210,7 @@ func (bc *browserCall) run(sess *webrtc.Session) {
 		}
 	}
 	end := control.CallEnd{Status: "completed", Reason: endReason(reason), Detail: reason, At: time.Now(), Quality: callQuality(q, &bc.rec.latency)}
-	if _, err := os.Stat(filepath.Join(bc.b.blobDir, filepath.FromSlash(bc.recKey))); err == nil {
-		end.RecordingKey, end.RecordingStartedAt = bc.recKey, bc.agent.Start()
-	}
+	end.RecordingKey, end.RecordingStartedAt = bc.recFile.ended(bc.agent)
 	if err := ctl.Finish.Finish(ctx, bc.call.CallID, end); err != nil {
 		bc.log.Error("record browser call end", "err", err)
 	}

@@ -8,8 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -332,12 +330,12 @@ func (t *Phone) Open(ctx context.Context, c *sip.Call) (sip.Media, error) {
 	if err != nil {
 		return nil, err
 	}
-	recDir := filepath.Join(t.blobDir, "recordings", strconv.FormatInt(info.orgID, 10))
-	if err := os.MkdirAll(recDir, 0o700); err != nil {
+	rec, err := newRecording(t.blobDir, info.orgID, c.ID())
+	if err != nil {
 		s.Close()
-		return nil, fmt.Errorf("recording dir: %w", err)
+		return nil, err
 	}
-	m, err := newCallMedia(t, c, s, info, recDir)
+	m, err := newCallMedia(t, c, s, info, rec)
 	if err != nil {
 		s.Close()
 		return nil, err

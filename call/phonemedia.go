@@ -5,9 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"net/netip"
-	"os"
-	"path"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -42,12 +39,12 @@ import (
 // recorder (digits into the call's events); Close stops and waits for
 // both.
 type callMedia struct {
-	t      *Phone
-	call   *sip.Call
-	rtp    *rtp.Session
-	agent  *agent.Session
-	log    *slog.Logger
-	recKey string
+	t       *Phone
+	call    *sip.Call
+	rtp     *rtp.Session
+	agent   *agent.Session
+	log     *slog.Logger
+	recFile recording
 	// vm is answering-machine detection (voicemail.go); nil when off.
 	vm *screening
 
@@ -70,11 +67,10 @@ type callMedia struct {
 	agentTalking atomic.Bool
 }
 
-func newCallMedia(t *Phone, c *sip.Call, s *rtp.Session, info callInfo, recDir string) (*callMedia, error) {
-	name := strconv.FormatInt(c.ID(), 10) + ".wav"
+func newCallMedia(t *Phone, c *sip.Call, s *rtp.Session, info callInfo, rec recording) (*callMedia, error) {
 	m := &callMedia{t: t, call: c, rtp: s, log: t.log.With("call_id", c.ID()),
-		recKey: path.Join("recordings", strconv.FormatInt(info.orgID, 10), name),
-		digits: make(chan rune, 64), stop: make(chan struct{})}
+		recFile: rec,
+		digits:  make(chan rune, 64), stop: make(chan struct{})}
 	var deps agent.Deps
 	var tools []agent.Tool
 	if t.prov != nil {
@@ -84,7 +80,7 @@ func newCallMedia(t *Phone, c *sip.Call, s *rtp.Session, info callInfo, recDir s
 		tools = ct.specs
 	}
 	cfg := engineConfig(ChannelPhone, info.agent, engineCall{outbound: c.Direction() == sip.Outbound, loopback: t.prov == nil,
-		maxDur: info.maxDur, model: t.model, tools: tools, recPath: filepath.Join(recDir, name)})
+		maxDur: info.maxDur, model: t.model, tools: tools, recPath: rec.file})
 	if c.Narrowband() {
 		// G.711: the agent listens and speaks at 8 kHz, so the pacer
 		// hands it the caller's frames as decoded and encodes its own as
@@ -192,10 +188,7 @@ func (m *callMedia) Close() error {
 // recording returns the recording's blob key and start, empty when no
 // file was written.
 func (m *callMedia) recording() (string, time.Time) {
-	if _, err := os.Stat(filepath.Join(m.t.blobDir, filepath.FromSlash(m.recKey))); err != nil {
-		return "", time.Time{}
-	}
-	return m.recKey, m.agent.Start()
+	return m.recFile.ended(m.agent)
 }
 
 // callerSink moves the caller's audio from RTP into the agent and the

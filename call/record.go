@@ -2,8 +2,13 @@ package call
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/voiced/voiced/control"
 	"github.com/voiced/voiced/media/agent"
@@ -71,4 +76,30 @@ func eventOf(e agent.Event) (control.CallEvent, bool) {
 			IsError: v.IsError, At: v.At}, true
 	}
 	return control.CallEvent{}, false
+}
+
+// recording is where a phone or browser call's recording goes (the
+// realtime door keeps its own, media/realtime): the blob key the call
+// record names and the file the engine writes.
+type recording struct{ key, file string }
+
+// newRecording makes the directory of call callID of org orgID under
+// blobDir.
+func newRecording(blobDir string, orgID, callID int64) (recording, error) {
+	org := strconv.FormatInt(orgID, 10)
+	dir := filepath.Join(blobDir, "recordings", org)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return recording{}, fmt.Errorf("recording dir: %w", err)
+	}
+	name := strconv.FormatInt(callID, 10) + ".wav"
+	return recording{key: path.Join("recordings", org, name), file: filepath.Join(dir, name)}, nil
+}
+
+// ended returns the recording's key and its start (the engine's), empty
+// when no file was written.
+func (r recording) ended(a *agent.Session) (string, time.Time) {
+	if _, err := os.Stat(r.file); err != nil {
+		return "", time.Time{}
+	}
+	return r.key, a.Start()
 }
