@@ -92,7 +92,7 @@ func (l *CallLog) bill(ctx context.Context, id int64) error {
 
 // BillUnbilled bills ended calls that were never billed (a process died
 // between finishing and billing them) and returns how many it billed.
-// cmd/voiced runs it periodically.
+// RunBillSweep runs it periodically.
 func (l *CallLog) BillUnbilled(ctx context.Context) (int, error) {
 	cs, err := l.s.store.UnbilledCalls(ctx, 100)
 	if err != nil {

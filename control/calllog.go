@@ -15,10 +15,11 @@ import (
 	"github.com/voiced/voiced/storage"
 )
 
-// CallLog is the control plane's side of a call's record: the media side
-// admits a call, appends what happens during it, and finishes it. It is
-// the narrow interface the media and telephony sides are wired to (they
-// declare their own interfaces; cmd/voiced adapts). Safe for concurrent
+// CallLog is the control plane's side of a call's record: the live call
+// (package call) admits a call, appends what happens during it, and
+// finishes it. It implements call's small interfaces (Admitter, Recorder,
+// Finisher, TrunkLookup) in process; a media node reaches the same
+// interfaces over the network. Safe for concurrent
 // use; every method is idempotent under redelivery where it matters
 // (events carry ids, Finish applies once).
 type CallLog struct{ s *Server }
