@@ -14,8 +14,8 @@ import (
 )
 
 // BrowserMedia is the WebRTC side that browser calls (the widget and mic
-// sessions) are handed to once admitted: media/webrtc, wired by
-// cmd/voiced. It owns each call from the answer on and reports its end
+// sessions) are handed to once admitted: call.Browser (media/webrtc), wired
+// by cmd/voiced. It owns each call from the answer on and reports its end
 // through the CallLog (Finish, or Fail when the media never connected).
 type BrowserMedia interface {
 	// Check reports whether a new browser call could start now; an error

@@ -92,7 +92,7 @@ func (l *CallLog) bill(ctx context.Context, id int64) error {
 
 // BillUnbilled bills ended calls that were never billed (a process died
 // between finishing and billing them) and returns how many it billed.
-// cmd/voiced runs it periodically.
+// RunBillSweep runs it periodically.
 func (l *CallLog) BillUnbilled(ctx context.Context) (int, error) {
 	cs, err := l.s.store.UnbilledCalls(ctx, 100)
 	if err != nil {
@@ -106,4 +106,20 @@ func (l *CallLog) BillUnbilled(ctx context.Context) (int, error) {
 		n++
 	}
 	return n, nil
+}
+
+// RunBillSweep runs BillUnbilled now and every interval until ctx ends.
+func (l *CallLog) RunBillSweep(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		if _, err := l.BillUnbilled(ctx); err != nil && ctx.Err() == nil {
+			l.s.log.Warn("unbilled call sweep", "err", err.Error())
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }

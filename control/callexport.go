@@ -48,7 +48,7 @@ func (s *Server) exportCalls(c fiber.Ctx, p *storage.Principal) error {
 	if err != nil {
 		return err
 	}
-	byCall := map[int64][]storage.CallEvent{}
+	byCall := map[int64][]storage.CallEventRow{}
 	for _, e := range events {
 		byCall[e.CallID] = append(byCall[e.CallID], e)
 	}

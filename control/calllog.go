@@ -15,10 +15,11 @@ import (
 	"github.com/voiced/voiced/storage"
 )
 
-// CallLog is the control plane's side of a call's record: the media side
-// admits a call, appends what happens during it, and finishes it. It is
-// the narrow interface the media and telephony sides are wired to (they
-// declare their own interfaces; cmd/voiced adapts). Safe for concurrent
+// CallLog is the control plane's side of a call's record: the live call
+// (package call) admits a call, appends what happens during it, and
+// finishes it. It implements call's small interfaces (Admitter, Recorder,
+// Finisher, TrunkLookup) in process; a media node reaches the same
+// interfaces over the network. Safe for concurrent
 // use; every method is idempotent under redelivery where it matters
 // (events carry ids, Finish applies once).
 type CallLog struct{ s *Server }
@@ -285,7 +286,7 @@ func (e CallEvent) data() (json.RawMessage, error) {
 // already has are skipped. A recording_started event also sets the call's
 // recording_started_at (once).
 func (l *CallLog) Append(ctx context.Context, callID int64, events []CallEvent) error {
-	rows := make([]storage.CallEvent, len(events))
+	rows := make([]storage.CallEventRow, len(events))
 	var recStart *time.Time
 	for i, e := range events {
 		if e.At.IsZero() {
@@ -295,7 +296,7 @@ func (l *CallLog) Append(ctx context.Context, callID int64, events []CallEvent) 
 		if err != nil {
 			return err
 		}
-		rows[i] = storage.CallEvent{EventID: e.ID, Kind: e.Kind, At: e.At, Data: data}
+		rows[i] = storage.CallEventRow{EventID: e.ID, Kind: e.Kind, At: e.At, Data: data}
 		if e.Kind == EventRecordingStarted && recStart == nil {
 			at := e.At
 			recStart = &at

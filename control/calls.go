@@ -200,7 +200,7 @@ func anchor(c storage.Call) time.Time {
 func relMS(t int64, anchor time.Time) int64 { return max(t-anchor.UnixMilli(), 0) }
 
 // turns extracts the transcript of one call from its events.
-func turns(c storage.Call, events []storage.CallEvent) []turnView {
+func turns(c storage.Call, events []storage.CallEventRow) []turnView {
 	out := []turnView{}
 	a := anchor(c)
 	for _, e := range events {

@@ -94,7 +94,7 @@ var realtimeSchemas = map[string]any{
 }
 
 // MountRealtime attaches the realtime WebSocket handler (the media side's
-// server, wired by cmd/voiced) to GET /v1/realtime. Until then the route
+// server, call.Node's, wired by cmd/voiced) to GET /v1/realtime. Until then the route
 // answers 503.
 func (s *Server) MountRealtime(h http.Handler) {
 	fh := adaptor.HTTPHandler(h)

@@ -9,10 +9,10 @@ import (
 	"time"
 )
 
-// CallEvent is one thing that happened during a call. Seq orders a call's
-// events; EventID, when set, makes an append idempotent; Data is a JSON
-// object whose shape depends on Kind (the control plane defines them).
-type CallEvent struct {
+// CallEventRow is the stored form of one call event (the event itself,
+// and the shapes of Data by Kind, are control.CallEvent's). Seq orders a
+// call's events; EventID, when set, makes an append idempotent.
+type CallEventRow struct {
 	CallID  int64
 	Seq     int64
 	EventID string
@@ -24,7 +24,7 @@ type CallEvent struct {
 // AppendCallEvents appends events to call id in order, skipping any whose
 // EventID the call already has (redelivery), and returns how many it
 // added.
-func (s *Store) AppendCallEvents(ctx context.Context, id int64, events []CallEvent) (int, error) {
+func (s *Store) AppendCallEvents(ctx context.Context, id int64, events []CallEventRow) (int, error) {
 	added := 0
 	err := s.db.tx(ctx, func(tx *sql.Tx) error {
 		added = 0
@@ -73,8 +73,8 @@ func (s *Store) AppendCallEvents(ctx context.Context, id int64, events []CallEve
 
 // CallEvents returns the events of the given calls, by call then sequence.
 // kinds, when not empty, selects event kinds.
-func (s *Store) CallEvents(ctx context.Context, callIDs []int64, kinds ...string) ([]CallEvent, error) {
-	out := []CallEvent{}
+func (s *Store) CallEvents(ctx context.Context, callIDs []int64, kinds ...string) ([]CallEventRow, error) {
+	out := []CallEventRow{}
 	for len(callIDs) > 0 {
 		chunk := callIDs[:min(len(callIDs), 500)]
 		callIDs = callIDs[len(chunk):]
@@ -94,7 +94,7 @@ func (s *Store) CallEvents(ctx context.Context, callIDs []int64, kinds ...string
 			return nil, translate(err)
 		}
 		for rows.Next() {
-			var e CallEvent
+			var e CallEventRow
 			var at int64
 			var data string
 			if err := rows.Scan(&e.CallID, &e.Seq, &e.EventID, &e.Kind, &at, &data); err != nil {

@@ -29,12 +29,12 @@ func TestResourceStores(t *testing.T) {
 				wg.Go(func() {
 					for i := range each {
 						// Every event is sent twice, as a redelivering stream would.
-						e := storage.CallEvent{EventID: fmt.Sprintf("w%d-%d", w, i), Kind: "dtmf", At: time.Now(), Data: json.RawMessage(`{"digits":"1"}`)}
-						if _, err := f.s.AppendCallEvents(ctx, c.ID, []storage.CallEvent{e, e}); err != nil {
+						e := storage.CallEventRow{EventID: fmt.Sprintf("w%d-%d", w, i), Kind: "dtmf", At: time.Now(), Data: json.RawMessage(`{"digits":"1"}`)}
+						if _, err := f.s.AppendCallEvents(ctx, c.ID, []storage.CallEventRow{e, e}); err != nil {
 							errs[w] = err
 							return
 						}
-						if _, err := f.s.AppendCallEvents(ctx, c.ID, []storage.CallEvent{e}); err != nil {
+						if _, err := f.s.AppendCallEvents(ctx, c.ID, []storage.CallEventRow{e}); err != nil {
 							errs[w] = err
 							return
 						}

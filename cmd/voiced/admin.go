@@ -9,7 +9,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/voiced/voiced/storage"
+	"github.com/voiced/voiced/control"
 )
 
 const adminUsage = `usage: voiced admin COMMAND [flags]
@@ -24,39 +24,6 @@ commands:
 
 Every command takes --data-dir and --database-url like serve.
 `
-
-// bootstrapResult is what admin bootstrap prints.
-type bootstrapResult struct {
-	OrgID  int64  `json:"org_id"`
-	UserID int64  `json:"user_id"`
-	APIKey string `json:"api_key"`
-}
-
-// bootstrap creates an owner user, an org, an API key and the starting
-// credit (a manual adjustment in the ledger, so billing builds on it).
-func bootstrap(ctx context.Context, s *storage.Store, email, orgName string, credit int64) (bootstrapResult, error) {
-	u, err := s.UserByEmail(ctx, email)
-	if errors.Is(err, storage.ErrNotFound) {
-		u, err = s.CreateUser(ctx, email, "", "")
-	}
-	if err != nil {
-		return bootstrapResult{}, fmt.Errorf("owner user: %w", err)
-	}
-	o, err := s.CreateOrg(ctx, u.ID, orgName)
-	if err != nil {
-		return bootstrapResult{}, fmt.Errorf("create org: %w", err)
-	}
-	if credit > 0 {
-		if _, err := s.Post(ctx, o.ID, storage.TxAdjustment, credit, "starting credit", ""); err != nil {
-			return bootstrapResult{}, fmt.Errorf("starting credit: %w", err)
-		}
-	}
-	_, raw, err := s.CreateAPIKey(ctx, o.ID, u.ID, "Default key")
-	if err != nil {
-		return bootstrapResult{}, fmt.Errorf("create key: %w", err)
-	}
-	return bootstrapResult{OrgID: o.ID, UserID: u.ID, APIKey: raw}, nil
-}
 
 func admin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
@@ -114,116 +81,43 @@ func admin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer e.close()
-	s := e.store
-	out := json.NewEncoder(stdout)
+	adm := control.NewAdmin(e.store)
 	need := func(flagName string, ok bool) error {
 		if !ok {
-			return fmt.Errorf("admin %s: --%s is required", cmd, flagName)
+			return fmt.Errorf("--%s is required", flagName)
 		}
 		return nil
 	}
-	user := func() (storage.User, error) {
-		if err := need("email", email != ""); err != nil {
-			return storage.User{}, err
-		}
-		u, err := s.UserByEmail(ctx, email)
-		if errors.Is(err, storage.ErrNotFound) {
-			return u, fmt.Errorf("admin %s: no user with email %s", cmd, email)
-		}
-		return u, err
-	}
+	var res any
 	switch cmd {
 	case "bootstrap":
-		b, err := bootstrap(ctx, s, email, name, c.DevCreditCents)
-		if err != nil {
-			return err
-		}
-		return out.Encode(b)
+		res, err = adm.Bootstrap(ctx, email, name, c.DevCreditCents)
 	case "create-user":
-		if err := need("email", email != ""); err != nil {
-			return err
+		if err = need("email", email != ""); err == nil {
+			res, err = adm.CreateUser(ctx, email, first, last)
 		}
-		u, err := s.CreateUser(ctx, email, first, last)
-		if errors.Is(err, storage.ErrConflict) {
-			return fmt.Errorf("admin create-user: a user with email %s exists", email)
-		}
-		if err != nil {
-			return err
-		}
-		return out.Encode(map[string]any{"user_id": u.ID, "email": u.Email})
 	case "create-token":
-		u, err := user()
-		if err != nil {
-			return err
+		if err = need("email", email != ""); err == nil {
+			res, err = adm.CreateToken(ctx, email, name)
 		}
-		tok, err := s.CreatePersonalToken(ctx, u.ID, name)
-		if err != nil {
-			return err
-		}
-		return out.Encode(map[string]any{"user_id": u.ID, "token": tok})
 	case "create-org":
-		u, err := user()
-		if err != nil {
-			return err
+		if err = need("email", email != ""); err == nil {
+			res, err = adm.CreateOrg(ctx, email, name)
 		}
-		if n := len([]rune(strings.TrimSpace(name))); n < 1 || n > 120 {
-			return errors.New("admin create-org: --name must be 1-120 characters")
-		}
-		o, err := s.CreateOrg(ctx, u.ID, strings.TrimSpace(name))
-		if err != nil {
-			return err
-		}
-		return out.Encode(map[string]any{"org_id": o.ID, "owner_user_id": u.ID})
 	case "create-key":
-		if err := need("org-id", orgID > 0); err != nil {
-			return err
+		if err = need("org-id", orgID > 0); err == nil {
+			res, err = adm.CreateKey(ctx, orgID, email, name)
 		}
-		var uid int64
-		if email != "" {
-			u, err := user()
-			if err != nil {
-				return err
-			}
-			uid = u.ID
-		} else {
-			ms, err := s.Members(ctx, orgID)
-			if err != nil {
-				return err
-			}
-			for _, m := range ms {
-				if m.Role == storage.RoleOwner {
-					uid = m.UserID
-				}
-			}
-			if uid == 0 {
-				return fmt.Errorf("admin create-key: no organization %d", orgID)
-			}
-		}
-		if _, err := s.MemberByUser(ctx, orgID, uid); err != nil {
-			return fmt.Errorf("admin create-key: %s is not a member of organization %d", email, orgID)
-		}
-		k, raw, err := s.CreateAPIKey(ctx, orgID, uid, name)
-		if err != nil {
-			return err
-		}
-		return out.Encode(map[string]any{"org_id": orgID, "key_id": k.ID, "api_key": raw})
 	case "add-credit":
-		if err := need("org-id", orgID > 0); err != nil {
-			return err
+		if err = need("org-id", orgID > 0); err == nil && cents == 0 {
+			err = errors.New("--cents must not be 0")
 		}
-		if cents == 0 {
-			return errors.New("admin add-credit: --cents must not be 0")
+		if err == nil {
+			res, err = adm.AddCredit(ctx, orgID, cents, note)
 		}
-		t, err := s.Post(ctx, orgID, storage.TxAdjustment, cents, note, "")
-		switch {
-		case errors.Is(err, storage.ErrNotFound):
-			return fmt.Errorf("admin add-credit: no organization %d", orgID)
-		case errors.Is(err, storage.ErrInsufficientFunds):
-			return fmt.Errorf("admin add-credit: the balance cannot go below zero")
-		case err != nil:
-			return err
-		}
-		return out.Encode(map[string]any{"org_id": orgID, "transaction_id": t.ID, "balance_cents": t.BalanceAfterCents})
 	}
-	return nil
+	if err != nil {
+		return fmt.Errorf("admin %s: %w", cmd, err)
+	}
+	return json.NewEncoder(stdout).Encode(res)
 }

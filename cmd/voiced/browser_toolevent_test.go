@@ -14,45 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// fakeToolModel is an OpenAI-compatible chat completions server (the
-// provider boundary): until the conversation holds a tool result it calls
-// book_table, then it answers in words.
-func fakeToolModel(t *testing.T) *httptest.Server {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			Messages []struct {
-				Role string `json:"role"`
-			} `json:"messages"`
-		}
-		if r.URL.Path != "/v1/chat/completions" || json.NewDecoder(r.Body).Decode(&req) != nil {
-			http.Error(w, "bad request", 400)
-			return
-		}
-		w.Header().Set("Content-Type", "text/event-stream")
-		chunk := func(delta string, finish string) {
-			fin := "null"
-			if finish != "" {
-				fin = `"` + finish + `"`
-			}
-			fmt.Fprintf(w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"model\":\"fake\",\"choices\":[{\"index\":0,\"delta\":%s,\"finish_reason\":%s}]}\n\n", delta, fin)
-		}
-		called := false
-		for _, m := range req.Messages {
-			called = called || m.Role == "tool"
-		}
-		if called {
-			chunk(`{"role":"assistant","content":"Your table is booked."}`, "")
-			chunk(`{}`, "stop")
-		} else {
-			chunk(`{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_book1","type":"function","function":{"name":"book_table","arguments":"{\"party\": 2}"}}]}`, "")
-			chunk(`{}`, "tool_calls")
-		}
-		fmt.Fprint(w, "data: [DONE]\n\n")
-	}))
-	t.Cleanup(srv.Close)
-	return srv
-}
-
 // TestBrowserToolEvent: a widget call whose agent calls a tool as it
 // greets. The tool runs through the legacy web.tool exchange, and a
 // webhook endpoint subscribed to web.tool receives one event for the run
@@ -61,7 +22,7 @@ func fakeToolModel(t *testing.T) *httptest.Server {
 func TestBrowserToolEvent(t *testing.T) {
 	chromiumPath(t)
 	wavPath := speechWAV(t)
-	model := fakeToolModel(t)
+	model := chainModel(t) // calls book_table, then answers: no transfer_call on a browser call
 
 	type got struct {
 		path string

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/voiced/voiced/ai/llm"
+	"github.com/voiced/voiced/call"
 	"github.com/voiced/voiced/control"
 	"github.com/voiced/voiced/control/webhook"
 	"github.com/voiced/voiced/storage"
@@ -25,7 +27,8 @@ func (h legacyHook) GetWebhook(context.Context, int64) (storage.Webhook, error) 
 }
 
 // TestBrowserToolsUseTheWebToolExchange checks a browser call's tool runs
-// as the blocking web.tool exchange with the call's ids.
+// (the node's tool chain) as the blocking web.tool exchange with the
+// call's ids.
 func TestBrowserToolsUseTheWebToolExchange(t *testing.T) {
 	var got map[string]any
 	var answer atomic.Value
@@ -41,7 +44,9 @@ func TestBrowserToolsUseTheWebToolExchange(t *testing.T) {
 	}))
 	defer srv.Close()
 	x := webhook.NewExchanger(legacyHook{srv.URL}, true, nil, nil)
-	tools := browserTools{x: x, call: control.BrowserCall{Admission: control.Admission{CallID: 42, OrgID: 7, AgentID: 9}, Direction: "web"}}
+	chain := call.NewChain(slog.New(slog.DiscardHandler), nil, call.WebhookTools{X: x})
+	tools := chain.Resolve(call.Info{CallID: 42, OrgID: 7, AgentID: 9, Direction: "web", Channel: call.ChannelBrowser,
+		Agent: control.AgentConfig{Tools: []control.Tool{{Type: "function", Name: "find_slot"}}}})
 	out, err := tools.RunTool(context.Background(), llm.ToolCall{ID: "call_1", Name: "find_slot", Arguments: `{"party": 2}`})
 	require.NoError(t, err)
 	require.JSONEq(t, `{"slots": ["19:00"]}`, out)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/voiced/voiced/call"
 	"github.com/voiced/voiced/control"
 )
 
@@ -29,11 +30,8 @@ type config struct {
 	HTTPAddr       string
 	DatabaseURL    string
 	RedisURL       string
-	SIPAddr        string
 	SIPTLSCert     string
 	SIPTLSKey      string
-	SIPAdvertise   string
-	SIPRegister    bool
 	SIPTrusted     string
 	RTPPorts       string
 	PublicURL      string
@@ -53,27 +51,20 @@ type config struct {
 	StripeWebhookSecret  string
 	WebhookAllowLoopback bool
 
-	LLMBaseURL, LLMAPIKey, LLMModel string
-	TTSBaseURL, TTSAPIKey, TTSModel string
-	STTBaseURL, STTAPIKey, STTModel string
-	RealtimeOrgSessions             int64
-	RealtimeDeltaMs                 int64
-	RealtimeLoopback                bool
-	CallLoopback                    bool
+	RealtimeDeltaMs            int64
+	WebRTCPublicIP, WebRTCTURN string
+	HugePages                  bool
+	RTPPrefetch                bool
+	WebRTCTURNTTL              string
 
-	WebRTCUDPAddr, WebRTCPublicIP            string
-	WebRTCTURN, WebRTCTURNUser, WebRTCTURNPw string
-	WebRTCMaxSessions                        int64
-	HugePages                                bool
-	RTPPrefetch                              bool
-	WebRTCTURNSecret, WebRTCTURNTTL          string
+	// call and prov take the live call's flags as they are; validate
+	// fills the parsed ones.
+	call call.Config
+	prov call.ProvidersConfig
 
-	rtpLow, rtpHigh int
-	tlsCert         *tls.Certificate
-	sipTrusted      []netip.Prefix
-	didPool         []control.DID
-	products        []control.Product
-	audioURLTTL     time.Duration
+	didPool     []control.DID
+	products    []control.Product
+	audioURLTTL time.Duration
 }
 
 type flagSpec struct {
@@ -88,11 +79,11 @@ func bindFlags(fs *flag.FlagSet, c *config, names ...string) []flagSpec {
 		{"database-url", "VOICED_DATABASE_URL", "", "empty for SQLite in the data dir, sqlite://PATH, or postgres://USER@HOST:PORT/DB", &c.DatabaseURL},
 		{"http-addr", "VOICED_HTTP_ADDR", "127.0.0.1:8080", "HTTP listen address (host:port) for the API", &c.HTTPAddr},
 		{"redis-url", "VOICED_REDIS_URL", "", "empty for in-process coordination, or redis://HOST:PORT/DB for scale-out", &c.RedisURL},
-		{"sip-addr", "VOICED_SIP_ADDR", "127.0.0.1:5060", "SIP listen address (host:port) for the telephony front door", &c.SIPAddr},
+		{"sip-addr", "VOICED_SIP_ADDR", "127.0.0.1:5060", "SIP listen address (host:port) for the telephony front door", &c.call.Phone.Addr},
 		{"sip-tls-cert", "VOICED_SIP_TLS_CERT", "", "PEM certificate (chain) for SIP over TLS on the --sip-addr port + 1; empty = no TLS", &c.SIPTLSCert},
 		{"sip-tls-key", "VOICED_SIP_TLS_KEY", "", "PEM private key of --sip-tls-cert", &c.SIPTLSKey},
-		{"sip-advertise", "VOICED_SIP_ADVERTISE", "", "host or IP put in SIP Contact headers and SDP, the node's public address behind NAT; empty = the --sip-addr IP", &c.SIPAdvertise},
-		{"sip-register", "VOICED_SIP_REGISTER", "false", "REGISTER with a VoIP connection (kept fresh) before placing calls through it, for providers that want it", &c.SIPRegister},
+		{"sip-advertise", "VOICED_SIP_ADVERTISE", "", "host or IP put in SIP Contact headers and SDP, the node's public address behind NAT; empty = the --sip-addr IP", &c.call.Phone.Advertise},
+		{"sip-register", "VOICED_SIP_REGISTER", "false", "REGISTER with a VoIP connection (kept fresh) before placing calls through it, for providers that want it", &c.call.Phone.Register},
 		{"sip-trusted", "VOICED_SIP_TRUSTED", "", "IPs or CIDRs, comma-separated, exempt from the per-source SIP rate limit: your carriers' SBCs, the Kamailio dispatcher in scale-out", &c.SIPTrusted},
 		{"rtp-ports", "VOICED_RTP_PORTS", "10000-20000", "UDP port range LOW-HIGH for RTP media", &c.RTPPorts},
 		{"rtp-prefetch", "VOICED_RTP_PREFETCH", "true", "while the node pacer runs one call, have the processor fetch what the next calls will touch (their sessions, jitter buffers, agents' state), so the cache misses of a tick overlap instead of coming one pointer at a time (docs/decisions.md)", &c.RTPPrefetch},
@@ -112,27 +103,27 @@ func bindFlags(fs *flag.FlagSet, c *config, names ...string) []flagSpec {
 		{"stripe-api-base", "VOICED_STRIPE_API_BASE", "", "Stripe API base URL; empty = https://api.stripe.com; http://127.0.0.1:12111 for stripe-mock", &c.StripeAPIBase},
 		{"stripe-webhook-secret", "VOICED_STRIPE_WEBHOOK_SECRET", "", "signing secret (whsec_...) of the Stripe events posted to /v1/billing/provider-events; empty refuses them", &c.StripeWebhookSecret},
 		{"webhook-allow-loopback", "VOICED_WEBHOOK_ALLOW_LOOPBACK", "true", "let webhook deliveries reach http://localhost and 127.0.0.1 (other private and internal addresses are always refused); turn off on shared servers", &c.WebhookAllowLoopback},
-		{"llm-base-url", "VOICED_LLM_BASE_URL", "", "OpenAI-compatible chat completions API root up to /v1 (OpenAI, Ollama, vLLM, llama.cpp); empty = the offline echo model that repeats the caller", &c.LLMBaseURL},
-		{"llm-api-key", "VOICED_LLM_API_KEY", "", "API key for --llm-base-url (empty for local servers)", &c.LLMAPIKey},
-		{"llm-model", "VOICED_LLM_MODEL", "", "model name for --llm-base-url (empty = the client's default)", &c.LLMModel},
-		{"tts-base-url", "VOICED_TTS_BASE_URL", "", "OpenAI-compatible speech API root up to /v1; empty = espeak-ng (offline)", &c.TTSBaseURL},
-		{"tts-api-key", "VOICED_TTS_API_KEY", "", "API key for --tts-base-url", &c.TTSAPIKey},
-		{"tts-model", "VOICED_TTS_MODEL", "", "speech model for --tts-base-url (empty = tts-1)", &c.TTSModel},
-		{"stt-base-url", "VOICED_STT_BASE_URL", "", "OpenAI-compatible transcription API root up to /v1 (OpenAI, faster-whisper, whisper.cpp, vLLM); empty = offline PocketSphinx (en-US) for realtime sessions", &c.STTBaseURL},
-		{"stt-api-key", "VOICED_STT_API_KEY", "", "API key for --stt-base-url", &c.STTAPIKey},
-		{"stt-model", "VOICED_STT_MODEL", "", "transcription model for --stt-base-url (empty = whisper-1)", &c.STTModel},
+		{"llm-base-url", "VOICED_LLM_BASE_URL", "", "OpenAI-compatible chat completions API root up to /v1 (OpenAI, Ollama, vLLM, llama.cpp); empty = the offline echo model that repeats the caller", &c.prov.LLMBaseURL},
+		{"llm-api-key", "VOICED_LLM_API_KEY", "", "API key for --llm-base-url (empty for local servers)", &c.prov.LLMAPIKey},
+		{"llm-model", "VOICED_LLM_MODEL", "", "model name for --llm-base-url (empty = the client's default)", &c.prov.LLMModel},
+		{"tts-base-url", "VOICED_TTS_BASE_URL", "", "OpenAI-compatible speech API root up to /v1; empty = espeak-ng (offline)", &c.prov.TTSBaseURL},
+		{"tts-api-key", "VOICED_TTS_API_KEY", "", "API key for --tts-base-url", &c.prov.TTSAPIKey},
+		{"tts-model", "VOICED_TTS_MODEL", "", "speech model for --tts-base-url (empty = tts-1)", &c.prov.TTSModel},
+		{"stt-base-url", "VOICED_STT_BASE_URL", "", "OpenAI-compatible transcription API root up to /v1 (OpenAI, faster-whisper, whisper.cpp, vLLM); empty = offline PocketSphinx (en-US) for realtime sessions", &c.prov.STTBaseURL},
+		{"stt-api-key", "VOICED_STT_API_KEY", "", "API key for --stt-base-url", &c.prov.STTAPIKey},
+		{"stt-model", "VOICED_STT_MODEL", "", "transcription model for --stt-base-url (empty = whisper-1)", &c.prov.STTModel},
 		{"realtime-delta-ms", "VOICED_REALTIME_DELTA_MS", "20", "audio per realtime output delta once a response plays (20-1000, a multiple of 20): bigger deltas wake clients less often but delay a response's first audio by the difference", &c.RealtimeDeltaMs},
-		{"realtime-org-sessions", "VOICED_REALTIME_ORG_SESSIONS", "50", "concurrent realtime WebSocket sessions per organization (0 = no cap)", &c.RealtimeOrgSessions},
-		{"call-loopback", "VOICED_CALL_LOOPBACK", "false", "phone and browser calls play each caller turn back with no STT, model or TTS (load tests of the media path); off = the number's agent with the node's providers", &c.CallLoopback},
-		{"realtime-loopback", "VOICED_REALTIME_LOOPBACK", "false", "realtime sessions play each caller turn back with no STT, model or TTS (load tests of the media path)", &c.RealtimeLoopback},
-		{"webrtc-udp-addr", "VOICED_WEBRTC_UDP_ADDR", ":50000", "UDP address (host:port) every browser call's WebRTC media shares (one port to open)", &c.WebRTCUDPAddr},
+		{"realtime-org-sessions", "VOICED_REALTIME_ORG_SESSIONS", "50", "concurrent realtime WebSocket sessions per organization (0 = no cap)", &c.call.Realtime.OrgSessions},
+		{"call-loopback", "VOICED_CALL_LOOPBACK", "false", "phone and browser calls play each caller turn back with no STT, model or TTS (load tests of the media path); off = the number's agent with the node's providers", &c.call.Loopback},
+		{"realtime-loopback", "VOICED_REALTIME_LOOPBACK", "false", "realtime sessions play each caller turn back with no STT, model or TTS (load tests of the media path)", &c.call.Realtime.Loopback},
+		{"webrtc-udp-addr", "VOICED_WEBRTC_UDP_ADDR", ":50000", "UDP address (host:port) every browser call's WebRTC media shares (one port to open)", &c.call.Browser.UDPAddr},
 		{"webrtc-public-ip", "VOICED_WEBRTC_PUBLIC_IP", "", "public IPs, comma-separated, announced instead of the interface addresses when behind a 1:1 NAT", &c.WebRTCPublicIP},
 		{"webrtc-turn", "VOICED_WEBRTC_TURN", "", "TURN server URLs, comma-separated (turn:host:3478?transport=udp), giving browser calls relay candidates", &c.WebRTCTURN},
-		{"webrtc-turn-user", "VOICED_WEBRTC_TURN_USER", "", "username for --webrtc-turn", &c.WebRTCTURNUser},
-		{"webrtc-turn-password", "VOICED_WEBRTC_TURN_PASSWORD", "", "password for --webrtc-turn", &c.WebRTCTURNPw},
-		{"webrtc-turn-secret", "VOICED_WEBRTC_TURN_SECRET", "", "shared secret of the TURN server (coturn use-auth-secret / static-auth-secret): the node and each browser get time-limited credentials made from it instead of --webrtc-turn-user/-password", &c.WebRTCTURNSecret},
+		{"webrtc-turn-user", "VOICED_WEBRTC_TURN_USER", "", "username for --webrtc-turn", &c.call.Browser.TURNUser},
+		{"webrtc-turn-password", "VOICED_WEBRTC_TURN_PASSWORD", "", "password for --webrtc-turn", &c.call.Browser.TURNPassword},
+		{"webrtc-turn-secret", "VOICED_WEBRTC_TURN_SECRET", "", "shared secret of the TURN server (coturn use-auth-secret / static-auth-secret): the node and each browser get time-limited credentials made from it instead of --webrtc-turn-user/-password", &c.call.Browser.TURNSecret},
 		{"webrtc-turn-ttl", "VOICED_WEBRTC_TURN_TTL", "24h", "validity of credentials made from --webrtc-turn-secret (at least 1m; longer than the longest call, since TURN refreshes need them)", &c.WebRTCTURNTTL},
-		{"webrtc-max-sessions", "VOICED_WEBRTC_MAX_SESSIONS", "500", "most browser calls (widget and mic sessions) this node runs at once", &c.WebRTCMaxSessions},
+		{"webrtc-max-sessions", "VOICED_WEBRTC_MAX_SESSIONS", "500", "most browser calls (widget and mic sessions) this node runs at once", &c.call.Browser.MaxSessions},
 	}
 	var out []flagSpec
 	for _, s := range all {
@@ -146,6 +137,9 @@ func bindFlags(fs *flag.FlagSet, c *config, names ...string) []flagSpec {
 		case *int64:
 			v, _ := strconv.ParseInt(s.def, 10, 64)
 			fs.Int64Var(t, s.name, v, usage)
+		case *int:
+			v, _ := strconv.Atoi(s.def)
+			fs.IntVar(t, s.name, v, usage)
 		case *bool:
 			fs.BoolVar(t, s.name, s.def == "true", usage)
 		}
@@ -189,6 +183,8 @@ func parseFlags(fs *flag.FlagSet, specs []flagSpec, c *config, args []string) er
 	return c.validate(set, specs)
 }
 
+// validate checks the flags the command takes (specs) and fills the
+// parsed forms; each part checks the flags of what it configures.
 func (c *config) validate(_ map[string]bool, specs []flagSpec) error {
 	has := func(n string) bool {
 		for _, s := range specs {
@@ -198,44 +194,19 @@ func (c *config) validate(_ map[string]bool, specs []flagSpec) error {
 		}
 		return false
 	}
+	for _, part := range []func(func(string) bool) error{c.validateStore, c.validateAPI, c.validateSIP, c.validatePayments, c.validateCalls, c.validateLog} {
+		if err := part(has); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateStore checks where state lives: the data dir, the database,
+// the coordinator and the secret key.
+func (c *config) validateStore(has func(string) bool) error {
 	if has("data-dir") && strings.TrimSpace(c.DataDir) == "" {
 		return errors.New("invalid --data-dir: must not be empty")
-	}
-	if has("http-addr") {
-		if err := checkHostPort(c.HTTPAddr); err != nil {
-			return fmt.Errorf("invalid --http-addr %q: %v", c.HTTPAddr, err)
-		}
-	}
-	if has("sip-addr") {
-		if err := checkHostPort(c.SIPAddr); err != nil {
-			return fmt.Errorf("invalid --sip-addr %q: %v", c.SIPAddr, err)
-		}
-	}
-	if has("sip-tls-cert") && has("sip-tls-key") && (c.SIPTLSCert != "" || c.SIPTLSKey != "") {
-		if c.SIPTLSCert == "" || c.SIPTLSKey == "" {
-			return errors.New("invalid --sip-tls-cert/--sip-tls-key: give both or neither")
-		}
-		cert, err := tls.LoadX509KeyPair(c.SIPTLSCert, c.SIPTLSKey)
-		if err != nil {
-			return fmt.Errorf("invalid --sip-tls-cert %q: %v", c.SIPTLSCert, err)
-		}
-		c.tlsCert = &cert
-	}
-	if has("sip-advertise") && c.SIPAdvertise != "" && (strings.ContainsAny(c.SIPAdvertise, " /:@;") && net.ParseIP(c.SIPAdvertise) == nil) {
-		return fmt.Errorf("invalid --sip-advertise %q: want a host name or IP address", c.SIPAdvertise)
-	}
-	if has("sip-trusted") && strings.TrimSpace(c.SIPTrusted) != "" {
-		c.sipTrusted = nil
-		for _, f := range strings.Split(c.SIPTrusted, ",") {
-			f = strings.TrimSpace(f)
-			if p, err := netip.ParsePrefix(f); err == nil {
-				c.sipTrusted = append(c.sipTrusted, p.Masked())
-			} else if ip, err := netip.ParseAddr(f); err == nil {
-				c.sipTrusted = append(c.sipTrusted, netip.PrefixFrom(ip, ip.BitLen()))
-			} else {
-				return fmt.Errorf("invalid --sip-trusted %q: %q is not an IP address or CIDR", c.SIPTrusted, f)
-			}
-		}
 	}
 	if has("database-url") && c.DatabaseURL != "" {
 		u, err := url.Parse(c.DatabaseURL)
@@ -256,22 +227,26 @@ func (c *config) validate(_ map[string]bool, specs []flagSpec) error {
 			return fmt.Errorf("invalid --redis-url %q: %v", c.RedisURL, err)
 		}
 	}
-	if has("rtp-ports") {
-		lo, hi, err := parsePortRange(c.RTPPorts)
-		if err != nil {
-			return fmt.Errorf("invalid --rtp-ports %q: %v", c.RTPPorts, err)
+	if has("secret-key") && c.SecretKey != "" {
+		if _, err := decodeKey(c.SecretKey); err != nil {
+			return fmt.Errorf("invalid --secret-key: %v", err)
 		}
-		c.rtpLow, c.rtpHigh = lo, hi
+	}
+	return nil
+}
+
+// validateAPI checks the control plane's flags: its address, public URL,
+// products, demo numbers, credit and fees, signed URLs.
+func (c *config) validateAPI(has func(string) bool) error {
+	if has("http-addr") {
+		if err := checkHostPort(c.HTTPAddr); err != nil {
+			return fmt.Errorf("invalid --http-addr %q: %v", c.HTTPAddr, err)
+		}
 	}
 	if has("public-url") && c.PublicURL != "" {
 		u, err := url.Parse(c.PublicURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return fmt.Errorf("invalid --public-url %q: want an absolute http(s) URL like https://voice.example.com", c.PublicURL)
-		}
-	}
-	if has("secret-key") && c.SecretKey != "" {
-		if _, err := decodeKey(c.SecretKey); err != nil {
-			return fmt.Errorf("invalid --secret-key: %v", err)
 		}
 	}
 	if has("number-fee-cents") && c.NumberFeeCents < 0 {
@@ -305,10 +280,53 @@ func (c *config) validate(_ map[string]bool, specs []flagSpec) error {
 		}
 		c.audioURLTTL = d
 	}
-	if err := c.validatePayments(has); err != nil {
-		return err
+	return nil
+}
+
+// validateSIP checks the telephony front door's flags: SIP listeners and
+// TLS, the advertised host, trusted sources, RTP ports and pacing.
+func (c *config) validateSIP(has func(string) bool) error {
+	if !has("sip-addr") {
+		return nil // serve's alone
 	}
-	for _, u := range []struct{ name, v string }{{"llm-base-url", c.LLMBaseURL}, {"tts-base-url", c.TTSBaseURL}, {"stt-base-url", c.STTBaseURL}} {
+	if err := checkHostPort(c.call.Phone.Addr); err != nil {
+		return fmt.Errorf("invalid --sip-addr %q: %v", c.call.Phone.Addr, err)
+	}
+	if c.SIPTLSCert != "" || c.SIPTLSKey != "" {
+		if c.SIPTLSCert == "" || c.SIPTLSKey == "" {
+			return errors.New("invalid --sip-tls-cert/--sip-tls-key: give both or neither")
+		}
+		cert, err := tls.LoadX509KeyPair(c.SIPTLSCert, c.SIPTLSKey)
+		if err != nil {
+			return fmt.Errorf("invalid --sip-tls-cert %q: %v", c.SIPTLSCert, err)
+		}
+		c.call.Phone.TLS = cert
+	}
+	if adv := c.call.Phone.Advertise; adv != "" && (strings.ContainsAny(adv, " /:@;") && net.ParseIP(adv) == nil) {
+		return fmt.Errorf("invalid --sip-advertise %q: want a host name or IP address", adv)
+	}
+	c.call.Phone.Trusted = nil
+	for _, f := range commaList(c.SIPTrusted) {
+		if p, err := netip.ParsePrefix(f); err == nil {
+			c.call.Phone.Trusted = append(c.call.Phone.Trusted, p.Masked())
+		} else if ip, err := netip.ParseAddr(f); err == nil {
+			c.call.Phone.Trusted = append(c.call.Phone.Trusted, netip.PrefixFrom(ip, ip.BitLen()))
+		} else {
+			return fmt.Errorf("invalid --sip-trusted %q: %q is not an IP address or CIDR", c.SIPTrusted, f)
+		}
+	}
+	var err error
+	c.call.Phone.RTPLow, c.call.Phone.RTPHigh, err = parsePortRange(c.RTPPorts)
+	if err != nil {
+		return fmt.Errorf("invalid --rtp-ports %q: %v", c.RTPPorts, err)
+	}
+	return nil
+}
+
+// validateCalls checks the flags of the calls' providers, the browser
+// and realtime front doors.
+func (c *config) validateCalls(has func(string) bool) error {
+	for _, u := range []struct{ name, v string }{{"llm-base-url", c.prov.LLMBaseURL}, {"tts-base-url", c.prov.TTSBaseURL}, {"stt-base-url", c.prov.STTBaseURL}} {
 		if has(u.name) && u.v != "" {
 			if p, err := url.Parse(u.v); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
 				return fmt.Errorf("invalid --%s %q: want an http(s) URL like http://localhost:11434/v1", u.name, u.v)
@@ -318,9 +336,21 @@ func (c *config) validate(_ map[string]bool, specs []flagSpec) error {
 	if has("realtime-delta-ms") && (c.RealtimeDeltaMs < 20 || c.RealtimeDeltaMs > 1000 || c.RealtimeDeltaMs%20 != 0) {
 		return fmt.Errorf("invalid --realtime-delta-ms %d: must be a multiple of 20 from 20 to 1000", c.RealtimeDeltaMs)
 	}
-	if has("realtime-org-sessions") && c.RealtimeOrgSessions < 0 {
-		return fmt.Errorf("invalid --realtime-org-sessions %d: must be >= 0", c.RealtimeOrgSessions)
+	if has("realtime-org-sessions") && c.call.Realtime.OrgSessions < 0 {
+		return fmt.Errorf("invalid --realtime-org-sessions %d: must be >= 0", c.call.Realtime.OrgSessions)
 	}
+	if has("webrtc-turn-ttl") && c.WebRTCTURNTTL != "" {
+		ttl, err := time.ParseDuration(c.WebRTCTURNTTL)
+		if err != nil || ttl < time.Minute {
+			return fmt.Errorf("invalid --webrtc-turn-ttl %q: want a duration of at least 1m, like 24h", c.WebRTCTURNTTL)
+		}
+		c.call.Browser.TURNTTL = ttl
+	}
+	return nil
+}
+
+// validateLog checks the logging flags.
+func (c *config) validateLog(has func(string) bool) error {
 	if has("log-level") && !contains([]string{"debug", "info", "warn", "error"}, c.LogLevel) {
 		return fmt.Errorf("invalid --log-level %q: use debug, info, warn or error", c.LogLevel)
 	}

@@ -48,7 +48,7 @@ func (c *config) paymentConfig() payment.Config {
 // a crash left unbilled (billSweep, every 30 s) and, with a payment
 // provider, the auto-reload worker, until stop is called; stop waits for
 // them (in-flight deliveries finish and are recorded).
-func background(ctx context.Context, c *config, store *storage.Store, billSweep func(context.Context) (int, error), log *slog.Logger) (stop func(), err error) {
+func background(ctx context.Context, c *config, store *storage.Store, billSweep func(context.Context, time.Duration), log *slog.Logger) (stop func(), err error) {
 	hooks, err := webhook.New(webhook.Config{AllowLoopback: c.WebhookAllowLoopback}, log.With("component", "webhooks"), store)
 	if err != nil {
 		return nil, err
@@ -70,20 +70,7 @@ func background(ctx context.Context, c *config, store *storage.Store, billSweep 
 	if reloader != nil {
 		wg.Go(func() { _ = reloader.Run(ctx) })
 	}
-	wg.Go(func() {
-		t := time.NewTicker(30 * time.Second)
-		defer t.Stop()
-		for {
-			if _, err := billSweep(ctx); err != nil && ctx.Err() == nil {
-				log.Warn("unbilled call sweep", "err", err.Error())
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-		}
-	})
+	wg.Go(func() { billSweep(ctx, 30*time.Second) })
 	if c.NumberFeeCents > 0 {
 		wg.Go(func() {
 			t := time.NewTicker(time.Hour)

@@ -5,7 +5,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"errors"
-	"flag"
 
 	"fmt"
 	"io"
@@ -16,10 +15,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/voiced/voiced/call"
 	"github.com/voiced/voiced/control"
 	"github.com/voiced/voiced/control/webhook"
-	"github.com/voiced/voiced/media/agent"
-	"github.com/voiced/voiced/media/pace"
 	"github.com/voiced/voiced/storage"
 )
 
@@ -64,67 +62,46 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		ln.Close()
 		return fmt.Errorf("create blob dir: %w", err)
 	}
-	// The calls' recording writers outlive every front door (deferred
-	// first, so closed last).
-	recs := agent.NewRecorders(0)
-	defer recs.Close()
-	// Telephony listens first so control gets its dialer and trunk
-	// verifier only when it runs.
-	tel := newTelephony(&c, env.store, blobDir, log)
-	stats := newMediaStats() // the node's media on /metrics
-	tel.stats, tel.recorders = stats, recs
-	explicit := false
-	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "sip-addr" })
-	telOn, err := tel.start(&c, explicit)
+	// The live call's front doors start first so control gets its dialer,
+	// trunk verifier and browser media only when they run.
+	node, err := call.NewNode(c.callConfig(blobDir, fs), c.prov, log)
 	if err != nil {
 		ln.Close()
-		return fmt.Errorf("telephony: %w", err)
+		return err
 	}
-	// The node's pacer outlives every front door that sends on it
-	// (deferred first, so it runs last).
-	defer tel.closePacer()
+	// Browser calls end after the HTTP drain (deferred calls run last in,
+	// first out), and are recorded; then the pacer stops.
+	defer node.Close(context.Background())
 	var opts []control.Option
-	if telOn {
-		opts = append(opts, control.WithDialer(tel), control.WithVoIPVerifier(tel))
+	if node.PhoneOn {
+		opts = append(opts, control.WithDialer(node.Phone), control.WithVoIPVerifier(node.Phone))
 	}
-	browser, err := startBrowser(&c, flagGiven(fs, "webrtc-udp-addr"), tel.nodePacer(telOn), env.store, blobDir, log)
-	if err != nil {
-		ln.Close()
-		tel.close(context.Background())
-		return fmt.Errorf("browser calls: %w", err)
-	}
-	defer browser.close(context.Background()) // after the HTTP drain: calls end and are recorded
-	if browser != nil {
-		browser.stats, browser.recorders = stats, recs
-		opts = append(opts, control.WithBrowserMedia(browser))
+	if node.Browser != nil {
+		opts = append(opts, control.WithBrowserMedia(node.Browser))
 	}
 	srv, err := control.New(control.Config{PublicURL: public, AccessLog: c.AccessLog, Version: version, Resources: control.ResourcesConfig{
 		Products: c.products, DIDPool: c.didPool, BlobDir: blobDir, SigningKey: signingKey(env.key), AudioURLTTL: c.audioURLTTL,
 	}, Payments: c.paymentConfig(), Webhooks: webhook.Config{AllowLoopback: c.WebhookAllowLoopback}}, log, env.store, env.coord, opts...)
 	if err != nil {
 		ln.Close()
-		tel.close(context.Background())
+		node.Drain(context.Background())
 		return err
 	}
-	tel.setCallLog(srv.CallLog())
-	browser.setCallLog(srv.CallLog())
-	var nodePacer *pace.Pacer
-	if telOn {
-		nodePacer = tel.pacer
+	calls := srv.CallLog()
+	var slots call.Slots
+	if s, ok := control.SlotsOf(env.coord); ok {
+		slots = s
 	}
-	rt, err := startRealtime(&c, srv, env, nodePacer, recs, blobDir, log)
+	x := webhook.NewExchanger(env.store, c.WebhookAllowLoopback, time.Now, log)
+	rt, err := node.Connect(call.Control{Admit: calls, Record: calls, Finish: calls, Tools: x, Trunks: calls, Credentials: srv}, slots)
 	if err != nil {
 		ln.Close()
-		tel.close(context.Background())
+		node.Drain(context.Background())
 		srv.Close()
-		return fmt.Errorf("realtime: %w", err)
+		return err
 	}
-	stats.pacer = nodePacer
-	if nodePacer == nil {
-		stats.pacer = rt.ownPacer
-	}
-	stats.sessions[doorRealtime] = rt.srv.Sessions
-	srv.SetMediaStats(stats.read)
+	srv.MountRealtime(rt)
+	srv.SetMediaStats(node.Stats.Read)
 	// The provisioning pass activates demo numbers; it stops with serve.
 	pctx, stopProvisioner := context.WithCancel(ctx)
 	provisioned := make(chan struct{})
@@ -137,11 +114,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		<-provisioned
 	}()
 	// Webhook delivery and auto-reload run until serve returns, after the
-	// HTTP drain (deferred calls run last in, first out).
-	stopBackground, err := background(ctx, &c, env.store, srv.CallLog().BillUnbilled, log)
+	// HTTP drain.
+	stopBackground, err := background(ctx, &c, env.store, calls.RunBillSweep, log)
 	if err != nil {
 		ln.Close()
-		tel.close(context.Background())
+		node.Drain(context.Background())
 		srv.Close()
 		return err
 	}
@@ -152,8 +129,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	select {
 	case err := <-errc:
-		rt.close(context.Background())
-		tel.close(context.Background())
+		node.Drain(context.Background())
 		srv.Close()
 		return err
 	case <-ctx.Done():
@@ -163,8 +139,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer cancel()
 	// Calls in progress get the drain time too; they end before the API
 	// that records them stops.
-	rt.close(sctx)
-	tel.close(sctx)
+	node.Drain(sctx)
 	if err := srv.Shutdown(sctx); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
@@ -187,15 +162,8 @@ func signingKey(secret []byte) []byte {
 // firstUse creates an owner, an org and an API key on an empty database and
 // prints the key once.
 func firstUse(ctx context.Context, store *storage.Store, c *config, stdout io.Writer, log *slog.Logger) error {
-	n, err := store.CountUsers(ctx)
-	if err != nil {
-		return err
-	}
-	if n > 0 {
-		return nil
-	}
-	b, err := bootstrap(ctx, store, "owner@localhost", "Default", c.DevCreditCents)
-	if err != nil {
+	b, ok, err := control.NewAdmin(store).FirstUse(ctx, "owner@localhost", "Default", c.DevCreditCents)
+	if !ok {
 		return err
 	}
 	fmt.Fprintf(stdout, "\nFirst run: created organization %d and its owner %s.\nAPI key (shown once, keep it):\n\n  %s\n\nTry: curl -H \"Authorization: Bearer %s\" %s/v1/orgs/\n\n",

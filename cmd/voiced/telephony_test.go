@@ -156,6 +156,7 @@ func TestServeTelephony(t *testing.T) {
 type served struct {
 	dir     string
 	base    string // http://host:port of the API
+	key     string // the first-use API key
 	sipPort int
 	call    func(method, path, body string) (int, map[string]any)
 	cancel  context.CancelFunc
@@ -187,7 +188,7 @@ func startTelephonyServe(t *testing.T, extra ...string) *served {
 	}, 20*time.Second, 20*time.Millisecond, "stderr: %s", stderr.String())
 	require.Contains(t, stderr.String(), "telephony listening")
 	key := regexp.MustCompile(`sk_live_[0-9a-f]+`).FindString(stdout.String())
-	sv.base = "http://" + addr
+	sv.base, sv.key = "http://"+addr, key
 	sv.call = func(method, path, body string) (int, map[string]any) {
 		req, _ := http.NewRequest(method, "http://"+addr+path, strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+key)

@@ -189,3 +189,8 @@ func voicemailCalls(t *testing.T, sv *served, machine, person string, pad, beepE
 		})
 	}
 }
+
+// renderScenario fills a templated sipp scenario of sip/testdata.
+func renderScenario(t *testing.T, name string, data any) string {
+	return siptest.Scenario(t, "../../sip/testdata/sipp/"+name+".tmpl", data)
+}

@@ -94,24 +94,19 @@ type Tool struct {
 // Agent is the configuration a call runs with: a saved agent's, or an
 // inline session's after validation (control fills the defaults).
 type Agent struct {
-	Prompt, Voice, Product, Language string
-	Tools                            []Tool
-	Placeholders                     []string
-	// SpeakFirst and FirstMessage open the call (saved agents).
-	SpeakFirst   bool
-	FirstMessage string
-	// CheckinInterval and MaxCheckins are silence check-ins (saved agents).
-	CheckinInterval time.Duration
-	MaxCheckins     int
-	// MaxDuration is the agent's own cap on a call (0: none).
-	MaxDuration time.Duration
-	// NoiseReduction is near_field, far_field or off.
-	NoiseReduction   string
-	EchoCancellation bool
-	// EndpointingMS is the silence that ends a caller turn (0: default).
+	// Prompt, Voice and Tools start a saved agent's session settings,
+	// with EndpointingMS (the silence that ends a caller turn, 0: the
+	// default) and Interruptible (the caller may barge in) for its turn
+	// detection.
+	Prompt, Voice string
+	Tools         []Tool
 	EndpointingMS int
-	// Interruptible lets the caller barge in.
 	Interruptible bool
+	// Engine is the engine configuration of the agent (package call's one
+	// mapping of it, the same on every channel): the session's settings
+	// (instructions, voice, tools, turn detection, sampling, the audio
+	// formats, and an inline session's noise reduction) go over it.
+	Engine agent.Config
 }
 
 // Admission is an admitted web call.
@@ -124,23 +119,6 @@ type Admission struct {
 	// MaxDuration is what the balance pays for (0: no limit).
 	MaxDuration time.Duration
 	Start       time.Time
-}
-
-// CallEvent is one record of a call's history (control.CallEvent's
-// subset): Kind is turn, tool_call or tool_result.
-type CallEvent struct {
-	ID          string
-	Kind        string
-	At          time.Time
-	Role        string
-	Text        string
-	Start, End  time.Time
-	Interrupted bool
-	ToolCallID  string
-	ToolName    string
-	Arguments   json.RawMessage
-	Output      string
-	IsError     bool
 }
 
 // CallEnd is how a call ended (control.CallEnd's subset).
@@ -171,7 +149,9 @@ type CallLog interface {
 	// AdmitInline validates an inline configuration (the spec's inline
 	// config object with prompt) and admits a call with it.
 	AdmitInline(ctx context.Context, orgID int64, config json.RawMessage) (Admission, error)
-	Append(ctx context.Context, callID int64, events []CallEvent) error
+	// Record adds one engine event of the call (a transcript turn, a tool
+	// call or result) to its history; id is unique within the call.
+	Record(ctx context.Context, callID int64, id string, e agent.Event) error
 	Finish(ctx context.Context, callID int64, end CallEnd) error
 }
 

@@ -2,6 +2,7 @@ package realtime
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -66,7 +67,7 @@ type conn struct {
 	endReason string
 	endDetail string
 
-	logs      chan CallEvent
+	logs      chan record
 	logSeq    atomic.Uint64
 	slotKey   string
 	slotToken string
@@ -76,7 +77,7 @@ type conn struct {
 func newConn(s *Server, nc net.Conn, br *bufio.Reader, org int64, set settings, beta bool) *conn {
 	tag := newTag()
 	c := &conn{srv: s, nc: nc, org: org, set: set, beta: beta, id: "sess_" + tag, done: make(chan struct{}),
-		logs: make(chan CallEvent, 256)}
+		logs: make(chan record, 256)}
 	c.log = s.log.With("session_id", c.id, "org_id", org)
 	c.rd = wsReader{nc: nc, br: br, max: s.cfg.MaxMessageBytes, timeout: 2*s.cfg.PingInterval + 5*time.Second, closing: &c.closing}
 	c.enc = &encoder{beta: beta, tag: tag, out: set.out, voice: set.voice}
@@ -241,7 +242,7 @@ func (c *conn) start(adm Admission, eventID string) error {
 		c.set.tools, c.set.toolsJSON = a.Tools, toolsJSON
 	}
 	if c.set.voice == "" {
-		c.set.voice = a.Voice
+		c.set.voice = cmp.Or(a.Voice, a.Engine.Voice)
 	}
 	cfg, err := c.agentConfig(adm)
 	if err != nil {
@@ -290,15 +291,14 @@ func (c *conn) start(adm Admission, eventID string) error {
 	return nil
 }
 
-// agentConfig is the engine configuration of the call.
+// agentConfig is the engine configuration of the call: the agent's
+// (Agent.Engine) with the session's settings over it.
 func (c *conn) agentConfig(adm Admission) (agent.Config, error) {
-	a := adm.Agent
-	cfg := agent.Config{Instructions: c.set.instructions, Voice: c.set.voice, Language: a.Language,
-		Model: c.srv.cfg.Model, Temperature: c.set.temperature, MaxTokens: c.set.maxTokens,
-		Placeholders: a.Placeholders, OutputRate: c.set.out.rate, Loopback: c.srv.cfg.Loopback}
-	if cfg.Voice == "" {
-		cfg.Voice = a.Voice
-	}
+	cfg := adm.Agent.Engine
+	cfg.Instructions, cfg.Voice = c.set.instructions, cmp.Or(c.set.voice, cfg.Voice)
+	cfg.Model, cfg.Temperature, cfg.MaxTokens = c.srv.cfg.Model, c.set.temperature, c.set.maxTokens
+	cfg.OutputRate, cfg.Loopback = c.set.out.rate, c.srv.cfg.Loopback
+	cfg.Tools = nil
 	for _, t := range c.set.tools {
 		cfg.Tools = append(cfg.Tools, agent.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
 	}
@@ -307,25 +307,21 @@ func (c *conn) agentConfig(adm Admission) (agent.Config, error) {
 		return cfg, err
 	}
 	cfg.TurnDetection = td
-	nr := c.set.noiseReduction
-	if !adm.Inline {
-		nr = a.NoiseReduction
-		cfg.SpeakFirst, cfg.FirstMessage = a.SpeakFirst, a.FirstMessage
-		cfg.CheckinInterval, cfg.MaxCheckins = a.CheckinInterval, a.MaxCheckins
-		cfg.EndCall = true
+	if adm.Inline {
+		switch c.set.noiseReduction {
+		case "near_field":
+			cfg.DSP.NoiseReduction = dsp.NearField
+		case "far_field":
+			cfg.DSP.NoiseReduction = dsp.FarField
+		default:
+			cfg.DSP.NoiseReduction = dsp.NoiseReductionOff
+		}
 	}
-	switch nr {
-	case "near_field":
-		cfg.DSP.NoiseReduction = dsp.NearField
-	case "far_field":
-		cfg.DSP.NoiseReduction = dsp.FarField
+	if cfg.DSP.EchoCancellation {
+		cfg.DSP.EchoDelay = c.srv.cfg.EchoDelay
 	}
-	if a.EchoCancellation {
-		cfg.DSP.EchoCancellation, cfg.DSP.EchoDelay = true, c.srv.cfg.EchoDelay
-	}
-	cfg.MaxDuration = adm.MaxDuration
-	if a.MaxDuration > 0 && (cfg.MaxDuration == 0 || a.MaxDuration < cfg.MaxDuration) {
-		cfg.MaxDuration = a.MaxDuration
+	if d := adm.MaxDuration; d > 0 && (cfg.MaxDuration == 0 || d < cfg.MaxDuration) {
+		cfg.MaxDuration = d
 	}
 	if c.srv.cfg.BlobDir != "" {
 		c.recKey = path.Join("recordings", strconv.FormatInt(adm.OrgID, 10), strconv.FormatInt(adm.CallID, 10)+".wav")
@@ -363,12 +359,8 @@ func (c *conn) Tick(time.Time) {
 // the call log; the end of the call closes the socket.
 func (c *conn) Event(ev agent.Event) {
 	switch v := ev.(type) {
-	case agent.Turn:
-		c.record(CallEvent{Kind: "turn", Role: v.Role, Text: v.Text, Start: v.Start, End: v.End, Interrupted: v.Interrupted, At: v.End})
-	case agent.ToolCalled:
-		c.record(CallEvent{Kind: "tool_call", ToolCallID: v.CallID, ToolName: v.Name, Arguments: validJSON(v.Arguments), At: v.At})
-	case agent.ToolResult:
-		c.record(CallEvent{Kind: "tool_result", ToolCallID: v.CallID, ToolName: v.Name, Output: v.Output, IsError: v.IsError, At: v.At})
+	case agent.Turn, agent.ToolCalled, agent.ToolResult:
+		c.record(ev)
 	case agent.Ended:
 		c.setEnd(v.Reason, "")
 		c.requestClose(ws.StatusNormalClosure, v.Reason)
@@ -379,20 +371,18 @@ func (c *conn) Event(ev agent.Event) {
 	}
 }
 
-func validJSON(s string) []byte {
-	if s == "" || !jsonValid(s) {
-		return nil
-	}
-	return []byte(s)
+// record is an engine event for the call log, with its id in the call.
+type record struct {
+	id string
+	ev agent.Event
 }
 
 // record queues a call-log record without blocking the engine.
-func (c *conn) record(e CallEvent) {
-	e.ID = "rt-" + strconv.FormatUint(c.logSeq.Add(1), 10)
+func (c *conn) record(e agent.Event) {
 	select {
-	case c.logs <- e:
+	case c.logs <- record{id: "rt-" + strconv.FormatUint(c.logSeq.Add(1), 10), ev: e}:
 	default:
-		c.log.Warn("call log queue full, record dropped", "kind", e.Kind)
+		c.log.Warn("call log queue full, record dropped")
 	}
 }
 
@@ -401,14 +391,14 @@ func (c *conn) logger() {
 	defer c.wg.Done()
 	lease := time.NewTicker(c.srv.cfg.SlotTTL / 2)
 	defer lease.Stop()
-	flush := func(e CallEvent) {
+	flush := func(r record) {
 		if c.adm == nil {
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := c.srv.deps.Calls.Append(ctx, c.adm.CallID, []CallEvent{e}); err != nil {
-			c.log.Warn("call log append failed", "kind", e.Kind, "err", err)
+		if err := c.srv.deps.Calls.Record(ctx, c.adm.CallID, r.id, r.ev); err != nil {
+			c.log.Warn("call log append failed", "err", err)
 		}
 	}
 	for {

@@ -26,6 +26,7 @@ import (
 	"github.com/voiced/voiced/ai/stt"
 	"github.com/voiced/voiced/ai/tts"
 	"github.com/voiced/voiced/codecs/wav"
+	"github.com/voiced/voiced/media/agent"
 	"github.com/voiced/voiced/media/pace"
 )
 
@@ -68,13 +69,13 @@ type fakeCalls struct {
 	next     int64
 	agents   map[int64]Agent
 	configs  []map[string]any
-	events   map[int64][]CallEvent
+	events   map[int64][]callEvent
 	finished map[int64]CallEnd
 	changed  chan struct{}
 }
 
 func newFakeCalls() *fakeCalls {
-	return &fakeCalls{next: 100, agents: map[int64]Agent{}, events: map[int64][]CallEvent{}, finished: map[int64]CallEnd{},
+	return &fakeCalls{next: 100, agents: map[int64]Agent{}, events: map[int64][]callEvent{}, finished: map[int64]CallEnd{},
 		changed: make(chan struct{}, 1)}
 }
 
@@ -96,6 +97,7 @@ func (f *fakeCalls) AdmitAgent(_ context.Context, org, agentID int64) (Admission
 		return Admission{}, ErrUnknownAgent
 	}
 	f.next++
+	a.Engine.EndCall = true // a saved agent may end the call, as package call maps it
 	return Admission{CallID: f.next, OrgID: org, AgentID: agentID, Agent: a, Start: time.Now()}, nil
 }
 
@@ -121,12 +123,24 @@ func (f *fakeCalls) AdmitInline(_ context.Context, org int64, cfg json.RawMessag
 	f.next++
 	voice, _ := m["voice"].(string)
 	return Admission{CallID: f.next, OrgID: org, Inline: true, Start: time.Now(),
-		Agent: Agent{Prompt: m["prompt"].(string), Voice: voice, Language: "en-US"}}, nil
+		Agent: Agent{Prompt: m["prompt"].(string), Voice: voice, Engine: agent.Config{Language: "en-US"}}}, nil
 }
 
-func (f *fakeCalls) Append(_ context.Context, callID int64, evs []CallEvent) error {
+// callEvent is what the fake call log keeps of a recorded engine event.
+type callEvent struct{ ID, Kind, Role string }
+
+func (f *fakeCalls) Record(_ context.Context, callID int64, id string, e agent.Event) error {
+	ev := callEvent{ID: id}
+	switch v := e.(type) {
+	case agent.Turn:
+		ev.Kind, ev.Role = "turn", v.Role
+	case agent.ToolCalled:
+		ev.Kind = "tool_call"
+	case agent.ToolResult:
+		ev.Kind = "tool_result"
+	}
 	f.mu.Lock()
-	f.events[callID] = append(f.events[callID], evs...)
+	f.events[callID] = append(f.events[callID], ev)
 	f.mu.Unlock()
 	f.notify()
 	return nil
@@ -160,10 +174,10 @@ func (f *fakeCalls) waitFinished(t *testing.T, id int64) CallEnd {
 	}
 }
 
-func (f *fakeCalls) callEvents(id int64) []CallEvent {
+func (f *fakeCalls) callEvents(id int64) []callEvent {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]CallEvent(nil), f.events[id]...)
+	return append([]callEvent(nil), f.events[id]...)
 }
 
 // fakeSlots is a counting semaphore.

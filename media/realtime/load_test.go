@@ -26,6 +26,7 @@ import (
 
 	"github.com/voiced/voiced/codecs/pcm"
 	"github.com/voiced/voiced/codecs/resample"
+	"github.com/voiced/voiced/media/agent"
 	"github.com/voiced/voiced/media/pace"
 )
 
@@ -77,8 +78,8 @@ func (c *loadCalls) AdmitAgent(context.Context, int64, int64) (Admission, error)
 func (c *loadCalls) AdmitInline(context.Context, int64, json.RawMessage) (Admission, error) {
 	return Admission{CallID: c.n.Add(1), OrgID: 1, Inline: true, Start: time.Now()}, nil
 }
-func (c *loadCalls) Append(context.Context, int64, []CallEvent) error { return nil }
-func (c *loadCalls) Finish(context.Context, int64, CallEnd) error     { return nil }
+func (c *loadCalls) Record(context.Context, int64, string, agent.Event) error { return nil }
+func (c *loadCalls) Finish(context.Context, int64, CallEnd) error             { return nil }
 
 // runLoadServer serves loopback sessions on a loopback port, prints the
 // address, and on end of stdin prints the pacer's statistics and exits.

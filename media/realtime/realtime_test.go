@@ -16,6 +16,7 @@ import (
 	"github.com/voiced/voiced/codecs/pcm"
 	"github.com/voiced/voiced/codecs/resample"
 	"github.com/voiced/voiced/media"
+	"github.com/voiced/voiced/media/agent"
 )
 
 func userText(text string) map[string]any {
@@ -358,7 +359,8 @@ func TestClientToolsOverTheSocket(t *testing.T) {
 
 func TestSavedAgentStartsAtOnce(t *testing.T) {
 	e := newEnv(t, Config{BlobDir: t.TempDir()})
-	e.calls.agents[7] = Agent{Prompt: "You are Acme.", Voice: "espeak:en-us", SpeakFirst: true, FirstMessage: "Welcome to Acme.", Interruptible: true}
+	e.calls.agents[7] = Agent{Prompt: "You are Acme.", Voice: "espeak:en-us", Interruptible: true,
+		Engine: agent.Config{SpeakFirst: true, FirstMessage: "Welcome to Acme."}}
 	c, _ := e.dial(t, "agent_id=7&output_audio_format=pcm16", bearer(goodKey))
 	c.next("session.created")
 	up := c.next("session.updated")

@@ -330,5 +330,3 @@ func jsonTools(tools []Tool) (json.RawMessage, error) {
 	}
 	return json.Marshal(out)
 }
-
-func jsonValid(s string) bool { return json.Valid([]byte(s)) }

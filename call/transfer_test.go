@@ -1,12 +1,15 @@
-package main
+package call
 
 import (
+	"context"
 	"encoding/json"
+	"log/slog"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/voiced/voiced/control"
+	"github.com/voiced/voiced/media/agent"
 )
 
 // TestTransferTool: the agent is offered transfer_call only with
@@ -43,10 +46,29 @@ func TestTransferTool(t *testing.T) {
 		_, err := destination(dests, bad)
 		require.Error(t, err, bad)
 	}
-	cfg := phoneAgentConfig(callInfo{agent: control.AgentConfig{TransferDestinations: dests, InboundSpeakOrder: "agent_first", OutboundSpeakOrder: "user_first"}},
-		"inbound", false, "", "")
+	cfg := phoneAgentConfig(control.AgentConfig{TransferDestinations: dests, InboundSpeakOrder: "agent_first", OutboundSpeakOrder: "user_first"},
+		false, false)
 	require.True(t, cfg.SpeakFirst)
 	require.Equal(t, "transfer_call", cfg.Tools[len(cfg.Tools)-1].Name)
-	require.False(t, phoneAgentConfig(callInfo{agent: control.AgentConfig{OutboundSpeakOrder: "user_first"}}, "outbound", false, "", "").SpeakFirst)
-	require.Empty(t, phoneAgentConfig(callInfo{agent: control.AgentConfig{TransferDestinations: dests}}, "inbound", true, "", "").Tools, "loopback has no tools")
+	require.False(t, phoneAgentConfig(control.AgentConfig{OutboundSpeakOrder: "user_first"}, true, false).SpeakFirst)
+	require.Empty(t, phoneAgentConfig(control.AgentConfig{TransferDestinations: dests}, false, true).Tools, "loopback has no tools")
 }
+
+// phoneAgentConfig is the engine configuration of a phone call of agent a
+// as the phone door makes it: its tools from the node's chain, resolved
+// for a call with a SIP leg, none in loopback.
+func phoneAgentConfig(a control.AgentConfig, outbound, loopback bool) agent.Config {
+	var tools []agent.Tool
+	if !loopback {
+		chain := NewChain(slog.New(slog.DiscardHandler), nil, WebhookTools{}, Transfers{})
+		tools = chain.Resolve(Info{Agent: a, Channel: ChannelPhone, Leg: noLeg{}}).specs
+	}
+	return engineConfig(ChannelPhone, a, engineCall{outbound: outbound, loopback: loopback, tools: tools})
+}
+
+// noLeg is a SIP leg that transfers nowhere and sends no keys.
+type noLeg struct{}
+
+func (noLeg) Transfer(context.Context, string) error { return nil }
+func (noLeg) Bridged() bool                          { return false }
+func (noLeg) SendDTMF(string) error                  { return nil }

@@ -1,4 +1,4 @@
-package main
+package call
 
 import (
 	"context"
@@ -8,51 +8,44 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/voiced/voiced/control"
-	"github.com/voiced/voiced/control/webhook"
 	"github.com/voiced/voiced/media/agent"
 	"github.com/voiced/voiced/media/pace"
 	"github.com/voiced/voiced/media/rtp"
 	"github.com/voiced/voiced/sip"
-	"github.com/voiced/voiced/storage"
 )
 
-// telephony is the SIP/RTP front door of serve: a sip.Server whose
-// calls get an rtp.Session each, driven by the conversation engine
-// (engine.go). It adapts control's CallLog, Dialer and VoIPVerifier and
-// the store's VoIP connections to the sip package's small interfaces.
-// The engine behind a call is the agent with its providers
-// (newProviders); with --call-loopback, the loopback agent.
-// It starts before control.New (which takes it as Dialer and
-// VoIPVerifier only when it runs) and gets the CallLog afterwards; an
-// INVITE in between is answered 503.
-type telephony struct {
+// Phone is the SIP/RTP front door: a sip.Server whose calls get an
+// rtp.Session each, driven by the conversation engine (phonemedia.go).
+// It adapts the control plane's interfaces (Control) to the sip
+// package's. The engine behind a call is the agent with the node's
+// providers; with Config.Loopback (or no providers), the loopback agent.
+// It starts before the control plane, which takes it as its Dialer and
+// VoIPVerifier; an INVITE before the Link is set is answered 503.
+type Phone struct {
 	log      *slog.Logger
-	store    *storage.Store
+	cfg      PhoneConfig
 	blobDir  string
 	bindIP   netip.Addr
 	register bool
 	rtpCfg   rtp.Config
-	// prov runs real agents (nil: the loopback engine); x runs their
-	// webhook-routed tools; model overrides the LLM's.
-	prov  *providers
-	x     *webhook.Exchanger
+	// prov runs real agents (nil: the loopback engine); tools is the
+	// node's tool chain; model overrides the LLM's.
+	prov  *Providers
+	tools *Chain
 	model string
+	link  *Link
 
 	srv   *sip.Server
 	pacer *pace.Pacer
 	ports *rtp.Ports
-	calls atomic.Pointer[control.CallLog]
 
 	// pending holds what a call's media needs between admission (or
 	// Dial) and MediaPort.Open, by call id.
@@ -60,8 +53,8 @@ type telephony struct {
 	// media holds each open call's media, by call id, until Finish.
 	media sync.Map
 	// stats counts the calls' media for /metrics (quality.go).
-	stats *mediaStats
-	// recorders writes the calls' recordings (serve's, closed after us).
+	stats *Stats
+	// recorders writes the calls' recordings (the node's, closed after us).
 	recorders *agent.Recorders
 }
 
@@ -79,14 +72,21 @@ type callInfo struct {
 // the SIP side hangs up regardless.
 const backstop = 5 * time.Second
 
-func newTelephony(c *config, store *storage.Store, blobDir string, log *slog.Logger) *telephony {
-	host, _, _ := net.SplitHostPort(c.SIPAddr)
+// NewPhone returns the SIP/RTP front door; Start opens it. prov nil (or
+// cfg.Loopback) runs the loopback engine; tools is the node's chain,
+// stats the node's media figures (nil: none).
+func NewPhone(cfg Config, log *slog.Logger, link *Link, prov *Providers, tools *Chain, stats *Stats, recs *agent.Recorders) *Phone {
+	cfg = cfg.withDefaults()
+	host, _, _ := net.SplitHostPort(cfg.Phone.Addr)
 	ip, _ := netip.ParseAddr(host)
 	if host == "localhost" {
 		ip = netip.MustParseAddr("127.0.0.1")
 	}
-	return &telephony{log: log.With("component", "telephony"), store: store, blobDir: blobDir, bindIP: ip, register: c.SIPRegister,
-		model: c.LLMModel, x: webhook.NewExchanger(store, c.WebhookAllowLoopback, time.Now, log)}
+	if cfg.Loopback {
+		prov = nil
+	}
+	return &Phone{log: log.With("component", "telephony"), cfg: cfg.Phone, blobDir: cfg.BlobDir, bindIP: ip, register: cfg.Phone.Register,
+		model: cfg.Model, prov: prov, tools: tools, link: link, stats: stats, recorders: recs}
 }
 
 // withBackstop is the SIP side's limit for an agent limit d.
@@ -97,24 +97,24 @@ func withBackstop(d time.Duration) time.Duration {
 	return d + backstop
 }
 
-// start opens the RTP port range, the pacer and the SIP listeners (UDP
-// and TCP on --sip-addr, TLS on its port + 1 when a certificate is set).
-// With the default --sip-addr taken by another program it logs a warning
-// and returns (false, nil): serve runs without telephony; an address
-// given explicitly must be free.
-func (t *telephony) start(c *config, explicit bool) (bool, error) {
-	ports, err := rtp.NewPorts(c.rtpLow, c.rtpHigh)
+// Start opens the RTP port range, the pacer and the SIP listeners (UDP
+// and TCP on Addr, TLS on its port + 1 when a certificate is set). With
+// Addr taken by another program and not AddrRequired, it logs a warning
+// and returns (false, nil): the node runs without telephony.
+func (t *Phone) Start() (bool, error) {
+	c := t.cfg
+	ports, err := rtp.NewPorts(c.RTPLow, c.RTPHigh)
 	if err != nil {
-		return false, fmt.Errorf("--rtp-ports: %w", err)
+		return false, fmt.Errorf("rtp ports: %w", err)
 	}
 	// Calls receive and process on the pacer (media/rtp), and each worker
 	// sends its calls' packets of a tick together through an io_uring
 	// (rtp.NewPacerWorker).
-	pacer, err := pace.New(pace.Config{Workers: runtime.GOMAXPROCS(0), NewWorker: rtp.NewPacerWorker, PreciseWake: true, AlignSends: true, NoPrefetch: !c.RTPPrefetch}, t.log)
+	pacer, err := pace.New(pace.Config{Workers: runtime.GOMAXPROCS(0), NewWorker: rtp.NewPacerWorker, PreciseWake: true, AlignSends: true, NoPrefetch: c.NoPrefetch}, t.log)
 	if err != nil {
 		return false, err
 	}
-	srv, err := sip.New(sip.Config{AdvertiseHost: c.SIPAdvertise, Trusted: c.sipTrusted}, t.log, sip.Deps{Admitter: t, Media: t, Calls: t, Trunks: t})
+	srv, err := sip.New(sip.Config{AdvertiseHost: c.Advertise, Trusted: c.Trusted}, t.log, sip.Deps{Admitter: t, Media: t, Calls: t, Trunks: t})
 	if err != nil {
 		pacer.Close()
 		return false, err
@@ -125,22 +125,13 @@ func (t *telephony) start(c *config, explicit bool) (bool, error) {
 		srv.Close()
 		pacer.Close()
 		t.srv, t.pacer = nil, nil
-		if t.prov != nil {
-			t.prov.close()
-			t.prov = nil
-		}
-		if !explicit && errors.Is(err, syscall.EADDRINUSE) {
-			t.log.Warn("telephony off: the default SIP address is taken; set --sip-addr", "sip_addr", c.SIPAddr, "err", err)
+		if !c.AddrRequired && errors.Is(err, syscall.EADDRINUSE) {
+			t.log.Warn("telephony off: the default SIP address is taken; set --sip-addr", "sip_addr", c.Addr, "err", err)
 			return false, nil
 		}
 		return false, err
 	}
-	if !c.CallLoopback {
-		if t.prov, err = newProviders(c); err != nil {
-			return fail(err)
-		}
-	}
-	sipAddr := c.SIPAddr
+	sipAddr := c.Addr
 	if host, port, err := net.SplitHostPort(sipAddr); err == nil && port == "0" {
 		// SIP listens on one port number for UDP and TCP: find a number
 		// free for both, or an ephemeral UDP port may be some outgoing
@@ -157,13 +148,13 @@ func (t *telephony) start(c *config, explicit bool) (bool, error) {
 	if err != nil {
 		return fail(err)
 	}
-	attrs := []any{"sip_udp", udp.String(), "sip_tcp", tcp.String(), "rtp_ports", c.RTPPorts}
-	if c.tlsCert != nil {
+	attrs := []any{"sip_udp", udp.String(), "sip_tcp", tcp.String(), "rtp_ports", strconv.Itoa(c.RTPLow) + "-" + strconv.Itoa(c.RTPHigh)}
+	if len(c.TLS.Certificate) > 0 {
 		port := 0
 		if udp.Port() != 0 {
 			port = int(udp.Port()) + 1
 		}
-		tl, err := srv.ListenTLS(net.JoinHostPort(udp.Addr().String(), strconv.Itoa(port)), &tls.Config{Certificates: []tls.Certificate{*c.tlsCert}, MinVersion: tls.VersionTLS12})
+		tl, err := srv.ListenTLS(net.JoinHostPort(udp.Addr().String(), strconv.Itoa(port)), &tls.Config{Certificates: []tls.Certificate{c.TLS}, MinVersion: tls.VersionTLS12})
 		if err != nil {
 			return fail(err)
 		}
@@ -178,44 +169,46 @@ func (t *telephony) start(c *config, explicit bool) (bool, error) {
 	return true, nil
 }
 
-// setCallLog hands over control's CallLog once control runs.
-func (t *telephony) setCallLog(l *control.CallLog) { t.calls.Store(l) }
-
-// close stops taking calls, gives the calls in progress until ctx ends
+// Close stops taking calls, gives the calls in progress until ctx ends
 // and hangs up the rest. The pacer stays: browser and realtime calls
-// share it (closePacer).
-func (t *telephony) close(ctx context.Context) {
+// share it (ClosePacer).
+func (t *Phone) Close(ctx context.Context) {
 	if t.srv == nil {
 		return
 	}
 	if err := t.srv.Shutdown(ctx); err != nil {
 		t.log.Info("calls cut at shutdown", "err", err)
 	}
-	if t.prov != nil {
-		t.prov.close()
-		t.prov = nil
-	}
 }
 
-// closePacer stops the node's pacer, after every front door using it.
-func (t *telephony) closePacer() {
+// Pacer is the node's send clock when telephony runs, so browser and
+// realtime calls share the node's one pacer; nil otherwise.
+func (t *Phone) Pacer() *pace.Pacer {
+	if t == nil {
+		return nil
+	}
+	return t.pacer
+}
+
+// ClosePacer stops the node's pacer, after every front door using it.
+func (t *Phone) ClosePacer() {
 	if t.pacer != nil {
 		t.pacer.Close()
 	}
 }
 
 // Admit implements sip.Admitter with control's CallLog.
-func (t *telephony) Admit(ctx context.Context, a sip.Arrival) (sip.Admission, error) {
-	calls := t.calls.Load()
-	if calls == nil {
+func (t *Phone) Admit(ctx context.Context, a sip.Arrival) (sip.Admission, error) {
+	ctl := t.link.get()
+	if ctl == nil {
 		return sip.Admission{}, sip.ErrNoCapacity // still starting
 	}
-	adm, err := calls.Admit(ctx, control.AdmitRequest{Direction: storage.DirectionInbound, To: a.To, From: a.From,
+	adm, err := ctl.Admit.Admit(ctx, control.AdmitRequest{Direction: control.DirectionInbound, To: a.To, From: a.From,
 		WorkerExecution: "sip:" + a.SIPCallID})
 	if err != nil {
 		return sip.Admission{}, refusalOf(err)
 	}
-	info := callInfo{agent: adm.Agent, orgID: adm.OrgID, agentID: adm.AgentID, maxDur: agentLimit(adm.Agent, adm.MaxDuration)}
+	info := callInfo{agent: adm.Agent, orgID: adm.OrgID, agentID: adm.AgentID, maxDur: callLimit(adm.Agent, adm.MaxDuration)}
 	t.pending.Store(adm.CallID, info)
 	return sip.Admission{CallID: adm.CallID, MaxDuration: withBackstop(info.maxDur)}, nil
 }
@@ -237,41 +230,22 @@ func refusalOf(err error) error {
 	return err
 }
 
-// agentLimit is the call's limit: the funded duration, or the agent's
-// max_call_duration_seconds when shorter; 0 for none.
-func agentLimit(a control.AgentConfig, funded time.Duration) time.Duration {
-	d := funded
-	if s := a.MaxCallDurationSeconds; s > 0 && time.Duration(s)*time.Second < d {
-		d = time.Duration(s) * time.Second
-	}
-	if d >= control.NoLimit {
-		return 0
-	}
-	return d
-}
-
-// InboundTrunk implements sip.TrunkLookup from the store: numbers on a
-// VoIP connection take calls from its allowed addresses and its hosts.
-func (t *telephony) InboundTrunk(ctx context.Context, number string) (sip.InboundTrunk, bool, error) {
-	n, err := t.store.PhoneNumberByE164(ctx, number)
-	if errors.Is(err, storage.ErrNotFound) {
+// InboundTrunk implements sip.TrunkLookup with the control plane's:
+// numbers on a VoIP connection take calls from its allowed addresses and
+// its hosts.
+func (t *Phone) InboundTrunk(ctx context.Context, number string) (sip.InboundTrunk, bool, error) {
+	ctl := t.link.get()
+	if ctl == nil || ctl.Trunks == nil {
 		return sip.InboundTrunk{}, false, nil
 	}
-	if err != nil {
-		return sip.InboundTrunk{}, false, err
-	}
-	if n.Source != storage.SourceVoIP || n.VoIPConnectionID == nil {
-		return sip.InboundTrunk{}, false, nil
-	}
-	conn, err := t.store.VoIPConnection(ctx, n.OrgID, *n.VoIPConnectionID)
-	if err != nil {
+	conn, ok, err := ctl.Trunks.InboundTrunk(ctx, number)
+	if !ok || err != nil {
 		return sip.InboundTrunk{}, false, err
 	}
 	it := sip.InboundTrunk{Host: conn.Host, OutboundProxy: conn.OutboundProxy, Codecs: conn.Codecs,
 		// Transfers of the call (bridged, or asked for by the peer's
 		// REFER) dial out through the same connection.
-		Outbound: &sip.Trunk{Host: conn.Host, Port: conn.Port, Transport: conn.Transport, Username: conn.Username, Password: conn.Password,
-			OutboundProxy: conn.OutboundProxy, Codecs: conn.Codecs}}
+		Outbound: sipTrunk(conn.Trunk, false)}
 	for _, a := range conn.AllowedSources {
 		if p, err := netip.ParsePrefix(a); err == nil {
 			it.Allowed = append(it.Allowed, p)
@@ -284,44 +258,46 @@ func (t *telephony) InboundTrunk(ctx context.Context, number string) (sip.Inboun
 
 // Finish implements sip.CallLog: the end goes to control with the
 // recording the call's media left.
-func (t *telephony) Finish(ctx context.Context, id int64, e sip.End) error {
+func (t *Phone) Finish(ctx context.Context, id int64, e sip.End) error {
 	end := control.CallEnd{Status: e.Status, Reason: e.Reason, Detail: e.Detail, At: e.At}
 	if e.Code != 0 && !strings.Contains(end.Detail, strconv.Itoa(e.Code)) {
 		end.Detail = strings.TrimSpace(end.Detail + " (SIP " + strconv.Itoa(e.Code) + ")")
 	}
-	calls := t.calls.Load()
+	ctl := t.link.get()
+	if ctl == nil {
+		return errors.New("call finished before the control plane runs")
+	}
 	if v, ok := t.media.LoadAndDelete(id); ok {
 		m := v.(*callMedia)
 		end.RecordingKey, end.RecordingStartedAt = m.recording()
-		end.Quality = callQuality(m.rtp.Snapshot(), &m.latency)
+		end.Quality = callQuality(m.rtp.Snapshot(), &m.rec.latency)
 		t.stats.done(m.rtp.Metrics())
 		if end.Reason == sip.ReasonCalleeHangup && m.vm.reachedMachine() {
 			end.Reason = control.EndReasonVoicemail // the machine hung up first
 		}
-		turns := m.transcript()
+		turns := m.rec.take()
 		if ev, ok := m.vm.event(); ok {
 			turns = append(turns, ev)
 		}
 		if len(turns) > 0 {
-			if err := calls.Append(ctx, id, turns); err != nil {
+			if err := ctl.Record.Append(ctx, id, turns); err != nil {
 				t.log.Warn("transcript not recorded", "call_id", id, "err", err)
 			}
 		}
 	}
 	t.pending.Delete(id)
-	return calls.Finish(ctx, id, end)
+	return ctl.Finish.Finish(ctx, id, end)
 }
 
 // Dial implements control.Dialer.
-func (t *telephony) Dial(ctx context.Context, o control.OutboundCall) error {
+func (t *Phone) Dial(ctx context.Context, o control.OutboundCall) error {
 	if t.srv == nil {
 		return errors.New("telephony is not running")
 	}
-	info := callInfo{agent: o.Agent, orgID: o.OrgID, agentID: o.AgentID, maxDur: agentLimit(o.Agent, o.MaxDuration)}
+	info := callInfo{agent: o.Agent, orgID: o.OrgID, agentID: o.AgentID, maxDur: callLimit(o.Agent, o.MaxDuration)}
 	t.pending.Store(o.CallID, info)
 	err := t.srv.Dial(ctx, sip.OutboundCall{CallID: o.CallID, From: o.From, To: o.To, MaxDuration: withBackstop(info.maxDur),
-		Trunk: sip.Trunk{Host: o.Trunk.Host, Port: o.Trunk.Port, Transport: o.Trunk.Transport, Username: o.Trunk.Username,
-			Password: o.Trunk.Password, OutboundProxy: o.Trunk.OutboundProxy, Codecs: o.Trunk.Codecs, Register: t.register}})
+		Trunk: *sipTrunk(o.Trunk, t.register)})
 	if err != nil {
 		t.pending.Delete(o.CallID)
 	}
@@ -329,7 +305,7 @@ func (t *telephony) Dial(ctx context.Context, o control.OutboundCall) error {
 }
 
 // VerifyVoIP implements control.VoIPVerifier with SIP OPTIONS.
-func (t *telephony) VerifyVoIP(ctx context.Context, v control.VoIPCheck) (control.VoIPResult, error) {
+func (t *Phone) VerifyVoIP(ctx context.Context, v control.VoIPCheck) (control.VoIPResult, error) {
 	if t.srv == nil {
 		return control.VoIPResult{}, errors.New("telephony is not running")
 	}
@@ -343,7 +319,7 @@ func (t *telephony) VerifyVoIP(ctx context.Context, v control.VoIPCheck) (contro
 
 // Open implements sip.MediaPort: an RTP session on the node's port range
 // and pacer, driven by the call's conversation engine.
-func (t *telephony) Open(ctx context.Context, c *sip.Call) (sip.Media, error) {
+func (t *Phone) Open(ctx context.Context, c *sip.Call) (sip.Media, error) {
 	var info callInfo
 	if v, ok := t.pending.Load(c.ID()); ok {
 		info = v.(callInfo)
@@ -352,12 +328,12 @@ func (t *telephony) Open(ctx context.Context, c *sip.Call) (sip.Media, error) {
 	if err != nil {
 		return nil, err
 	}
-	recDir := filepath.Join(t.blobDir, "recordings", strconv.FormatInt(info.orgID, 10))
-	if err := os.MkdirAll(recDir, 0o700); err != nil {
+	rec, err := newRecording(t.blobDir, info.orgID, c.ID())
+	if err != nil {
 		s.Close()
-		return nil, fmt.Errorf("recording dir: %w", err)
+		return nil, err
 	}
-	m, err := newCallMedia(t, c, s, info, recDir)
+	m, err := newCallMedia(t, c, s, info, rec)
 	if err != nil {
 		s.Close()
 		return nil, err
@@ -365,6 +341,12 @@ func (t *telephony) Open(ctx context.Context, c *sip.Call) (sip.Media, error) {
 	t.media.Store(c.ID(), m)
 	t.stats.add(doorPhone, s.Metrics())
 	return m, nil
+}
+
+// sipTrunk is a control plane trunk in the sip package's terms.
+func sipTrunk(c control.Trunk, register bool) *sip.Trunk {
+	return &sip.Trunk{Host: c.Host, Port: c.Port, Transport: c.Transport, Username: c.Username, Password: c.Password,
+		OutboundProxy: c.OutboundProxy, Codecs: c.Codecs, Register: register}
 }
 
 // freeSIPPort finds a port number free for both UDP and TCP on host.

@@ -1,4 +1,4 @@
-package main
+package call
 
 import (
 	"context"
@@ -111,11 +111,6 @@ func (m trunkOf) InboundTrunk(_ context.Context, n string) (sip.InboundTrunk, bo
 	return t, ok, nil
 }
 
-// renderScenario fills a templated sipp scenario of sip/testdata.
-func renderScenario(t *testing.T, name string, data any) string {
-	return siptest.Scenario(t, "../../sip/testdata/sipp/"+name+".tmpl", data)
-}
-
 // TestTransferBridgeFallback: a caller (sipp for SIP, a Go RTP peer
 // sending a 400 Hz tone) reaches the node's telephony (real RTP sessions
 // on the node's pacer, the loopback engine); the agent's transfer goes
@@ -139,10 +134,10 @@ func TestTransferBridgeFallback(t *testing.T) {
 			pacer, err := pace.New(pace.Config{}, log)
 			require.NoError(t, err)
 			defer pacer.Close()
-			tel := &telephony{log: log, blobDir: t.TempDir(), rtpCfg: rtp.Config{Local: netip.MustParseAddr("127.0.0.1")}, pacer: pacer, ports: ports}
+			tel := &Phone{log: log, blobDir: t.TempDir(), rtpCfg: rtp.Config{Local: netip.MustParseAddr("127.0.0.1")}, pacer: pacer, ports: ports}
 
 			caller, callee := newTonePeer(t, 400, 1000), newTonePeer(t, 1000, 400)
-			uas := siptest.Sipp(t, renderScenario(t, "uas_bridge.xml", map[string]any{"MediaPort": callee.port(), "HoldMS": 2500,
+			uas := siptest.Sipp(t, scenario(t, "uas_bridge.xml", map[string]any{"MediaPort": callee.port(), "HoldMS": 2500,
 				"User": `\+14155550123`}), 20*time.Second, "-m", "1")
 			calls := siptest.NewLog()
 			srv, err := sip.New(sip.Config{}, log, sip.Deps{Media: tel, Calls: calls,
@@ -155,7 +150,7 @@ func TestTransferBridgeFallback(t *testing.T) {
 			addr, err := srv.ListenUDP("127.0.0.1:0")
 			require.NoError(t, err)
 
-			uac := siptest.Sipp(t, renderScenario(t, "uac_refer_refused.xml", map[string]any{"MediaPort": caller.port(), "Code": tc.code,
+			uac := siptest.Sipp(t, scenario(t, "uac_refer_refused.xml", map[string]any{"MediaPort": caller.port(), "Code": tc.code,
 				"Notify": tc.notify}), 20*time.Second, "-s", "+14155550100", "-m", "1", addr.String())
 			var m *callMedia
 			require.Eventually(t, func() bool {
@@ -193,4 +188,9 @@ func TestTransferBridgeFallback(t *testing.T) {
 			require.Greater(t, caller.heard.Load(), int64(50), "the caller hears the destination's tone")
 		})
 	}
+}
+
+// scenario fills a templated sipp scenario of sip/testdata.
+func scenario(t *testing.T, name string, data any) string {
+	return siptest.Scenario(t, "../sip/testdata/sipp/"+name+".tmpl", data)
 }

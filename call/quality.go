@@ -1,4 +1,4 @@
-package main
+package call
 
 import (
 	"sync"
@@ -72,12 +72,12 @@ func observeTurn(lat *quality.Latency, role string, start, end time.Time) {
 	}
 }
 
-// mediaStats are the node's media figures for /metrics
+// Stats are the node's media figures for /metrics
 // (control.SetMediaStats): the live counters of every call's media session
 // (quality.Metrics, atomics the media path updates anyway) summed at
 // scrape time, plus the totals of the sessions that ended. The lock is
 // taken when a session starts or ends and at scrape, never per packet.
-type mediaStats struct {
+type Stats struct {
 	mu    sync.Mutex
 	live  map[*quality.Metrics]string // session counters → front door
 	ended map[string]control.PacketCounts
@@ -88,13 +88,21 @@ type mediaStats struct {
 	sessions map[string]func() int // front doors that count their own sessions
 }
 
-func newMediaStats() *mediaStats {
-	return &mediaStats{live: map[*quality.Metrics]string{}, ended: map[string]control.PacketCounts{}, last: map[string]control.PacketCounts{},
+// SetPacer names the node's pacer, whose timing the scrape reports.
+func (s *Stats) SetPacer(p *pace.Pacer) {
+	s.mu.Lock()
+	s.pacer = p
+	s.mu.Unlock()
+}
+
+// NewStats returns empty figures.
+func NewStats() *Stats {
+	return &Stats{live: map[*quality.Metrics]string{}, ended: map[string]control.PacketCounts{}, last: map[string]control.PacketCounts{},
 		sessions: map[string]func() int{}}
 }
 
 // add counts a session's media from now until done.
-func (s *mediaStats) add(door string, m *quality.Metrics) {
+func (s *Stats) add(door string, m *quality.Metrics) {
 	if s == nil {
 		return
 	}
@@ -104,7 +112,7 @@ func (s *mediaStats) add(door string, m *quality.Metrics) {
 }
 
 // done folds an ended session's counters into its front door's totals.
-func (s *mediaStats) done(m *quality.Metrics) {
+func (s *Stats) done(m *quality.Metrics) {
 	if s == nil {
 		return
 	}
@@ -122,8 +130,8 @@ func plus(p control.PacketCounts, m *quality.Metrics) control.PacketCounts {
 	return control.PacketCounts{In: p.In + m.PacketsReceived.Load(), Out: p.Out + m.PacketsSent.Load(), Lost: p.Lost + m.PacketsLost.Load()}
 }
 
-// read implements the scrape.
-func (s *mediaStats) read() control.MediaStats {
+// Read is the scrape (control.Server.SetMediaStats).
+func (s *Stats) Read() control.MediaStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := control.MediaStats{Sessions: map[string]int{doorPhone: 0, doorBrowser: 0}, Packets: map[string]control.PacketCounts{}}

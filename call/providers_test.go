@@ -1,4 +1,4 @@
-package main
+package call
 
 import (
 	"context"
@@ -14,11 +14,11 @@ import (
 // TestOfflineProvidersTranscribe checks the defaults without any provider
 // URL: espeak-ng speaks, and PocketSphinx (loaded on first use) transcribes.
 func TestOfflineProvidersTranscribe(t *testing.T) {
-	p, err := newProviders(&config{})
+	p, err := NewProviders(ProvidersConfig{})
 	require.NoError(t, err)
-	defer p.close()
+	defer p.Close()
 	ctx := context.Background()
-	a, err := p.tts.Synthesize(ctx, tts.Request{Text: "hello world", Voice: "espeak:en-us+f2", SampleRate: 16000})
+	a, err := p.TTS.Synthesize(ctx, tts.Request{Text: "hello world", Voice: "espeak:en-us+f2", SampleRate: 16000})
 	require.NoError(t, err)
 	pcm := make([]int16, 16000/10*3) // 300 ms of leading silence
 	buf := make([]int16, 1024)
@@ -33,7 +33,7 @@ func TestOfflineProvidersTranscribe(t *testing.T) {
 	a.Close()
 	pcm = append(pcm, make([]int16, 16000/2)...) // 500 ms after
 	require.Greater(t, len(pcm), 16000/2)
-	res, err := p.stt.Transcribe(ctx, stt.Request{PCM: pcm, Language: "en-US"})
+	res, err := p.STT.Transcribe(ctx, stt.Request{PCM: pcm, Language: "en-US"})
 	require.NoError(t, err)
 	// The open language model is weak on synthetic speech (word accuracy is
 	// measured in ai/stt/pocketsphinx); here the pipeline must produce words.

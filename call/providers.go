@@ -1,0 +1,137 @@
+package call
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/voiced/voiced/ai/llm"
+	"github.com/voiced/voiced/ai/stt"
+	"github.com/voiced/voiced/ai/stt/pocketsphinx"
+	"github.com/voiced/voiced/ai/tts"
+	"github.com/voiced/voiced/ai/tts/espeak"
+	"github.com/voiced/voiced/media/agent"
+)
+
+// Providers are the conversation engine's AI providers: OpenAI-compatible
+// servers when a base URL is set, else the offline defaults (the echo
+// model, espeak-ng, PocketSphinx). One set serves every call of the node;
+// they are safe for concurrent use.
+type Providers struct {
+	LLM     agent.LLM
+	STT     agent.STT
+	TTS     agent.TTS
+	closers []func()
+}
+
+// ProvidersConfig names the providers: values only, empty base URLs for
+// the offline defaults.
+type ProvidersConfig struct {
+	LLMBaseURL, LLMAPIKey, LLMModel string
+	TTSBaseURL, TTSAPIKey, TTSModel string
+	STTBaseURL, STTAPIKey, STTModel string
+}
+
+// NewProviders returns the providers c names.
+func NewProviders(c ProvidersConfig) (*Providers, error) {
+	p := &Providers{}
+	if c.LLMBaseURL == "" {
+		p.LLM = llm.NewEcho(llm.EchoConfig{WordByWord: true})
+	} else {
+		m, err := llm.NewOpenAI(llm.OpenAIConfig{BaseURL: c.LLMBaseURL, APIKey: c.LLMAPIKey, Model: c.LLMModel})
+		if err != nil {
+			return nil, fmt.Errorf("--llm-base-url: %w", err)
+		}
+		p.LLM = m
+	}
+	if c.TTSBaseURL == "" {
+		s, err := espeak.New(espeak.Config{})
+		if err != nil {
+			return nil, fmt.Errorf("espeak-ng: %w", err)
+		}
+		p.closers = append(p.closers, func() { s.Close() })
+		p.TTS = catalogVoices{Synthesizer: s, provider: "espeak"}
+	} else {
+		s, err := tts.NewOpenAI(tts.OpenAIConfig{BaseURL: c.TTSBaseURL, APIKey: c.TTSAPIKey, Model: c.TTSModel})
+		if err != nil {
+			p.Close()
+			return nil, fmt.Errorf("--tts-base-url: %w", err)
+		}
+		p.TTS = catalogVoices{Synthesizer: s, provider: "openai"}
+	}
+	if c.STTBaseURL == "" {
+		ps := &lazySphinx{}
+		p.STT = ps
+		p.closers = append(p.closers, ps.close)
+	} else {
+		s, err := stt.NewOpenAI(stt.OpenAIConfig{BaseURL: c.STTBaseURL, APIKey: c.STTAPIKey, Model: c.STTModel})
+		if err != nil {
+			p.Close()
+			return nil, fmt.Errorf("--stt-base-url: %w", err)
+		}
+		p.STT = s
+	}
+	return p, nil
+}
+
+// Close frees the offline providers' resources.
+func (p *Providers) Close() {
+	if p == nil {
+		return
+	}
+	for _, f := range p.closers {
+		f()
+	}
+}
+
+// catalogVoices maps the voice catalog's names ("espeak:en-us+f3") to the
+// provider's own ("en-us+f3"); a voice of another provider falls back to
+// the provider's default for the language.
+type catalogVoices struct {
+	tts.Synthesizer
+	provider string
+}
+
+func (v catalogVoices) Synthesize(ctx context.Context, r tts.Request) (tts.Audio, error) {
+	if p, name, ok := strings.Cut(r.Voice, ":"); ok {
+		if p == v.provider {
+			r.Voice = name
+		} else {
+			r.Voice = ""
+		}
+	}
+	return v.Synthesizer.Synthesize(ctx, r)
+}
+
+// lazySphinx is the offline default transcriber: PocketSphinx with its
+// American English language model, loaded on the first spoken turn (about
+// 0.5 s and 95 MB) rather than at every start. If the model cannot load,
+// spoken turns fail their transcription
+// (conversation.item.input_audio_transcription.failed) and text turns still
+// work.
+type lazySphinx struct {
+	once sync.Once
+	rec  *pocketsphinx.Recognizer
+	err  error
+}
+
+func (l *lazySphinx) Transcribe(ctx context.Context, r stt.Request) (stt.Result, error) {
+	l.once.Do(func() {
+		if l.rec, l.err = pocketsphinx.New(pocketsphinx.Config{}); l.err != nil {
+			l.err = fmt.Errorf("offline speech-to-text (pocketsphinx): %w", l.err)
+		}
+	})
+	if l.err != nil {
+		return stt.Result{}, l.err
+	}
+	return l.rec.Transcribe(ctx, r)
+}
+
+func (l *lazySphinx) close() {
+	l.once.Do(func() { l.err = errors.New("closed") })
+	if l.rec != nil {
+		l.rec.Close()
+	}
+}
