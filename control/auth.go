@@ -113,8 +113,8 @@ func (a *authenticator) touch(keyID string, now time.Time) {
 	a.mu.Unlock()
 }
 
-// forgetKey drops cached entries of an API key (after revocation).
-func (a *authenticator) forgetKey(keyID string) {
+// ForgetKey drops cached entries of an API key (after revocation).
+func (a *authenticator) ForgetKey(keyID string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for k, e := range a.cache {
@@ -124,8 +124,8 @@ func (a *authenticator) forgetKey(keyID string) {
 	}
 }
 
-// forgetAll drops the whole cache (after membership or role changes).
-func (a *authenticator) forgetAll() {
+// ForgetAll drops the whole cache (after membership or role changes).
+func (a *authenticator) ForgetAll() {
 	a.mu.Lock()
 	clear(a.cache)
 	a.mu.Unlock()

@@ -37,7 +37,7 @@ func (s *Server) removeMember(c fiber.Ctx, p *storage.Principal) error {
 	case err != nil:
 		return storeErr(err)
 	}
-	s.auth.forgetAll()
+	s.auth.ForgetAll()
 	return c.SendStatus(http.StatusNoContent)
 }
 
@@ -68,7 +68,7 @@ func (s *Server) setRole(c fiber.Ctx, p *storage.Principal) error {
 	case err != nil:
 		return storeErr(err)
 	}
-	s.auth.forgetAll()
+	s.auth.ForgetAll()
 	return c.JSON(viewMember(m))
 }
 
@@ -85,7 +85,7 @@ func (s *Server) transferOwnership(c fiber.Ctx, p *storage.Principal) error {
 	case err != nil:
 		return storeErr(err)
 	}
-	s.auth.forgetAll()
+	s.auth.ForgetAll()
 	m, err := s.store.Member(ctx, p.OrgID, id)
 	if err != nil {
 		return storeErr(err)
@@ -103,6 +103,6 @@ func (s *Server) leave(c fiber.Ctx, p *storage.Principal) error {
 	case err != nil:
 		return storeErr(err)
 	}
-	s.auth.forgetAll()
+	s.auth.ForgetAll()
 	return c.SendStatus(http.StatusNoContent)
 }

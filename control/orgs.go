@@ -114,6 +114,6 @@ func (s *Server) deleteOrg(c fiber.Ctx, p *storage.Principal) error {
 	case err != nil:
 		return storeErr(err)
 	}
-	s.auth.forgetAll()
+	s.auth.ForgetAll()
 	return c.SendStatus(http.StatusNoContent)
 }

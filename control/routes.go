@@ -7,6 +7,8 @@ import (
 	"github.com/gofiber/fiber/v3"
 	"github.com/gofiber/fiber/v3/middleware/adaptor"
 
+	"github.com/voiced/voiced/control/api"
+	"github.com/voiced/voiced/control/keys"
 	"github.com/voiced/voiced/storage"
 )
 
@@ -93,9 +95,7 @@ func (s *Server) registerRoutes() {
 	s.add(route{method: "POST", path: "/v1/members/:member_id/transfer-ownership", summary: "Transfer ownership (owner); the caller becomes admin", tag: "members", auth: authOrg, minRole: storage.RoleOwner, resSchema: "Detail", errors: []int{400, 403, 404}, handler: s.transferOwnership})
 	s.add(route{method: "POST", path: "/v1/leave", summary: "Leave the organization", tag: "members", auth: authOrg, resStatus: 204, errors: []int{403, 404}, handler: s.leave})
 
-	s.add(route{method: "GET", path: "/v1/developer/api-keys", summary: "List API keys, newest first (admin+)", tag: "keys", auth: authOrg, minRole: storage.RoleAdmin, resSchema: "APIKey", resList: true, errors: []int{403}, handler: s.listKeys})
-	s.add(route{method: "POST", path: "/v1/developer/api-keys", summary: "Create an API key; the raw key is shown once (admin+)", tag: "keys", auth: authOrg, minRole: storage.RoleAdmin, reqSchema: "APIKeyInput", resSchema: "APIKeyCreated", resStatus: 201, errors: []int{400, 403}, handler: s.createKey})
-	s.add(route{method: "DELETE", path: "/v1/developer/api-keys/:key_id", summary: "Revoke an API key (admin+)", tag: "keys", auth: authOrg, minRole: storage.RoleAdmin, resStatus: 204, errors: []int{403, 404}, handler: s.revokeKey})
+	s.mount(keys.Routes(s.store, s.auth))
 
 	s.add(route{method: "GET", path: "/v1/invites", summary: "List invites, newest first (admin+)", tag: "invites", auth: authOrg, minRole: storage.RoleAdmin, resSchema: "Invite", resList: true, errors: []int{403}, handler: s.listInvites})
 	s.add(route{method: "POST", path: "/v1/invites", summary: "Invite an email address (admin+; only the owner invites admins)", tag: "invites", auth: authOrg, minRole: storage.RoleAdmin, reqSchema: "InviteInput", resSchema: "InviteCreated", resStatus: 201, errors: []int{400, 403}, handler: s.createInvite})
@@ -127,4 +127,13 @@ func (s *Server) healthz(c fiber.Ctx) error {
 		return c.Status(http.StatusServiceUnavailable).JSON(fiber.Map{"ok": false, "database": false})
 	}
 	return c.JSON(fiber.Map{"ok": true, "database": true, "version": s.cfg.Version})
+}
+
+// mount adds a domain package's routes.
+func (s *Server) mount(rs []api.Route) {
+	for _, r := range rs {
+		s.add(route{method: r.Method, path: r.Path, summary: r.Summary, tag: r.Tag, auth: authMode(r.Auth), minRole: r.MinRole,
+			reqSchema: r.ReqSchema, resSchema: r.ResSchema, resList: r.ResList, resStatus: r.ResStatus, errors: r.Errors,
+			paymentErrors: r.PaymentErrors, handler: r.Handler, raw: r.Raw})
+	}
 }
