@@ -9,6 +9,7 @@ import (
 
 	"github.com/voiced/voiced/control/api"
 	"github.com/voiced/voiced/control/keys"
+	"github.com/voiced/voiced/control/orgs"
 	"github.com/voiced/voiced/storage"
 )
 
@@ -76,11 +77,7 @@ func (s *Server) registerRoutes() {
 	s.add(route{method: "GET", path: "/metrics", summary: "Prometheus metrics", tag: "health", raw: adaptor.HTTPHandler(s.metrics.handler().(http.Handler))})
 	s.add(route{method: "GET", path: "/v1/openapi.json", summary: "This OpenAPI 3.1 document", tag: "health", raw: s.openapiHandler})
 
-	s.add(route{method: "GET", path: "/v1/orgs", summary: "List the caller's organizations", tag: "orgs", auth: authUser, resSchema: "Org", resList: true, handler: s.listOrgs})
-	s.add(route{method: "POST", path: "/v1/orgs", summary: "Create an organization (caller becomes owner)", tag: "orgs", auth: authUser, reqSchema: "OrgInput", resSchema: "Org", resStatus: 201, errors: []int{400}, handler: s.createOrg})
-	s.add(route{method: "GET", path: "/v1/orgs/:id", summary: "Get an organization", tag: "orgs", auth: authUser, resSchema: "Org", errors: []int{404}, handler: s.getOrg})
-	s.add(route{method: "PATCH", path: "/v1/orgs/:id", summary: "Rename an organization (admin+)", tag: "orgs", auth: authUser, reqSchema: "OrgInput", resSchema: "Org", errors: []int{400, 403, 404}, handler: s.patchOrg})
-	s.add(route{method: "DELETE", path: "/v1/orgs/:id", summary: "Delete an organization (owner; no other members; not the caller's only org)", tag: "orgs", auth: authUser, resStatus: 204, errors: []int{400, 403, 404}, handler: s.deleteOrg})
+	s.mount(orgs.Routes(s.store, s.auth))
 	for _, m := range []string{"GET", "POST", "PUT", "PATCH", "DELETE"} {
 		s.add(route{method: m, path: "/v1/orgs/:id/*", summary: "Removed org-scoped paths: 410 with the flat path", tag: "orgs", resStatus: 410, raw: s.legacyOrgPath})
 	}
@@ -89,19 +86,11 @@ func (s *Server) registerRoutes() {
 	s.add(route{method: "PUT", path: "/v1/webhook", summary: "Set the legacy webhook URL and rotate its secret (admin+)", tag: "webhook", auth: authOrg, minRole: storage.RoleAdmin, reqSchema: "WebhookInput", resSchema: "Webhook", errors: []int{400, 403}, handler: s.putWebhook})
 	s.add(route{method: "PATCH", path: "/v1/webhook", summary: "Change the legacy webhook URL, keeping its secret (admin+)", tag: "webhook", auth: authOrg, minRole: storage.RoleAdmin, reqSchema: "WebhookInput", resSchema: "Webhook", errors: []int{400, 403}, handler: s.patchWebhook})
 
-	s.add(route{method: "GET", path: "/v1/members", summary: "List members, oldest first", tag: "members", auth: authOrg, resSchema: "Member", resList: true, handler: s.listMembers})
-	s.add(route{method: "DELETE", path: "/v1/members/:member_id", summary: "Remove a member (admin+; admins cannot remove admins)", tag: "members", auth: authOrg, minRole: storage.RoleAdmin, resStatus: 204, errors: []int{400, 403, 404}, handler: s.removeMember})
-	s.add(route{method: "PATCH", path: "/v1/members/:member_id/role", summary: "Change a member's role (owner)", tag: "members", auth: authOrg, minRole: storage.RoleOwner, reqSchema: "RoleInput", resSchema: "Member", errors: []int{400, 403, 404}, handler: s.setRole})
-	s.add(route{method: "POST", path: "/v1/members/:member_id/transfer-ownership", summary: "Transfer ownership (owner); the caller becomes admin", tag: "members", auth: authOrg, minRole: storage.RoleOwner, resSchema: "Detail", errors: []int{400, 403, 404}, handler: s.transferOwnership})
-	s.add(route{method: "POST", path: "/v1/leave", summary: "Leave the organization", tag: "members", auth: authOrg, resStatus: 204, errors: []int{403, 404}, handler: s.leave})
+	s.mount(orgs.MemberRoutes(s.store, s.auth))
 
 	s.mount(keys.Routes(s.store, s.auth))
 
-	s.add(route{method: "GET", path: "/v1/invites", summary: "List invites, newest first (admin+)", tag: "invites", auth: authOrg, minRole: storage.RoleAdmin, resSchema: "Invite", resList: true, errors: []int{403}, handler: s.listInvites})
-	s.add(route{method: "POST", path: "/v1/invites", summary: "Invite an email address (admin+; only the owner invites admins)", tag: "invites", auth: authOrg, minRole: storage.RoleAdmin, reqSchema: "InviteInput", resSchema: "InviteCreated", resStatus: 201, errors: []int{400, 403}, handler: s.createInvite})
-	s.add(route{method: "DELETE", path: "/v1/invites/:invite_id", summary: "Revoke a pending invite (admin+)", tag: "invites", auth: authOrg, minRole: storage.RoleAdmin, resStatus: 204, errors: []int{403, 404, 410}, handler: s.revokeInvite})
-	s.add(route{method: "GET", path: "/v1/invitations/:token", summary: "Look at an invite by its token (3 invite access requests per hour per user)", tag: "invites", auth: authUser, resSchema: "Invite", errors: []int{403, 404, 410, 429}, handler: s.viewInvitation})
-	s.add(route{method: "POST", path: "/v1/invitations/:token/accept", summary: "Accept an invite (3 invite access requests per hour per user)", tag: "invites", auth: authUser, resSchema: "Member", errors: []int{403, 404, 409, 410, 429}, handler: s.acceptInvitation})
+	s.mount(orgs.InviteRoutes(orgs.InviteConfig{PublicURL: s.cfg.PublicURL, InviteTTL: s.cfg.InviteTTL}, s.store, s.store, s.limiter))
 	s.registerResourceRoutes()
 	s.registerBillingRoutes()
 	s.registerWebhookRoutes()

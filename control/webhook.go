@@ -79,3 +79,10 @@ func isLocalHost(h string) bool {
 	ip := net.ParseIP(h)
 	return ip != nil && ip.IsLoopback()
 }
+
+type webhookView struct {
+	URL       string `json:"url"`
+	Secret    string `json:"secret"`
+	CreatedAt string `json:"created_at"`
+	UpdatedAt string `json:"updated_at"`
+}
