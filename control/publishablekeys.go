@@ -7,6 +7,7 @@ import (
 
 	"github.com/gofiber/fiber/v3"
 
+	"github.com/voiced/voiced/control/webhook"
 	"github.com/voiced/voiced/storage"
 )
 
@@ -114,7 +115,7 @@ func readPKBody(body map[string]json.RawMessage, f fields) pkBody {
 	}
 	if raw, ok := body["webhook_url"]; ok {
 		if u := str("webhook_url"); u != nil {
-			clean, msg := checkEndpointURL(*u)
+			clean, msg := webhook.CheckURL(*u)
 			if msg != "" {
 				f.add("webhook_url", msg)
 			} else {

@@ -10,6 +10,7 @@ import (
 	"github.com/voiced/voiced/control/api"
 	"github.com/voiced/voiced/control/keys"
 	"github.com/voiced/voiced/control/orgs"
+	"github.com/voiced/voiced/control/webhook"
 	"github.com/voiced/voiced/storage"
 )
 
@@ -82,9 +83,7 @@ func (s *Server) registerRoutes() {
 		s.add(route{method: m, path: "/v1/orgs/:id/*", summary: "Removed org-scoped paths: 410 with the flat path", tag: "orgs", resStatus: 410, raw: s.legacyOrgPath})
 	}
 
-	s.add(route{method: "GET", path: "/v1/webhook", summary: "Get the legacy webhook (admin+)", tag: "webhook", auth: authOrg, minRole: storage.RoleAdmin, resSchema: "Webhook", errors: []int{403, 404}, handler: s.getWebhook})
-	s.add(route{method: "PUT", path: "/v1/webhook", summary: "Set the legacy webhook URL and rotate its secret (admin+)", tag: "webhook", auth: authOrg, minRole: storage.RoleAdmin, reqSchema: "WebhookInput", resSchema: "Webhook", errors: []int{400, 403}, handler: s.putWebhook})
-	s.add(route{method: "PATCH", path: "/v1/webhook", summary: "Change the legacy webhook URL, keeping its secret (admin+)", tag: "webhook", auth: authOrg, minRole: storage.RoleAdmin, reqSchema: "WebhookInput", resSchema: "Webhook", errors: []int{400, 403}, handler: s.patchWebhook})
+	s.mount(webhook.LegacyRoutes(s.store))
 
 	s.mount(orgs.MemberRoutes(s.store, s.auth))
 

@@ -1,0 +1,111 @@
+package webhook
+
+import (
+	"context"
+	"net"
+	"net/url"
+	"strings"
+
+	"github.com/gofiber/fiber/v3"
+
+	"github.com/voiced/voiced/control/api"
+	"github.com/voiced/voiced/storage"
+)
+
+// LegacyRouteStore is what the /v1/webhook routes need from storage.
+type LegacyRouteStore interface {
+	GetWebhook(ctx context.Context, orgID int64) (storage.Webhook, error)
+	SetWebhook(ctx context.Context, orgID int64, url string, rotate bool) (storage.Webhook, error)
+}
+
+type legacyHandlers struct {
+	store LegacyRouteStore
+}
+
+// LegacyRoutes returns the /v1/webhook routes: the organization's single
+// legacy URL and its secret.
+func LegacyRoutes(store LegacyRouteStore) []api.Route {
+	h := &legacyHandlers{store: store}
+	return []api.Route{
+		{Method: "GET", Path: "/v1/webhook", Summary: "Get the legacy webhook (admin+)", Tag: "webhook", Auth: api.AuthOrg, MinRole: storage.RoleAdmin, ResSchema: "Webhook", Errors: []int{403, 404}, Handler: h.getWebhook},
+		{Method: "PUT", Path: "/v1/webhook", Summary: "Set the legacy webhook URL and rotate its secret (admin+)", Tag: "webhook", Auth: api.AuthOrg, MinRole: storage.RoleAdmin, ReqSchema: "WebhookInput", ResSchema: "Webhook", Errors: []int{400, 403}, Handler: h.putWebhook},
+		{Method: "PATCH", Path: "/v1/webhook", Summary: "Change the legacy webhook URL, keeping its secret (admin+)", Tag: "webhook", Auth: api.AuthOrg, MinRole: storage.RoleAdmin, ReqSchema: "WebhookInput", ResSchema: "Webhook", Errors: []int{400, 403}, Handler: h.patchWebhook},
+	}
+}
+
+type webhookInput struct {
+	URL *string `json:"url"`
+}
+
+func viewWebhook(w storage.Webhook) webhookView {
+	return webhookView{URL: w.URL, Secret: w.Secret, CreatedAt: api.TS(w.CreatedAt), UpdatedAt: api.TS(w.UpdatedAt)}
+}
+
+func (h *legacyHandlers) getWebhook(c fiber.Ctx, p *storage.Principal) error {
+	w, err := h.store.GetWebhook(c.Context(), p.OrgID)
+	if err != nil {
+		return api.StoreErr(err)
+	}
+	return c.JSON(viewWebhook(w))
+}
+
+func (h *legacyHandlers) putWebhook(c fiber.Ctx, p *storage.Principal) error {
+	return h.setWebhook(c, p, true)
+}
+
+func (h *legacyHandlers) patchWebhook(c fiber.Ctx, p *storage.Principal) error {
+	return h.setWebhook(c, p, false)
+}
+
+func (h *legacyHandlers) setWebhook(c fiber.Ctx, p *storage.Principal, rotate bool) error {
+	var in webhookInput
+	if err := api.Decode(c, &in); err != nil {
+		return err
+	}
+	if in.URL == nil {
+		return api.FieldErr("url", "This field is required.")
+	}
+	u, msg := checkWebhookURL(*in.URL)
+	if msg != "" {
+		return api.FieldErr("url", msg)
+	}
+	w, err := h.store.SetWebhook(c.Context(), p.OrgID, u, rotate)
+	if err != nil {
+		return api.StoreErr(err)
+	}
+	return c.JSON(viewWebhook(w))
+}
+
+// checkWebhookURL accepts https URLs, and http only for localhost.
+func checkWebhookURL(raw string) (string, string) {
+	raw = strings.TrimSpace(raw)
+	if raw == "" {
+		return "", "This field may not be blank."
+	}
+	if len(raw) > 2048 {
+		return "", "Ensure this field has no more than 2048 characters."
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+		return "", "Enter a valid URL."
+	}
+	if u.Scheme == "http" && !isLocalHost(u.Hostname()) {
+		return "", "The URL must use https (http is allowed only for localhost)."
+	}
+	return u.String(), ""
+}
+
+func isLocalHost(h string) bool {
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+type webhookView struct {
+	URL       string `json:"url"`
+	Secret    string `json:"secret"`
+	CreatedAt string `json:"created_at"`
+	UpdatedAt string `json:"updated_at"`
+}
