@@ -8,6 +8,7 @@ import (
 
 	"github.com/gofiber/fiber/v3"
 
+	"github.com/voiced/voiced/control/api"
 	"github.com/voiced/voiced/storage"
 )
 
@@ -178,21 +179,9 @@ func (s *Server) getNumber(c fiber.Ctx, p *storage.Principal) error {
 	return c.JSON(viewNumber(n))
 }
 
-// optID reads an "integer or null" field: absent, null (clear) or an id.
+// optID reads an "integer or null" agent id field (api.OptID).
 func optID(body map[string]json.RawMessage, name string, f fields) (set bool, id *int64) {
-	raw, ok := body[name]
-	if !ok {
-		return false, nil
-	}
-	if string(raw) == "null" {
-		return true, nil
-	}
-	var v int64
-	if err := json.Unmarshal(raw, &v); err != nil || v <= 0 {
-		f.add(name, "Must be an agent id (a positive integer) or null.")
-		return false, nil
-	}
-	return true, &v
+	return api.OptID(body, name, api.Fields(f))
 }
 
 func (s *Server) updateNumber(c fiber.Ctx, p *storage.Principal) error {

@@ -106,3 +106,21 @@ func PathID(c fiber.Ctx, name string) (int64, error) {
 	}
 	return id, nil
 }
+
+// OptID reads an "integer or null" agent id field: absent (set false),
+// null (set, nil: clear it) or a positive id.
+func OptID(body map[string]json.RawMessage, name string, f Fields) (set bool, id *int64) {
+	raw, ok := body[name]
+	if !ok {
+		return false, nil
+	}
+	if string(raw) == "null" {
+		return true, nil
+	}
+	var v int64
+	if err := json.Unmarshal(raw, &v); err != nil || v <= 0 {
+		f.Add(name, "Must be an agent id (a positive integer) or null.")
+		return false, nil
+	}
+	return true, &v
+}

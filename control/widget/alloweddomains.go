@@ -1,4 +1,4 @@
-package control
+package widget
 
 import (
 	"net"
@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/voiced/voiced/control/api"
 )
 
 // Allowed-domain rules of publishable keys (spec section 4.4): an entry is
@@ -24,20 +26,20 @@ const msgDomainsRequired = "At least one domain is required."
 // checkAllowedDomains validates and normalizes a list of allowed domains:
 // lower case, no trailing dot, a URL or host:port reduced to its host,
 // duplicates removed keeping order. Problems are added to f.
-func checkAllowedDomains(f fields, in []string) []string {
+func checkAllowedDomains(f api.Fields, in []string) []string {
 	if len(in) == 0 {
-		f.add("allowed_domains", msgDomainsRequired)
+		f.Add("allowed_domains", msgDomainsRequired)
 		return nil
 	}
 	if len(in) > maxAllowedDomains {
-		f.add("allowed_domains", "Ensure this field has no more than 100 elements.")
+		f.Add("allowed_domains", "Ensure this field has no more than 100 elements.")
 		return nil
 	}
 	out := make([]string, 0, len(in))
 	for _, raw := range in {
 		d, msg := normalizeDomain(raw)
 		if msg != "" {
-			f.add("allowed_domains", msg)
+			f.Add("allowed_domains", msg)
 			continue
 		}
 		if !slices.Contains(out, d) {
