@@ -1,5 +1,7 @@
 package control
 
+import "github.com/voiced/voiced/control/onboarding"
+
 // registerResourceRoutes adds the routes of agents, voices, numbers, VoIP
 // connections, calls and onboarding.
 func (s *Server) registerResourceRoutes() {
@@ -8,5 +10,5 @@ func (s *Server) registerResourceRoutes() {
 	s.registerNumberRoutes()
 	s.registerVoIPRoutes()
 	s.registerCallRoutes()
-	s.registerOnboardingRoutes()
+	s.mount(onboarding.Routes(s.store))
 }
