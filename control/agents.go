@@ -5,11 +5,11 @@ import (
 	"errors"
 	"net/http"
 	"reflect"
-	"strconv"
 	"time"
 
 	"github.com/gofiber/fiber/v3"
 
+	"github.com/voiced/voiced/control/api"
 	"github.com/voiced/voiced/storage"
 )
 
@@ -337,33 +337,8 @@ func (s *Server) listProducts(c fiber.Ctx, _ *storage.Principal) error {
 }
 
 // versionView is one version record (spec 2.7, also used for agents).
-type versionView struct {
-	ID            int64           `json:"id"`
-	Revision      int64           `json:"revision"`
-	CreatedByID   *int64          `json:"created_by_id"`
-	CreatedAt     string          `json:"created_at"`
-	Snapshot      json.RawMessage `json:"snapshot"`
-	ChangedFields []string        `json:"changed_fields"`
-}
+// viewVersions is the body of a versions list (api.ViewVersions).
+func viewVersions(n int64, vs []storage.Version) map[string]any { return api.ViewVersions(n, vs) }
 
-func viewVersions(n int64, vs []storage.Version) map[string]any {
-	out := make([]versionView, len(vs))
-	for i, v := range vs {
-		out[i] = versionView{ID: v.ID, Revision: v.Revision, CreatedByID: v.CreatedByID, CreatedAt: ts(v.CreatedAt), Snapshot: v.Snapshot, ChangedFields: nonNil(v.ChangedFields)}
-	}
-	return map[string]any{"count": n, "results": out}
-}
-
-// queryLimit reads the "limit" query parameter: def when absent, 400 when
-// not an integer from 1 to max.
-func queryLimit(c fiber.Ctx, def, max int) (int, error) {
-	q := c.Query("limit")
-	if q == "" {
-		return def, nil
-	}
-	n, err := strconv.Atoi(q)
-	if err != nil || n < 1 || n > max {
-		return 0, fieldErr("limit", "Must be an integer from 1 to "+strconv.Itoa(max)+".")
-	}
-	return n, nil
-}
+// queryLimit reads the "limit" query parameter (api.QueryLimit).
+func queryLimit(c fiber.Ctx, def, max int) (int, error) { return api.QueryLimit(c, def, max) }

@@ -7,8 +7,7 @@ import "github.com/voiced/voiced/control/onboarding"
 func (s *Server) registerResourceRoutes() {
 	s.registerAgentRoutes()
 	s.add(route{method: "GET", path: "/v1/voices", summary: "Voice catalog: query languages (comma list; voices must speak all), category, gender; returns {voices, languages, surcharges}", tag: "voices", auth: authOrg, resSchema: "VoiceCatalog", errors: []int{400}, handler: s.listVoices})
-	s.registerNumberRoutes()
-	s.registerVoIPRoutes()
+	s.mount(s.numbers.Routes())
 	s.registerCallRoutes()
 	s.mount(onboarding.Routes(s.store))
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"time"
+
+	"github.com/voiced/voiced/control/numbers"
 )
 
 // ResourcesConfig holds the settings of agents, numbers and calls. Zero
@@ -81,7 +83,6 @@ func WithVoiceProviders(p ...VoiceProvider) Option {
 type resources struct {
 	cfg      ResourcesConfig
 	products map[string]Product
-	pool     *didPool
 	dialer   Dialer
 	verifier VoIPVerifier
 	browser  BrowserMedia
@@ -110,11 +111,13 @@ func (s *Server) initResources(opts []Option) error {
 	if _, ok := r.products[r.cfg.DefaultProduct]; !ok {
 		return fmt.Errorf("control: default product %q is not a configured product", r.cfg.DefaultProduct)
 	}
-	pool, err := newDIDPool(r.cfg.DIDPool)
+	nums, err := numbers.New(numbers.Config{DIDPool: r.cfg.DIDPool, VerifyTimeout: r.cfg.VerifyTimeout}, s.log, numbers.Stores{
+		Numbers: s.store, Demo: s.store, Imports: s.store, Transfers: s.store, Labels: s.store, Trunks: s.store, Agents: s.store,
+	}, r.verifier)
 	if err != nil {
-		return err
+		return fmt.Errorf("control: %w", err)
 	}
-	r.pool = pool
+	s.numbers = nums
 	r.catalog = loadCatalog(context.Background(), r.providers, s.log)
 	switch {
 	case r.cfg.DefaultVoice != "":

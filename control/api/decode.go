@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v3"
 )
@@ -123,4 +125,22 @@ func OptID(body map[string]json.RawMessage, name string, f Fields) (set bool, id
 		return false, nil
 	}
 	return true, &v
+}
+
+// TooLong is the validation message for a string of more than max
+// characters, or "" when it fits.
+func TooLong(s string, max int) string {
+	if utf8.RuneCountInString(s) > max {
+		return fmt.Sprintf("Ensure this field has no more than %d characters.", max)
+	}
+	return ""
+}
+
+// OneOf is the validation message for a value outside allowed, or ""
+// when v is one of them.
+func OneOf(v string, allowed []string) string {
+	if slices.Contains(allowed, v) {
+		return ""
+	}
+	return `"` + v + `" is not a valid choice; use one of: ` + strings.Join(allowed, ", ") + "."
 }

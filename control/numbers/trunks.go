@@ -1,4 +1,4 @@
-package control
+package numbers
 
 import (
 	"encoding/json"
@@ -12,20 +12,13 @@ import (
 
 	"github.com/gofiber/fiber/v3"
 
+	"github.com/voiced/voiced/control/api"
 	"github.com/voiced/voiced/storage"
 )
 
-func (s *Server) registerVoIPRoutes() {
-	s.add(route{method: "GET", path: "/v1/voip-connections", summary: "List SIP trunks, newest first (passwords are never returned)", tag: "voip", auth: authOrg, resSchema: "VoIPConnection", resList: true, handler: s.listVoIP})
-	s.add(route{method: "POST", path: "/v1/voip-connections", summary: "Create a SIP trunk (admin+)", tag: "voip", auth: authOrg, minRole: storage.RoleAdmin, reqSchema: "VoIPConnectionInput", resSchema: "VoIPConnection", resStatus: 201, errors: []int{400, 403}, handler: s.createVoIP})
-	s.add(route{method: "GET", path: "/v1/voip-connections/:connection_id", summary: "Get a SIP trunk", tag: "voip", auth: authOrg, resSchema: "VoIPConnection", errors: []int{404}, handler: s.getVoIP})
-	s.add(route{method: "PATCH", path: "/v1/voip-connections/:connection_id", summary: "Change a SIP trunk (admin+); password is write-only, null or empty clears it", tag: "voip", auth: authOrg, minRole: storage.RoleAdmin, reqSchema: "VoIPConnectionInput", resSchema: "VoIPConnection", errors: []int{400, 403, 404}, handler: s.patchVoIP})
-	s.add(route{method: "DELETE", path: "/v1/voip-connections/:connection_id", summary: "Delete a SIP trunk (admin+); 409 while numbers are on it", tag: "voip", auth: authOrg, minRole: storage.RoleAdmin, resStatus: 204, errors: []int{403, 404, 409}, handler: s.deleteVoIP})
-	s.add(route{method: "POST", path: "/v1/voip-connections/:connection_id/numbers", summary: "Import numbers onto a SIP trunk (admin+); all or none", tag: "voip", auth: authOrg, minRole: storage.RoleAdmin, reqSchema: "VoIPImportInput", resSchema: "PhoneNumber", resList: true, resStatus: 201, errors: []int{400, 403, 404, 409}, handler: s.importVoIPNumbers})
-}
-
-// Codecs a trunk may offer; the media engine speaks these.
-var trunkCodecs = []string{"PCMU", "PCMA", "opus"}
+// TrunkCodecs are the codecs a trunk may offer; the media engine speaks
+// these.
+var TrunkCodecs = []string{"PCMU", "PCMA", "opus"}
 
 var hostRe = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$`)
 
@@ -52,8 +45,8 @@ type voipView struct {
 
 func viewVoIP(v storage.VoIPConnection) voipView {
 	return voipView{ID: v.ID, Name: v.Name, Host: v.Host, Port: v.Port, Transport: v.Transport, Username: v.Username,
-		HasPassword: v.Password != "", OutboundProxy: v.OutboundProxy, AllowedInboundAddresses: nonNil(v.AllowedSources),
-		Codecs: nonNil(v.Codecs), PhoneNumberCount: v.Numbers, CreatedAt: ts(v.CreatedAt), UpdatedAt: ts(v.UpdatedAt)}
+		HasPassword: v.Password != "", OutboundProxy: v.OutboundProxy, AllowedInboundAddresses: api.NonNil(v.AllowedSources),
+		Codecs: api.NonNil(v.Codecs), PhoneNumberCount: v.Numbers, CreatedAt: api.TS(v.CreatedAt), UpdatedAt: api.TS(v.UpdatedAt)}
 }
 
 type voipInput struct {
@@ -70,23 +63,23 @@ type voipInput struct {
 
 // apply writes the given fields over v and validates the result. A port
 // left unset follows the transport (5061 for TLS, else 5060).
-func (in voipInput) apply(v *storage.VoIPConnection, f fields, passwordNull bool) {
+func (in voipInput) apply(v *storage.VoIPConnection, f api.Fields, passwordNull bool) {
 	if in.Host != nil {
 		v.Host = strings.TrimSpace(*in.Host)
 	}
 	if !validHost(v.Host) {
-		f.add("host", "Must be a host name or IP address, such as sip.example.com.")
+		f.Add("host", "Must be a host name or IP address, such as sip.example.com.")
 	}
 	if in.Name != nil {
-		v.Name = f.name("name", in.Name, true, 100)
+		v.Name = f.Name("name", in.Name, true, 100)
 	} else if v.Name == "" {
 		v.Name = v.Host
 	}
 	if in.Transport != nil {
 		v.Transport = strings.ToLower(strings.TrimSpace(*in.Transport))
 	}
-	if m := oneOf(v.Transport, []string{"udp", "tcp", "tls"}); m != "" {
-		f.add("transport", m)
+	if m := api.OneOf(v.Transport, []string{"udp", "tcp", "tls"}); m != "" {
+		f.Add("transport", m)
 	}
 	switch {
 	case in.Port != nil:
@@ -97,26 +90,26 @@ func (in voipInput) apply(v *storage.VoIPConnection, f fields, passwordNull bool
 		v.Port = 5060
 	}
 	if v.Port < 1 || v.Port > 65535 {
-		f.add("port", "Must be from 1 to 65535.")
+		f.Add("port", "Must be from 1 to 65535.")
 	}
 	if in.Username != nil {
 		v.Username = strings.TrimSpace(*in.Username)
-		if m := tooLong(v.Username, 128); m != "" {
-			f.add("username", m)
+		if m := api.TooLong(v.Username, 128); m != "" {
+			f.Add("username", m)
 		}
 	}
 	if passwordNull {
 		v.Password = ""
 	} else if in.Password != nil {
 		v.Password = *in.Password
-		if m := tooLong(v.Password, 128); m != "" {
-			f.add("password", m)
+		if m := api.TooLong(v.Password, 128); m != "" {
+			f.Add("password", m)
 		}
 	}
 	if in.OutboundProxy != nil {
 		v.OutboundProxy = strings.TrimSpace(*in.OutboundProxy)
 		if v.OutboundProxy != "" && !validHostPort(v.OutboundProxy) {
-			f.add("outbound_proxy", "Must be host or host:port, such as proxy.example.com:5060.")
+			f.Add("outbound_proxy", "Must be host or host:port, such as proxy.example.com:5060.")
 		}
 	}
 	if in.AllowedInboundAddresses != nil {
@@ -128,26 +121,26 @@ func (in voipInput) apply(v *storage.VoIPConnection, f fields, passwordNull bool
 			} else if _, n, err := net.ParseCIDR(a); err == nil {
 				v.AllowedSources = append(v.AllowedSources, n.String())
 			} else {
-				f.add("allowed_inbound_addresses", `"`+a+`" is not an IP address or CIDR range.`)
+				f.Add("allowed_inbound_addresses", `"`+a+`" is not an IP address or CIDR range.`)
 			}
 		}
 		if len(v.AllowedSources) > 50 {
-			f.add("allowed_inbound_addresses", "Ensure this list has no more than 50 entries.")
+			f.Add("allowed_inbound_addresses", "Ensure this list has no more than 50 entries.")
 		}
 	}
 	if in.Codecs != nil {
 		v.Codecs = []string{}
 		for _, c := range *in.Codecs {
-			i := slices.IndexFunc(trunkCodecs, func(k string) bool { return strings.EqualFold(k, strings.TrimSpace(c)) })
+			i := slices.IndexFunc(TrunkCodecs, func(k string) bool { return strings.EqualFold(k, strings.TrimSpace(c)) })
 			if i < 0 {
-				f.add("codecs", `"`+c+`" is not supported; use PCMU, PCMA or opus.`)
-			} else if !slices.Contains(v.Codecs, trunkCodecs[i]) {
-				v.Codecs = append(v.Codecs, trunkCodecs[i])
+				f.Add("codecs", `"`+c+`" is not supported; use PCMU, PCMA or opus.`)
+			} else if !slices.Contains(v.Codecs, TrunkCodecs[i]) {
+				v.Codecs = append(v.Codecs, TrunkCodecs[i])
 			}
 		}
 	}
 	if len(v.Codecs) == 0 {
-		f.add("codecs", "List at least one codec.")
+		f.Add("codecs", "List at least one codec.")
 	}
 }
 
@@ -164,7 +157,7 @@ func validHostPort(s string) bool {
 // an explicit null.
 func decodeVoIP(c fiber.Ctx) (voipInput, bool, error) {
 	var in voipInput
-	if err := decode(c, &in); err != nil {
+	if err := api.Decode(c, &in); err != nil {
 		return in, false, err
 	}
 	var raw map[string]json.RawMessage
@@ -172,8 +165,8 @@ func decodeVoIP(c fiber.Ctx) (voipInput, bool, error) {
 	return in, string(raw["password"]) == "null", nil
 }
 
-func (s *Server) listVoIP(c fiber.Ctx, p *storage.Principal) error {
-	vs, err := s.store.VoIPConnections(c.Context(), p.OrgID)
+func (h *Service) listVoIP(c fiber.Ctx, p *storage.Principal) error {
+	vs, err := h.stores.Trunks.VoIPConnections(c.Context(), p.OrgID)
 	if err != nil {
 		return err
 	}
@@ -184,42 +177,42 @@ func (s *Server) listVoIP(c fiber.Ctx, p *storage.Principal) error {
 	return c.JSON(out)
 }
 
-func (s *Server) createVoIP(c fiber.Ctx, p *storage.Principal) error {
+func (h *Service) createVoIP(c fiber.Ctx, p *storage.Principal) error {
 	in, pwNull, err := decodeVoIP(c)
 	if err != nil {
 		return err
 	}
-	f := fields{}
+	f := api.Fields{}
 	if in.Host == nil {
-		f.add("host", "This field is required.")
-		return f.err()
+		f.Add("host", "This field is required.")
+		return f.Err()
 	}
 	v := storage.VoIPConnection{OrgID: p.OrgID, Transport: "udp", Codecs: []string{"PCMU", "PCMA"}, AllowedSources: []string{}}
 	in.apply(&v, f, pwNull)
-	if err := f.err(); err != nil {
+	if err := f.Err(); err != nil {
 		return err
 	}
-	v, err = s.store.CreateVoIPConnection(c.Context(), v)
+	v, err = h.stores.Trunks.CreateVoIPConnection(c.Context(), v)
 	if err != nil {
-		return storeErr(err)
+		return api.StoreErr(err)
 	}
 	return c.Status(http.StatusCreated).JSON(viewVoIP(v))
 }
 
-func (s *Server) getVoIP(c fiber.Ctx, p *storage.Principal) error {
-	id, err := pathID(c, "connection_id")
+func (h *Service) getVoIP(c fiber.Ctx, p *storage.Principal) error {
+	id, err := api.PathID(c, "connection_id")
 	if err != nil {
 		return err
 	}
-	v, err := s.store.VoIPConnection(c.Context(), p.OrgID, id)
+	v, err := h.stores.Trunks.VoIPConnection(c.Context(), p.OrgID, id)
 	if err != nil {
-		return storeErr(err)
+		return api.StoreErr(err)
 	}
 	return c.JSON(viewVoIP(v))
 }
 
-func (s *Server) patchVoIP(c fiber.Ctx, p *storage.Principal) error {
-	id, err := pathID(c, "connection_id")
+func (h *Service) patchVoIP(c fiber.Ctx, p *storage.Principal) error {
+	id, err := api.PathID(c, "connection_id")
 	if err != nil {
 		return err
 	}
@@ -227,28 +220,28 @@ func (s *Server) patchVoIP(c fiber.Ctx, p *storage.Principal) error {
 	if err != nil {
 		return err
 	}
-	v, err := s.store.UpdateVoIPConnection(c.Context(), p.OrgID, id, func(v *storage.VoIPConnection) error {
-		f := fields{}
+	v, err := h.stores.Trunks.UpdateVoIPConnection(c.Context(), p.OrgID, id, func(v *storage.VoIPConnection) error {
+		f := api.Fields{}
 		in.apply(v, f, pwNull)
-		return f.err()
+		return f.Err()
 	})
 	if err != nil {
-		return storeErr(err)
+		return api.StoreErr(err)
 	}
 	return c.JSON(viewVoIP(v))
 }
 
-func (s *Server) deleteVoIP(c fiber.Ctx, p *storage.Principal) error {
-	id, err := pathID(c, "connection_id")
+func (h *Service) deleteVoIP(c fiber.Ctx, p *storage.Principal) error {
+	id, err := api.PathID(c, "connection_id")
 	if err != nil {
 		return err
 	}
-	err = s.store.DeleteVoIPConnection(c.Context(), p.OrgID, id)
+	err = h.stores.Trunks.DeleteVoIPConnection(c.Context(), p.OrgID, id)
 	if errors.Is(err, storage.ErrInUse) {
-		return apiErr(http.StatusConflict, "Phone numbers are still on this connection; delete them first.")
+		return api.Err(http.StatusConflict, "Phone numbers are still on this connection; delete them first.")
 	}
 	if err != nil {
-		return storeErr(err)
+		return api.StoreErr(err)
 	}
 	return c.SendStatus(http.StatusNoContent)
 }
@@ -256,25 +249,25 @@ func (s *Server) deleteVoIP(c fiber.Ctx, p *storage.Principal) error {
 // importVoIPNumber adds one VoIP number on connection connID of p's org.
 // It starts active and unverified: calls can flow at once, and a failed
 // verify-voip moves it to provisioning (spec section 3).
-func (s *Server) importVoIPNumber(c fiber.Ctx, p *storage.Principal, connID *int64, number *string, label string) (storage.PhoneNumber, error) {
-	f := fields{}
-	if number == nil || !validE164(strings.TrimSpace(*number)) {
-		f.add("number", "Must be an E.164 number like +14155550100.")
+func (h *Service) importVoIPNumber(c fiber.Ctx, p *storage.Principal, connID *int64, number *string, label string) (storage.PhoneNumber, error) {
+	f := api.Fields{}
+	if number == nil || !ValidE164(strings.TrimSpace(*number)) {
+		f.Add("number", "Must be an E.164 number like +14155550100.")
 	}
 	if connID == nil {
-		f.add("voip_connection_id", "This field is required for VoIP numbers.")
+		f.Add("voip_connection_id", "This field is required for VoIP numbers.")
 	}
-	if err := f.err(); err != nil {
+	if err := f.Err(); err != nil {
 		return storage.PhoneNumber{}, err
 	}
 	actor := p.MemberID
-	n, err := s.store.CreatePhoneNumber(c.Context(), storage.PhoneNumber{OrgID: p.OrgID, Number: strings.TrimSpace(*number), Label: label,
+	n, err := h.stores.Imports.CreatePhoneNumber(c.Context(), storage.PhoneNumber{OrgID: p.OrgID, Number: strings.TrimSpace(*number), Label: label,
 		Source: storage.SourceVoIP, Status: storage.NumberActive, VoIPConnectionID: connID}, &actor)
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
-		return n, fieldErr("voip_connection_id", "VoIP connection not found in this organization.")
+		return n, api.FieldErr("voip_connection_id", "VoIP connection not found in this organization.")
 	case errors.Is(err, storage.ErrConflict):
-		return n, apiErr(http.StatusConflict, "The number "+strings.TrimSpace(*number)+" is already in use on this service.")
+		return n, api.Err(http.StatusConflict, "The number "+strings.TrimSpace(*number)+" is already in use on this service.")
 	}
 	return n, err
 }
@@ -284,44 +277,44 @@ type voipImportInput struct {
 	Label   *string   `json:"label"`
 }
 
-func (s *Server) importVoIPNumbers(c fiber.Ctx, p *storage.Principal) error {
-	id, err := pathID(c, "connection_id")
+func (h *Service) importVoIPNumbers(c fiber.Ctx, p *storage.Principal) error {
+	id, err := api.PathID(c, "connection_id")
 	if err != nil {
 		return err
 	}
 	var in voipImportInput
-	if err := decode(c, &in); err != nil {
+	if err := api.Decode(c, &in); err != nil {
 		return err
 	}
-	f := fields{}
+	f := api.Fields{}
 	label := numberLabel(f, in.Label)
 	if in.Numbers == nil || len(*in.Numbers) == 0 || len(*in.Numbers) > 100 {
-		f.add("numbers", "List 1 to 100 E.164 numbers.")
+		f.Add("numbers", "List 1 to 100 E.164 numbers.")
 	} else {
 		for _, n := range *in.Numbers {
-			if !validE164(strings.TrimSpace(n)) {
-				f.add("numbers", `"`+n+`" is not an E.164 number like +14155550100.`)
+			if !ValidE164(strings.TrimSpace(n)) {
+				f.Add("numbers", `"`+n+`" is not an E.164 number like +14155550100.`)
 			}
 		}
 	}
-	if err := f.err(); err != nil {
+	if err := f.Err(); err != nil {
 		return err
 	}
 	ctx := c.Context()
-	if _, err := s.store.VoIPConnection(ctx, p.OrgID, id); err != nil {
-		return storeErr(err)
+	if _, err := h.stores.Trunks.VoIPConnection(ctx, p.OrgID, id); err != nil {
+		return api.StoreErr(err)
 	}
 	ns := make([]storage.PhoneNumber, len(*in.Numbers))
 	for i, n := range *in.Numbers {
 		ns[i] = storage.PhoneNumber{OrgID: p.OrgID, Number: strings.TrimSpace(n), Label: label, Source: storage.SourceVoIP, Status: storage.NumberActive, VoIPConnectionID: &id}
 	}
 	actor := p.MemberID
-	out, err := s.store.CreatePhoneNumbers(ctx, ns, &actor)
+	out, err := h.stores.Imports.CreatePhoneNumbers(ctx, ns, &actor)
 	switch {
 	case errors.Is(err, storage.ErrConflict):
-		return apiErr(http.StatusConflict, "At least one of these numbers is already in use on this service; nothing was imported.")
+		return api.Err(http.StatusConflict, "At least one of these numbers is already in use on this service; nothing was imported.")
 	case err != nil:
-		return storeErr(err)
+		return api.StoreErr(err)
 	}
 	views := make([]numberView, len(out))
 	for i, n := range out {

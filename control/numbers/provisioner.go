@@ -1,4 +1,4 @@
-package control
+package numbers
 
 import (
 	"context"
@@ -8,21 +8,21 @@ import (
 	"github.com/voiced/voiced/storage"
 )
 
-// ProvisionNumbers makes one pass over demo numbers that are
+// Provision makes one pass over demo numbers that are
 // provisioning: a number still in the operator's pool becomes active; one
 // the operator removed from the pool meanwhile becomes failed. Each
 // change is a system version (created_by_id null). It is safe on every
 // replica at once: a change applies only to a number still provisioning.
 // It returns how many numbers changed.
-func (s *Server) ProvisionNumbers(ctx context.Context) (int, error) {
-	ns, err := s.store.NumbersInStatus(ctx, storage.SourceDemo, storage.NumberProvisioning, 500)
+func (h *Service) Provision(ctx context.Context) (int, error) {
+	ns, err := h.stores.Demo.NumbersInStatus(ctx, storage.SourceDemo, storage.NumberProvisioning, 500)
 	if err != nil {
 		return 0, err
 	}
 	changed := 0
 	for _, n := range ns {
-		_, inPool := s.res.pool.index[n.Number]
-		_, err := s.store.UpdatePhoneNumber(ctx, n.OrgID, n.ID, nil, func(p *storage.PhoneNumber) error {
+		_, inPool := h.pool.index[n.Number]
+		_, err := h.stores.Numbers.UpdatePhoneNumber(ctx, n.OrgID, n.ID, nil, func(p *storage.PhoneNumber) error {
 			if p.Status != storage.NumberProvisioning {
 				return errSkip
 			}
@@ -48,14 +48,14 @@ func (s *Server) ProvisionNumbers(ctx context.Context) (int, error) {
 // provisioning state between the listing and its row lock.
 var errSkip = errors.New("skip")
 
-// RunProvisioner calls ProvisionNumbers every interval until ctx ends;
+// Run calls Provision every interval until ctx ends;
 // cmd/voiced owns the goroutine that runs it.
-func (s *Server) RunProvisioner(ctx context.Context, every time.Duration) {
+func (h *Service) Run(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		if _, err := s.ProvisionNumbers(ctx); err != nil && ctx.Err() == nil && s.log != nil {
-			s.log.Warn("number provisioning pass failed", "err", err)
+		if _, err := h.Provision(ctx); err != nil && ctx.Err() == nil && h.log != nil {
+			h.log.Warn("number provisioning pass failed", "err", err)
 		}
 		select {
 		case <-ctx.Done():

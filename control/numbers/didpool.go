@@ -1,4 +1,4 @@
-package control
+package numbers
 
 import (
 	"encoding/csv"
@@ -24,9 +24,9 @@ var (
 	stateRe    = regexp.MustCompile(`^[A-Za-z]{2}$`)
 )
 
-// validE164 reports whether s is an E.164 number: "+", a non-zero digit,
+// ValidE164 reports whether s is an E.164 number: "+", a non-zero digit,
 // then at most 14 more digits.
-func validE164(s string) bool { return e164Re.MatchString(s) }
+func ValidE164(s string) bool { return e164Re.MatchString(s) }
 
 // ParseDIDPool reads a pool file: one DID per line as CSV
 // "number[,area_code[,city[,state]]]". Blank lines and lines starting
@@ -75,7 +75,7 @@ func ParseDIDPool(r io.Reader) ([]DID, error) {
 }
 
 func (d *DID) normalize() error {
-	if !validE164(d.Number) {
+	if !ValidE164(d.Number) {
 		return fmt.Errorf("%q is not an E.164 number like +14155550100", d.Number)
 	}
 	if d.AreaCode == "" && strings.HasPrefix(d.Number, "+1") && len(d.Number) == 12 {

@@ -1,4 +1,4 @@
-package control
+package numbers
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/gofiber/fiber/v3"
 
+	"github.com/voiced/voiced/control/api"
 	"github.com/voiced/voiced/storage"
 )
 
@@ -52,38 +53,38 @@ type verifyView struct {
 // verifyVoIP checks a VoIP number's trunk. Success marks it verified (and
 // makes a number that had failed before active again); failure marks it
 // failed and moves an active number to provisioning (spec section 3).
-func (s *Server) verifyVoIP(c fiber.Ctx, p *storage.Principal) error {
-	id, err := pathID(c, "phone_number_id")
+func (h *Service) verifyVoIP(c fiber.Ctx, p *storage.Principal) error {
+	id, err := api.PathID(c, "phone_number_id")
 	if err != nil {
 		return err
 	}
 	ctx := c.Context()
-	n, err := s.store.PhoneNumber(ctx, p.OrgID, id)
+	n, err := h.stores.Numbers.PhoneNumber(ctx, p.OrgID, id)
 	if err != nil {
-		return storeErr(err)
+		return api.StoreErr(err)
 	}
 	if n.Source != storage.SourceVoIP || n.VoIPConnectionID == nil {
-		return apiErr(http.StatusBadRequest, "Only VoIP numbers on a connection can be verified; demo numbers are routed by this service.")
+		return api.Err(http.StatusBadRequest, "Only VoIP numbers on a connection can be verified; demo numbers are routed by this service.")
 	}
-	if s.res.verifier == nil {
-		return apiErr(http.StatusServiceUnavailable, "VoIP verification is not available: this server runs without its telephony front door.")
+	if h.verifier == nil {
+		return api.Err(http.StatusServiceUnavailable, "VoIP verification is not available: this server runs without its telephony front door.")
 	}
-	conn, err := s.store.VoIPConnection(ctx, p.OrgID, *n.VoIPConnectionID)
+	conn, err := h.stores.Trunks.VoIPConnection(ctx, p.OrgID, *n.VoIPConnectionID)
 	if err != nil {
-		return storeErr(err)
+		return api.StoreErr(err)
 	}
-	vctx, cancel := context.WithTimeout(ctx, s.res.cfg.VerifyTimeout)
-	res, err := s.res.verifier.VerifyVoIP(vctx, VoIPCheck{Number: n.Number, Host: conn.Host, Port: conn.Port, Transport: conn.Transport,
+	vctx, cancel := context.WithTimeout(ctx, h.cfg.VerifyTimeout)
+	res, err := h.verifier.VerifyVoIP(vctx, VoIPCheck{Number: n.Number, Host: conn.Host, Port: conn.Port, Transport: conn.Transport,
 		Username: conn.Username, Password: conn.Password, OutboundProxy: conn.OutboundProxy})
 	cancel()
 	if err != nil {
-		if s.log != nil {
-			s.log.Warn("voip verification could not run", "phone_number_id", id, "err", err)
+		if h.log != nil {
+			h.log.Warn("voip verification could not run", "phone_number_id", id, "err", err)
 		}
-		return apiErr(http.StatusBadGateway, "The trunk check could not be completed; try again.")
+		return api.Err(http.StatusBadGateway, "The trunk check could not be completed; try again.")
 	}
 	actor := p.MemberID
-	n, err = s.store.UpdatePhoneNumber(ctx, p.OrgID, id, &actor, func(n *storage.PhoneNumber) error {
+	n, err = h.stores.Numbers.UpdatePhoneNumber(ctx, p.OrgID, id, &actor, func(n *storage.PhoneNumber) error {
 		if res.Verified {
 			now := time.Now()
 			n.VerificationStatus, n.LastVerifiedAt = storage.VerificationVerified, &now
@@ -99,7 +100,7 @@ func (s *Server) verifyVoIP(c fiber.Ctx, p *storage.Principal) error {
 		return nil
 	})
 	if err != nil {
-		return storeErr(err)
+		return api.StoreErr(err)
 	}
 	detail := "The trunk answered; the number is verified."
 	if !res.Verified {
