@@ -47,7 +47,7 @@ func (r *resources) validateConfig(c *AgentConfig, f fields, prefix string) {
 	switch {
 	case strings.HasPrefix(c.Voice, "custom:"):
 		add("voice", "Custom voice "+c.Voice+" was not found or is not ready.")
-	case !r.catalog.has(c.Voice):
+	case !r.catalog.Has(c.Voice):
 		add("voice", `"`+c.Voice+`" is not in the voice catalog; see GET /v1/voices.`)
 	}
 	if _, ok := r.products[c.Product]; !ok {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/voiced/voiced/control/numbers"
+	"github.com/voiced/voiced/control/voices"
 )
 
 // ResourcesConfig holds the settings of agents, numbers and calls. Zero
@@ -89,7 +90,7 @@ type resources struct {
 	// providers and catalog: the catalog is loaded once, at New; TTS
 	// providers' voice lists change with deployments, not at run time.
 	providers []VoiceProvider
-	catalog   *catalog
+	catalog   *voices.Catalog
 	signKey   []byte
 }
 
@@ -118,16 +119,16 @@ func (s *Server) initResources(opts []Option) error {
 		return fmt.Errorf("control: %w", err)
 	}
 	s.numbers = nums
-	r.catalog = loadCatalog(context.Background(), r.providers, s.log)
+	r.catalog = voices.Load(context.Background(), r.providers, s.log)
 	switch {
 	case r.cfg.DefaultVoice != "":
-		if _, ok := r.catalog.byName[r.cfg.DefaultVoice]; !ok {
+		if !r.catalog.Has(r.cfg.DefaultVoice) {
 			return fmt.Errorf("control: default voice %q is not in the voice catalog", r.cfg.DefaultVoice)
 		}
-	case r.catalog.has("espeak:en-us"):
+	case r.catalog.Has("espeak:en-us"):
 		r.cfg.DefaultVoice = "espeak:en-us"
-	case len(r.catalog.voices) > 0:
-		r.cfg.DefaultVoice = r.catalog.voices[0].Name
+	case len(r.catalog.Voices()) > 0:
+		r.cfg.DefaultVoice = r.catalog.Voices()[0].Name
 	}
 	r.signKey = r.cfg.SigningKey
 	if len(r.signKey) == 0 {

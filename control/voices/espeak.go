@@ -1,4 +1,4 @@
-package control
+package voices
 
 import (
 	"context"
@@ -8,19 +8,19 @@ import (
 	"github.com/voiced/voiced/ai/tts/espeak"
 )
 
-// EspeakVoices is the offline espeak-ng provider of the voice catalog.
+// Espeak is the offline espeak-ng provider of the voice catalog.
 // Every espeak-ng language voice appears twice: as "espeak:<voice>" with
 // the voice file's own gender, and as "espeak:<voice>+f3" with espeak-ng's
 // "female3" variant. The part after "espeak:" is what espeak-ng's
 // SetVoiceByName takes.
-type EspeakVoices struct{}
+type Espeak struct{}
 
 // espeakFemale is the variant that gives every language voice a female
 // twin (espeak-ng-data/voices/!v/f3).
 const espeakFemale = "f3"
 
 // CatalogVoices lists the installed espeak-ng voices.
-func (EspeakVoices) CatalogVoices(context.Context) ([]Voice, error) {
+func (Espeak) CatalogVoices(context.Context) ([]Voice, error) {
 	vs, err := espeak.Voices()
 	if err != nil {
 		return nil, err

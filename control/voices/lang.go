@@ -1,4 +1,4 @@
-package control
+package voices
 
 import (
 	"strings"
@@ -6,10 +6,10 @@ import (
 	"golang.org/x/text/language"
 )
 
-// normalizeLang returns the canonical BCP-47 spelling of tag ("en-us" ->
+// NormalizeLang returns the canonical BCP-47 spelling of tag ("en-us" ->
 // "en-US"), or false when tag is not a well-formed language tag or names
 // no language ("und").
-func normalizeLang(tag string) (string, bool) {
+func NormalizeLang(tag string) (string, bool) {
 	tag = strings.TrimSpace(strings.ReplaceAll(tag, "_", "-"))
 	if tag == "" || len(tag) > 64 {
 		return "", false
