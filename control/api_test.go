@@ -131,12 +131,12 @@ func (a *api) world() world {
 	w.membM, err = s.AddMember(ctx, w.org.ID, w.member.ID, storage.RoleMember)
 	require.NoError(t, err)
 	key := func(u storage.User) string {
-		_, raw, err := s.CreateAPIKey(ctx, w.org.ID, u.ID, "k")
+		_, raw, err := s.Keys.CreateAPIKey(ctx, w.org.ID, u.ID, "k")
 		require.NoError(t, err)
 		return "Bearer " + raw
 	}
 	tok := func(u storage.User) string {
-		raw, err := s.CreatePersonalToken(ctx, u.ID, "t")
+		raw, err := s.Keys.CreatePersonalToken(ctx, u.ID, "t")
 		require.NoError(t, err)
 		return "Token " + raw
 	}
@@ -231,7 +231,7 @@ func TestAPI(t *testing.T) {
 			require.NoError(t, err)
 			o, err := a.store.CreateOrg(ctx, u.ID, "Solo")
 			require.NoError(t, err)
-			tok, err := a.store.CreatePersonalToken(ctx, u.ID, "t")
+			tok, err := a.store.Keys.CreatePersonalToken(ctx, u.ID, "t")
 			require.NoError(t, err)
 			r := a.do("DELETE", fmt.Sprintf("/v1/orgs/%d/", o.ID), "Token "+tok, nil)
 			require.Equal(t, 400, r.status)
@@ -352,7 +352,7 @@ func TestAPI(t *testing.T) {
 			before := time.Now().Add(-time.Second)
 			require.Equal(t, 200, a.do("GET", "/v1/members", w.adminK, nil).status)
 			// Nothing is written until the flusher runs (every 10 s) or the server closes.
-			keys, err := a.store.APIKeys(context.Background(), w.org.ID)
+			keys, err := a.store.Keys.APIKeys(context.Background(), w.org.ID)
 			require.NoError(t, err)
 			for _, k := range keys {
 				require.Nil(t, k.LastUsedAt)
@@ -360,7 +360,7 @@ func TestAPI(t *testing.T) {
 			b := newAPI(t, db) // a second server over the same database
 			require.Equal(t, 200, b.do("GET", "/v1/members", w.ownerK, nil).status)
 			b.srv.Close()
-			keys, err = a.store.APIKeys(context.Background(), w.org.ID)
+			keys, err = a.store.Keys.APIKeys(context.Background(), w.org.ID)
 			require.NoError(t, err)
 			used := 0
 			for _, k := range keys {
@@ -469,7 +469,7 @@ func TestAPI(t *testing.T) {
 			require.NoError(t, err)
 			_, err = a.store.CreateOrg(ctx, u.ID, "Mine")
 			require.NoError(t, err)
-			pt, err := a.store.CreatePersonalToken(ctx, u.ID, "t")
+			pt, err := a.store.Keys.CreatePersonalToken(ctx, u.ID, "t")
 			require.NoError(t, err)
 			ut := "Token " + pt
 			r = a.do("GET", "/v1/invitations/"+tok, ut, nil)
@@ -492,7 +492,7 @@ func TestAPI(t *testing.T) {
 			r2 := a.do("POST", "/v1/invites", w.ownerK, map[string]any{"email": email2}).obj(t)
 			u2, err := a.store.CreateUser(ctx, email2, "", "")
 			require.NoError(t, err)
-			pt2, err := a.store.CreatePersonalToken(ctx, u2.ID, "t")
+			pt2, err := a.store.Keys.CreatePersonalToken(ctx, u2.ID, "t")
 			require.NoError(t, err)
 			require.Equal(t, 200, a.do("POST", "/v1/invitations/"+r1["token"].(string)+"/accept", "Token "+pt2, nil).status)
 			r = a.do("POST", "/v1/invitations/"+r2["token"].(string)+"/accept", "Token "+pt2, nil)

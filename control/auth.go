@@ -74,7 +74,7 @@ func (a *authenticator) flush(ctx context.Context) {
 	used := a.used
 	a.used = map[string]time.Time{}
 	a.mu.Unlock()
-	if err := a.store.TouchAPIKeys(ctx, used); err != nil && a.log != nil {
+	if err := a.store.Keys.TouchAPIKeys(ctx, used); err != nil && a.log != nil {
 		a.log.Warn("flush api key last_used_at", "err", err, "keys", len(used))
 	}
 }

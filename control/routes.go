@@ -87,7 +87,7 @@ func (s *Server) registerRoutes() {
 
 	s.mount(orgs.MemberRoutes(s.store, s.auth))
 
-	s.mount(keys.Routes(s.store, s.auth))
+	s.mount(keys.Routes(s.store.Keys, s.auth))
 
 	s.mount(orgs.InviteRoutes(orgs.InviteConfig{PublicURL: s.cfg.PublicURL, InviteTTL: s.cfg.InviteTTL}, s.store, s.store, s.limiter))
 	s.registerResourceRoutes()

@@ -94,7 +94,7 @@ func TestStore(t *testing.T) {
 
 		t.Run("keys act for their creator and die with the membership", func(t *testing.T) {
 			f := newFixture(t, db)
-			k, raw, err := f.s.CreateAPIKey(ctx, f.org.ID, f.member.ID, "ci")
+			k, raw, err := f.s.Keys.CreateAPIKey(ctx, f.org.ID, f.member.ID, "ci")
 			require.NoError(t, err)
 			require.Len(t, k.KeyPrefix, 15)
 			require.Equal(t, raw[:15], k.KeyPrefix)
@@ -104,23 +104,23 @@ func TestStore(t *testing.T) {
 			require.NoError(t, f.s.RemoveMember(ctx, f.org.ID, f.admin.ID, f.membM.ID))
 			_, err = f.s.AuthAPIKey(ctx, storage.HashToken(raw))
 			require.ErrorIs(t, err, storage.ErrNotFound)
-			keys, err := f.s.APIKeys(ctx, f.org.ID)
+			keys, err := f.s.Keys.APIKeys(ctx, f.org.ID)
 			require.NoError(t, err)
 			require.Len(t, keys, 1)
 			require.NotNil(t, keys[0].RevokedAt)
 
 			used := time.UnixMilli(time.Now().UnixMilli()).UTC()
-			k2, raw2, err := f.s.CreateAPIKey(ctx, f.org.ID, f.owner.ID, "two")
+			k2, raw2, err := f.s.Keys.CreateAPIKey(ctx, f.org.ID, f.owner.ID, "two")
 			require.NoError(t, err)
-			require.NoError(t, f.s.TouchAPIKeys(ctx, map[string]time.Time{k2.ID: used}))
-			keys, err = f.s.APIKeys(ctx, f.org.ID)
+			require.NoError(t, f.s.Keys.TouchAPIKeys(ctx, map[string]time.Time{k2.ID: used}))
+			keys, err = f.s.Keys.APIKeys(ctx, f.org.ID)
 			require.NoError(t, err)
 			require.Equal(t, k2.ID, keys[0].ID, "newest first")
 			require.Equal(t, used, *keys[0].LastUsedAt)
-			require.NoError(t, f.s.RevokeAPIKey(ctx, f.org.ID, k2.ID))
+			require.NoError(t, f.s.Keys.RevokeAPIKey(ctx, f.org.ID, k2.ID))
 			_, err = f.s.AuthAPIKey(ctx, storage.HashToken(raw2))
 			require.ErrorIs(t, err, storage.ErrNotFound)
-			require.ErrorIs(t, f.s.RevokeAPIKey(ctx, f.org.ID+1, k2.ID), storage.ErrNotFound)
+			require.ErrorIs(t, f.s.Keys.RevokeAPIKey(ctx, f.org.ID+1, k2.ID), storage.ErrNotFound)
 		})
 
 		t.Run("concurrent key creation", func(t *testing.T) {
@@ -130,7 +130,7 @@ func TestStore(t *testing.T) {
 			errs := make(chan error, n)
 			for range n {
 				wg.Go(func() {
-					_, _, err := f.s.CreateAPIKey(ctx, f.org.ID, f.owner.ID, "k")
+					_, _, err := f.s.Keys.CreateAPIKey(ctx, f.org.ID, f.owner.ID, "k")
 					errs <- err
 				})
 			}
@@ -139,7 +139,7 @@ func TestStore(t *testing.T) {
 			for err := range errs {
 				require.NoError(t, err)
 			}
-			keys, err := f.s.APIKeys(ctx, f.org.ID)
+			keys, err := f.s.Keys.APIKeys(ctx, f.org.ID)
 			require.NoError(t, err)
 			require.Len(t, keys, n)
 		})

@@ -51,7 +51,7 @@ func bootstrap(ctx context.Context, s *storage.Store, email, orgName string, cre
 			return bootstrapResult{}, fmt.Errorf("starting credit: %w", err)
 		}
 	}
-	_, raw, err := s.CreateAPIKey(ctx, o.ID, u.ID, "Default key")
+	_, raw, err := s.Keys.CreateAPIKey(ctx, o.ID, u.ID, "Default key")
 	if err != nil {
 		return bootstrapResult{}, fmt.Errorf("create key: %w", err)
 	}
@@ -156,7 +156,7 @@ func admin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		tok, err := s.CreatePersonalToken(ctx, u.ID, name)
+		tok, err := s.Keys.CreatePersonalToken(ctx, u.ID, name)
 		if err != nil {
 			return err
 		}
@@ -202,7 +202,7 @@ func admin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if _, err := s.MemberByUser(ctx, orgID, uid); err != nil {
 			return fmt.Errorf("admin create-key: %s is not a member of organization %d", email, orgID)
 		}
-		k, raw, err := s.CreateAPIKey(ctx, orgID, uid, name)
+		k, raw, err := s.Keys.CreateAPIKey(ctx, orgID, uid, name)
 		if err != nil {
 			return err
 		}
