@@ -117,18 +117,18 @@ func (a *api) world() world {
 	tag := storage.NewUUID()[28:]
 	var w world
 	mk := func(name string) storage.User {
-		u, err := s.CreateUser(ctx, name+"-"+tag+"@example.com", name, "Test")
+		u, err := s.Orgs.CreateUser(ctx, name+"-"+tag+"@example.com", name, "Test")
 		require.NoError(t, err)
 		return u
 	}
 	w.owner, w.admin, w.member = mk("owner"), mk("admin"), mk("member")
 	var err error
-	w.org, err = s.CreateOrg(ctx, w.owner.ID, "Acme "+tag)
+	w.org, err = s.Orgs.CreateOrg(ctx, w.owner.ID, "Acme "+tag)
 	require.NoError(t, err)
-	w.ownerM, _ = s.MemberByUser(ctx, w.org.ID, w.owner.ID)
-	w.adminM, err = s.AddMember(ctx, w.org.ID, w.admin.ID, storage.RoleAdmin)
+	w.ownerM, _ = s.Orgs.MemberByUser(ctx, w.org.ID, w.owner.ID)
+	w.adminM, err = s.Orgs.AddMember(ctx, w.org.ID, w.admin.ID, storage.RoleAdmin)
 	require.NoError(t, err)
-	w.membM, err = s.AddMember(ctx, w.org.ID, w.member.ID, storage.RoleMember)
+	w.membM, err = s.Orgs.AddMember(ctx, w.org.ID, w.member.ID, storage.RoleMember)
 	require.NoError(t, err)
 	key := func(u storage.User) string {
 		_, raw, err := s.Keys.CreateAPIKey(ctx, w.org.ID, u.ID, "k")
@@ -227,9 +227,9 @@ func TestAPI(t *testing.T) {
 
 		t.Run("only org cannot be deleted", func(t *testing.T) {
 			ctx := context.Background()
-			u, err := a.store.CreateUser(ctx, "solo-"+storage.NewUUID()[28:]+"@example.com", "", "")
+			u, err := a.store.Orgs.CreateUser(ctx, "solo-"+storage.NewUUID()[28:]+"@example.com", "", "")
 			require.NoError(t, err)
-			o, err := a.store.CreateOrg(ctx, u.ID, "Solo")
+			o, err := a.store.Orgs.CreateOrg(ctx, u.ID, "Solo")
 			require.NoError(t, err)
 			tok, err := a.store.Keys.CreatePersonalToken(ctx, u.ID, "t")
 			require.NoError(t, err)
@@ -300,7 +300,7 @@ func TestAPI(t *testing.T) {
 			// The new owner cannot leave; the member cannot leave their only org.
 			require.Equal(t, 403, a.do("POST", "/v1/leave", w.adminK, nil).status)
 			require.Equal(t, 403, a.do("POST", "/v1/leave", w.membK, nil).status)
-			_, err := a.store.CreateOrg(context.Background(), w.member.ID, "Elsewhere")
+			_, err := a.store.Orgs.CreateOrg(context.Background(), w.member.ID, "Elsewhere")
 			require.NoError(t, err)
 			require.Equal(t, 204, a.do("POST", "/v1/leave", w.membT+w.orgHdr(), nil).status)
 			require.Equal(t, 403, a.do("POST", "/v1/leave", w.membT+w.orgHdr(), nil).status, "no longer a member: the org header is refused")
@@ -308,10 +308,10 @@ func TestAPI(t *testing.T) {
 
 		t.Run("leave after losing membership is 404", func(t *testing.T) {
 			w := a.world()
-			_, err := a.store.CreateOrg(context.Background(), w.member.ID, "Other")
+			_, err := a.store.Orgs.CreateOrg(context.Background(), w.member.ID, "Other")
 			require.NoError(t, err)
 			// Authenticate with a cached read, then lose membership before the write.
-			require.NoError(t, a.store.RemoveMember(context.Background(), w.org.ID, w.owner.ID, w.membM.ID))
+			require.NoError(t, a.store.Orgs.RemoveMember(context.Background(), w.org.ID, w.owner.ID, w.membM.ID))
 			require.Equal(t, 401, a.do("POST", "/v1/leave", w.membK, nil).status)
 		})
 
@@ -465,9 +465,9 @@ func TestAPI(t *testing.T) {
 			require.NotContains(t, l[0], "token")
 
 			ctx := context.Background()
-			u, err := a.store.CreateUser(ctx, email, "In", "Vitee")
+			u, err := a.store.Orgs.CreateUser(ctx, email, "In", "Vitee")
 			require.NoError(t, err)
-			_, err = a.store.CreateOrg(ctx, u.ID, "Mine")
+			_, err = a.store.Orgs.CreateOrg(ctx, u.ID, "Mine")
 			require.NoError(t, err)
 			pt, err := a.store.Keys.CreatePersonalToken(ctx, u.ID, "t")
 			require.NoError(t, err)
@@ -490,7 +490,7 @@ func TestAPI(t *testing.T) {
 			email2 := "twice-" + storage.NewUUID()[28:] + "@example.com"
 			r1 := a.do("POST", "/v1/invites", w.ownerK, map[string]any{"email": email2}).obj(t)
 			r2 := a.do("POST", "/v1/invites", w.ownerK, map[string]any{"email": email2}).obj(t)
-			u2, err := a.store.CreateUser(ctx, email2, "", "")
+			u2, err := a.store.Orgs.CreateUser(ctx, email2, "", "")
 			require.NoError(t, err)
 			pt2, err := a.store.Keys.CreatePersonalToken(ctx, u2.ID, "t")
 			require.NoError(t, err)

@@ -191,7 +191,7 @@ func (a *authenticator) principal(c fiber.Ctx, needOrg bool) (*storage.Principal
 			if err != nil || orgID <= 0 {
 				return nil, apiErr(http.StatusBadRequest, "X-Service-Org must be an organization id.")
 			}
-			m, err := a.store.MemberByUser(ctx, orgID, uid)
+			m, err := a.store.Orgs.MemberByUser(ctx, orgID, uid)
 			if err != nil {
 				if errors.Is(err, storage.ErrNotFound) {
 					return nil, apiErr(http.StatusForbidden, "You are not a member of that organization.")

@@ -198,11 +198,11 @@ func TestPhoneNumbers(t *testing.T) {
 		t.Run("transfer between organizations", func(t *testing.T) {
 			w := a.world()
 			// The owner of w also owns a second org, where w's admin is only a member.
-			target, err := a.store.CreateOrg(ctx, w.owner.ID, "Target "+storage.NewUUID()[30:])
+			target, err := a.store.Orgs.CreateOrg(ctx, w.owner.ID, "Target "+storage.NewUUID()[30:])
 			require.NoError(t, err)
-			_, err = a.store.AddMember(ctx, target.ID, w.admin.ID, storage.RoleMember)
+			_, err = a.store.Orgs.AddMember(ctx, target.ID, w.admin.ID, storage.RoleMember)
 			require.NoError(t, err)
-			ownerInTarget, err := a.store.MemberByUser(ctx, target.ID, w.owner.ID)
+			ownerInTarget, err := a.store.Orgs.MemberByUser(ctx, target.ID, w.owner.ID)
 			require.NoError(t, err)
 			ag := a.agent(w.ownerK, "Before", nil)
 			r := a.do("POST", "/v1/phone-numbers", w.membK, map[string]any{"state": "NY"})

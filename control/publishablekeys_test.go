@@ -211,13 +211,13 @@ func TestPublishableKeys(t *testing.T) {
 			path := fmt.Sprintf("/v1/publishable-key/%d/transfer", id(k))
 			// A second org where the admin is only a member, and one where they are admin.
 			ctx := context.Background()
-			low, err := a.store.CreateOrg(ctx, w.owner.ID, "Low")
+			low, err := a.store.Orgs.CreateOrg(ctx, w.owner.ID, "Low")
 			require.NoError(t, err)
-			_, err = a.store.AddMember(ctx, low.ID, w.admin.ID, storage.RoleMember)
+			_, err = a.store.Orgs.AddMember(ctx, low.ID, w.admin.ID, storage.RoleMember)
 			require.NoError(t, err)
-			high, err := a.store.CreateOrg(ctx, w.owner.ID, "High")
+			high, err := a.store.Orgs.CreateOrg(ctx, w.owner.ID, "High")
 			require.NoError(t, err)
-			_, err = a.store.AddMember(ctx, high.ID, w.admin.ID, storage.RoleAdmin)
+			_, err = a.store.Orgs.AddMember(ctx, high.ID, w.admin.ID, storage.RoleAdmin)
 			require.NoError(t, err)
 
 			for _, body := range []map[string]any{{}, {"target_org_id": high.ID}, {"target_org_id": high.ID, "mode": "clone"}, {"mode": "copy"},

@@ -78,18 +78,18 @@ func (s *Server) registerRoutes() {
 	s.add(route{method: "GET", path: "/metrics", summary: "Prometheus metrics", tag: "health", raw: adaptor.HTTPHandler(s.metrics.handler().(http.Handler))})
 	s.add(route{method: "GET", path: "/v1/openapi.json", summary: "This OpenAPI 3.1 document", tag: "health", raw: s.openapiHandler})
 
-	s.mount(orgs.Routes(s.store, s.auth))
+	s.mount(orgs.Routes(s.store.Orgs, s.auth))
 	for _, m := range []string{"GET", "POST", "PUT", "PATCH", "DELETE"} {
 		s.add(route{method: m, path: "/v1/orgs/:id/*", summary: "Removed org-scoped paths: 410 with the flat path", tag: "orgs", resStatus: 410, raw: s.legacyOrgPath})
 	}
 
 	s.mount(webhook.LegacyRoutes(s.store))
 
-	s.mount(orgs.MemberRoutes(s.store, s.auth))
+	s.mount(orgs.MemberRoutes(s.store.Orgs, s.auth))
 
 	s.mount(keys.Routes(s.store.Keys, s.auth))
 
-	s.mount(orgs.InviteRoutes(orgs.InviteConfig{PublicURL: s.cfg.PublicURL, InviteTTL: s.cfg.InviteTTL}, s.store, s.store, s.limiter))
+	s.mount(orgs.InviteRoutes(orgs.InviteConfig{PublicURL: s.cfg.PublicURL, InviteTTL: s.cfg.InviteTTL}, s.store.Orgs, s.store.Orgs, s.limiter))
 	s.registerResourceRoutes()
 	s.registerBillingRoutes()
 	s.registerWebhookRoutes()

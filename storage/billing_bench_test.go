@@ -59,11 +59,11 @@ func benchOrg(b *testing.B, db *storage.DB) (*storage.Store, int64) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	u, err := s.CreateUser(ctx, "bench-"+storage.NewUUID()+"@example.com", "B", "Ench")
+	u, err := s.Orgs.CreateUser(ctx, "bench-"+storage.NewUUID()+"@example.com", "B", "Ench")
 	if err != nil {
 		b.Fatal(err)
 	}
-	o, err := s.CreateOrg(ctx, u.ID, "Bench")
+	o, err := s.Orgs.CreateOrg(ctx, u.ID, "Bench")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -40,9 +40,9 @@ func billingOrg(t *testing.T, db *storage.DB, c *clock, balance int64) (*storage
 	}
 	s, err := storage.NewStore(db, cfg)
 	require.NoError(t, err)
-	u, err := s.CreateUser(ctx, "billing-"+storage.NewUUID()+"@example.com", "B", "Illing")
+	u, err := s.Orgs.CreateUser(ctx, "billing-"+storage.NewUUID()+"@example.com", "B", "Illing")
 	require.NoError(t, err)
-	o, err := s.CreateOrg(ctx, u.ID, "Billing")
+	o, err := s.Orgs.CreateOrg(ctx, u.ID, "Billing")
 	require.NoError(t, err)
 	if balance > 0 {
 		_, err = s.Post(ctx, o.ID, storage.TxAdjustment, balance, "seed", "")

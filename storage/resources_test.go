@@ -55,7 +55,7 @@ func TestResourceStores(t *testing.T) {
 
 		t.Run("opposite transfers at once do not deadlock", func(t *testing.T) {
 			f := newFixture(t, db)
-			other, err := f.s.CreateOrg(ctx, f.owner.ID, "Other")
+			other, err := f.s.Orgs.CreateOrg(ctx, f.owner.ID, "Other")
 			require.NoError(t, err)
 			mk := func(org int64, number string) storage.PhoneNumber {
 				n, err := f.s.CreateDemoNumber(ctx, org, nil, []storage.PhoneNumber{{Number: number}})

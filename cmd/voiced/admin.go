@@ -35,14 +35,14 @@ type bootstrapResult struct {
 // bootstrap creates an owner user, an org, an API key and the starting
 // credit (a manual adjustment in the ledger, so billing builds on it).
 func bootstrap(ctx context.Context, s *storage.Store, email, orgName string, credit int64) (bootstrapResult, error) {
-	u, err := s.UserByEmail(ctx, email)
+	u, err := s.Orgs.UserByEmail(ctx, email)
 	if errors.Is(err, storage.ErrNotFound) {
-		u, err = s.CreateUser(ctx, email, "", "")
+		u, err = s.Orgs.CreateUser(ctx, email, "", "")
 	}
 	if err != nil {
 		return bootstrapResult{}, fmt.Errorf("owner user: %w", err)
 	}
-	o, err := s.CreateOrg(ctx, u.ID, orgName)
+	o, err := s.Orgs.CreateOrg(ctx, u.ID, orgName)
 	if err != nil {
 		return bootstrapResult{}, fmt.Errorf("create org: %w", err)
 	}
@@ -126,7 +126,7 @@ func admin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err := need("email", email != ""); err != nil {
 			return storage.User{}, err
 		}
-		u, err := s.UserByEmail(ctx, email)
+		u, err := s.Orgs.UserByEmail(ctx, email)
 		if errors.Is(err, storage.ErrNotFound) {
 			return u, fmt.Errorf("admin %s: no user with email %s", cmd, email)
 		}
@@ -143,7 +143,7 @@ func admin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err := need("email", email != ""); err != nil {
 			return err
 		}
-		u, err := s.CreateUser(ctx, email, first, last)
+		u, err := s.Orgs.CreateUser(ctx, email, first, last)
 		if errors.Is(err, storage.ErrConflict) {
 			return fmt.Errorf("admin create-user: a user with email %s exists", email)
 		}
@@ -169,7 +169,7 @@ func admin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if n := len([]rune(strings.TrimSpace(name))); n < 1 || n > 120 {
 			return errors.New("admin create-org: --name must be 1-120 characters")
 		}
-		o, err := s.CreateOrg(ctx, u.ID, strings.TrimSpace(name))
+		o, err := s.Orgs.CreateOrg(ctx, u.ID, strings.TrimSpace(name))
 		if err != nil {
 			return err
 		}
@@ -186,7 +186,7 @@ func admin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			}
 			uid = u.ID
 		} else {
-			ms, err := s.Members(ctx, orgID)
+			ms, err := s.Orgs.Members(ctx, orgID)
 			if err != nil {
 				return err
 			}
@@ -199,7 +199,7 @@ func admin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				return fmt.Errorf("admin create-key: no organization %d", orgID)
 			}
 		}
-		if _, err := s.MemberByUser(ctx, orgID, uid); err != nil {
+		if _, err := s.Orgs.MemberByUser(ctx, orgID, uid); err != nil {
 			return fmt.Errorf("admin create-key: %s is not a member of organization %d", email, orgID)
 		}
 		k, raw, err := s.Keys.CreateAPIKey(ctx, orgID, uid, name)

@@ -182,7 +182,7 @@ func signingKey(secret []byte) []byte {
 // firstUse creates an owner, an org and an API key on an empty database and
 // prints the key once.
 func firstUse(ctx context.Context, store *storage.Store, c *config, stdout io.Writer, log *slog.Logger) error {
-	n, err := store.CountUsers(ctx)
+	n, err := store.Orgs.CountUsers(ctx)
 	if err != nil {
 		return err
 	}

@@ -59,9 +59,9 @@ func (c *clock) Add(d time.Duration) {
 func reloadOrg(t *testing.T, s *storage.Store, balance, minimum, amount int64) int64 {
 	t.Helper()
 	ctx := context.Background()
-	u, err := s.CreateUser(ctx, "reload-"+storage.NewUUID()+"@example.com", "R", "Eload")
+	u, err := s.Orgs.CreateUser(ctx, "reload-"+storage.NewUUID()+"@example.com", "R", "Eload")
 	require.NoError(t, err)
-	o, err := s.CreateOrg(ctx, u.ID, "Reload")
+	o, err := s.Orgs.CreateOrg(ctx, u.ID, "Reload")
 	require.NoError(t, err)
 	if balance > 0 {
 		_, err = s.Post(ctx, o.ID, storage.TxAdjustment, balance, "seed", "")

@@ -49,9 +49,9 @@ func newStore(t testing.TB, db *storage.DB, now func() time.Time) *storage.Store
 func newOrg(t testing.TB, s *storage.Store) int64 {
 	t.Helper()
 	ctx := context.Background()
-	u, err := s.CreateUser(ctx, "hooks-"+storage.NewUUID()+"@example.com", "H", "Ooks")
+	u, err := s.Orgs.CreateUser(ctx, "hooks-"+storage.NewUUID()+"@example.com", "H", "Ooks")
 	require.NoError(t, err)
-	o, err := s.CreateOrg(ctx, u.ID, "Hooks")
+	o, err := s.Orgs.CreateOrg(ctx, u.ID, "Hooks")
 	require.NoError(t, err)
 	return o.ID
 }
