@@ -12,5 +12,5 @@ func (s *Server) registerResourceRoutes() {
 	s.mount(voices.Routes(s.res.catalog))
 	s.mount(s.numbers.Routes())
 	s.registerCallRoutes()
-	s.mount(onboarding.Routes(s.store))
+	s.mount(onboarding.Routes(s.store.Onboarding))
 }

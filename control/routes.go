@@ -83,7 +83,7 @@ func (s *Server) registerRoutes() {
 		s.add(route{method: m, path: "/v1/orgs/:id/*", summary: "Removed org-scoped paths: 410 with the flat path", tag: "orgs", resStatus: 410, raw: s.legacyOrgPath})
 	}
 
-	s.mount(webhook.LegacyRoutes(s.store))
+	s.mount(webhook.LegacyRoutes(s.store.Webhooks))
 
 	s.mount(orgs.MemberRoutes(s.store.Orgs, s.auth))
 

@@ -28,6 +28,12 @@ type Store struct {
 	Keys *KeyStore
 	// Orgs holds users, organizations, their members and invites.
 	Orgs *OrgStore
+	// Onboarding holds the onboarding checklist.
+	Onboarding *OnboardingStore
+	// PublishableKeys holds the widget's publishable keys.
+	PublishableKeys *PublishableKeyStore
+	// Webhooks holds the legacy webhook and the webhook endpoints.
+	Webhooks *WebhookStore
 }
 
 // base is what every domain store shares: the database, the secret sealer
@@ -65,7 +71,7 @@ func NewStore(db *DB, cfg StoreConfig) (*Store, error) {
 		now = time.Now
 	}
 	b := &base{db: db, aead: aead, now: now}
-	return &Store{base: b, Keys: &KeyStore{b}, Orgs: &OrgStore{b}}, nil
+	return &Store{base: b, Keys: &KeyStore{b}, Orgs: &OrgStore{b}, Onboarding: &OnboardingStore{b}, PublishableKeys: &PublishableKeyStore{b}, Webhooks: &WebhookStore{b}}, nil
 }
 
 // DB returns the underlying database.

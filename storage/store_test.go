@@ -206,15 +206,15 @@ func TestStore(t *testing.T) {
 
 		t.Run("webhook secret is sealed and rotates only on put", func(t *testing.T) {
 			f := newFixture(t, db)
-			_, err := f.s.GetWebhook(ctx, f.org.ID)
+			_, err := f.s.Webhooks.GetWebhook(ctx, f.org.ID)
 			require.ErrorIs(t, err, storage.ErrNotFound)
-			w1, err := f.s.SetWebhook(ctx, f.org.ID, "https://a.example/hook", false)
+			w1, err := f.s.Webhooks.SetWebhook(ctx, f.org.ID, "https://a.example/hook", false)
 			require.NoError(t, err)
-			w2, err := f.s.SetWebhook(ctx, f.org.ID, "https://b.example/hook", false)
+			w2, err := f.s.Webhooks.SetWebhook(ctx, f.org.ID, "https://b.example/hook", false)
 			require.NoError(t, err)
 			require.Equal(t, w1.Secret, w2.Secret)
 			require.Equal(t, "https://b.example/hook", w2.URL)
-			w3, err := f.s.SetWebhook(ctx, f.org.ID, "https://b.example/hook", true)
+			w3, err := f.s.Webhooks.SetWebhook(ctx, f.org.ID, "https://b.example/hook", true)
 			require.NoError(t, err)
 			require.NotEqual(t, w2.Secret, w3.Secret)
 			var raw string

@@ -99,7 +99,7 @@ func startBrowser(c *config, explicit bool, pacer *pace.Pacer, store *storage.St
 		return nil, nil
 	}
 	b := &browserFront{srv: srv, blobDir: blobDir, log: log, model: c.LLMModel,
-		x: webhook.NewExchanger(store, c.WebhookAllowLoopback, time.Now, log)}
+		x: webhook.NewExchanger(store.Webhooks, c.WebhookAllowLoopback, time.Now, log)}
 	if !c.CallLoopback {
 		if b.prov, err = newProviders(c); err != nil {
 			srv.Close()

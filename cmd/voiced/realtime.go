@@ -172,7 +172,7 @@ func startRealtime(c *config, api *control.Server, e *env, pacer *pace.Pacer, bl
 	} else {
 		f.sessions = 0
 	}
-	x := webhook.NewExchanger(e.store, c.WebhookAllowLoopback, time.Now, log)
+	x := webhook.NewExchanger(e.store.Webhooks, c.WebhookAllowLoopback, time.Now, log)
 	deps.Tools = func(a realtime.Admission) agent.ToolRunner { return webTools{x: x, adm: a} }
 	srv, err := realtime.New(realtime.Config{OrgSessions: f.sessions, Loopback: c.RealtimeLoopback, BlobDir: blobDir, Model: c.LLMModel,
 		DeltaFrames: int(c.RealtimeDeltaMs / 20)},

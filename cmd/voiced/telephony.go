@@ -83,7 +83,7 @@ func newTelephony(c *config, store *storage.Store, blobDir string, log *slog.Log
 		ip = netip.MustParseAddr("127.0.0.1")
 	}
 	return &telephony{log: log.With("component", "telephony"), store: store, blobDir: blobDir, bindIP: ip, register: c.SIPRegister,
-		model: c.LLMModel, x: webhook.NewExchanger(store, c.WebhookAllowLoopback, time.Now, log)}
+		model: c.LLMModel, x: webhook.NewExchanger(store.Webhooks, c.WebhookAllowLoopback, time.Now, log)}
 }
 
 // withBackstop is the SIP side's limit for an agent limit d.
