@@ -16,5 +16,5 @@ func (s *Server) registerBillingRoutes() {
 	} else if !errors.Is(err, payment.ErrNotConfigured) && s.log != nil {
 		s.log.Error("payment provider not usable; top-ups answer 503", "err", err.Error())
 	}
-	s.mount(billing.Routes(s.log, s.store, s.store, pay))
+	s.mount(billing.Routes(s.log, s.store.Billing, s.store.Billing, pay))
 }

@@ -52,7 +52,7 @@ func TestBillingAPI(t *testing.T) {
 			require.JSONEq(t, `{"balance_cents":0,"balance_usd":"0.00","currency":"usd","auto_reload_enabled":false,
 				"auto_reload_minimum_cents":0,"auto_reload_amount_cents":0,"auto_reload_monthly_limit_cents":null,
 				"has_payment_method":false,"has_ever_topped_up":false}`, string(r.body))
-			_, err := a.store.Post(ctx, w.org.ID, storage.TxAdjustment, 12345, "credit", "")
+			_, err := a.store.Billing.Post(ctx, w.org.ID, storage.TxAdjustment, 12345, "credit", "")
 			require.NoError(t, err)
 			require.Equal(t, "123.45", a.do("GET", "/v1/billing", w.membK, nil).obj(t)["balance_usd"])
 
@@ -99,10 +99,10 @@ func TestBillingAPI(t *testing.T) {
 		t.Run("transactions, newest first", func(t *testing.T) {
 			w := a.world()
 			for i := 1; i <= 5; i++ {
-				_, err := a.store.Post(ctx, w.org.ID, storage.TxAdjustment, int64(i*100), fmt.Sprint("credit ", i), "")
+				_, err := a.store.Billing.Post(ctx, w.org.ID, storage.TxAdjustment, int64(i*100), fmt.Sprint("credit ", i), "")
 				require.NoError(t, err)
 			}
-			_, err := a.store.Post(ctx, w.org.ID, storage.TxCallUsage, -50, "call 9", "call:9")
+			_, err := a.store.Billing.Post(ctx, w.org.ID, storage.TxCallUsage, -50, "call 9", "call:9")
 			require.NoError(t, err)
 			r := a.do("GET", "/v1/billing/transactions", w.membK, nil)
 			require.Equal(t, 200, r.status)
@@ -144,7 +144,7 @@ func TestBillingStripeFlows(t *testing.T) {
 		require.True(t, strings.HasPrefix(si["setup_intent_id"].(string), "seti_"))
 		require.NotEmpty(t, si["client_secret"])
 		require.NotEmpty(t, si["status"])
-		acct, err := a.store.BillingAccount(ctx, w.org.ID)
+		acct, err := a.store.Billing.BillingAccount(ctx, w.org.ID)
 		require.NoError(t, err)
 		require.True(t, strings.HasPrefix(acct.ProviderCustomerID, "cus_"), "a customer was created")
 		customer := acct.ProviderCustomerID
@@ -153,7 +153,7 @@ func TestBillingStripeFlows(t *testing.T) {
 		r = a.do("POST", "/v1/billing/default-payment-method", w.membK, map[string]any{"payment_method_id": "pm_card_visa"})
 		require.Equal(t, 200, r.status, string(r.body))
 		require.Equal(t, true, r.obj(t)["has_payment_method"])
-		acct, _ = a.store.BillingAccount(ctx, w.org.ID)
+		acct, _ = a.store.Billing.BillingAccount(ctx, w.org.ID)
 		require.Equal(t, customer, acct.ProviderCustomerID, "the customer is reused")
 
 		// A top-up that is not succeeded yet credits nothing...
@@ -198,7 +198,7 @@ func TestBillingStripeFlows(t *testing.T) {
 		setup, sSig := paymenttest.Event(t, paymenttest.WebhookSecret, "evt_setup", "setup_intent.succeeded",
 			map[string]any{"id": si["setup_intent_id"], "object": "setup_intent", "status": "succeeded", "customer": customer, "payment_method": "pm_saved"}, time.Now())
 		require.Equal(t, 200, a.postEvent(setup, sSig).status)
-		acct, _ = a.store.BillingAccount(ctx, w.org.ID)
+		acct, _ = a.store.Billing.BillingAccount(ctx, w.org.ID)
 		require.Equal(t, "pm_saved", acct.DefaultPaymentMethod)
 
 		r = a.do("PATCH", "/v1/billing", w.membK, map[string]any{"auto_reload_enabled": true, "auto_reload_minimum_cents": 100, "auto_reload_amount_cents": 1000})

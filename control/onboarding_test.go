@@ -56,7 +56,7 @@ func TestOnboarding(t *testing.T) {
 			require.Equal(t, map[string]bool{"agent": true, "billing": false, "phone": true, "call": false}, steps(o))
 
 			// Billing: a top-up succeeded.
-			_, err := a.store.Post(ctx, w.org.ID, storage.TxTopUp, 1000, "top-up", "pi_test_"+storage.NewUUID())
+			_, err := a.store.Billing.Post(ctx, w.org.ID, storage.TxTopUp, 1000, "top-up", "pi_test_"+storage.NewUUID())
 			require.NoError(t, err)
 			// Call: a real call completed (a simulation does not count).
 			ag = a.agent(w.ownerK, "Helper 2", nil)

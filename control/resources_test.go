@@ -81,7 +81,7 @@ func newResAPI(t *testing.T, db *storage.DB, pool []control.DID) *resAPI {
 // credit gives org cents of balance.
 func (a *api) credit(orgID, cents int64) {
 	a.t.Helper()
-	_, err := a.store.Post(context.Background(), orgID, storage.TxAdjustment, cents, "test credit", "")
+	_, err := a.store.Billing.Post(context.Background(), orgID, storage.TxAdjustment, cents, "test credit", "")
 	require.NoError(a.t, err)
 }
 

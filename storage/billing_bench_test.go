@@ -20,7 +20,7 @@ func BenchmarkDebit(b *testing.B) {
 			b.ReportAllocs()
 			n := 0
 			for b.Loop() {
-				if _, err := s.Post(ctx, org, storage.TxCallUsage, -1, "call", ""); err != nil {
+				if _, err := s.Billing.Post(ctx, org, storage.TxCallUsage, -1, "call", ""); err != nil {
 					b.Fatal(err)
 				}
 				n++
@@ -41,7 +41,7 @@ func BenchmarkDebit(b *testing.B) {
 			b.RunParallel(func(pb *testing.PB) {
 				org := <-orgs
 				for pb.Next() {
-					if _, err := s.Post(ctx, org, storage.TxCallUsage, -1, "call", ""); err != nil {
+					if _, err := s.Billing.Post(ctx, org, storage.TxCallUsage, -1, "call", ""); err != nil {
 						b.Error(err)
 						return
 					}
@@ -67,7 +67,7 @@ func benchOrg(b *testing.B, db *storage.DB) (*storage.Store, int64) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := s.Post(ctx, o.ID, storage.TxAdjustment, 1<<40, "bench credit", ""); err != nil {
+	if _, err := s.Billing.Post(ctx, o.ID, storage.TxAdjustment, 1<<40, "bench credit", ""); err != nil {
 		b.Fatal(err)
 	}
 	return s, o.ID

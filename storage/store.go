@@ -34,6 +34,8 @@ type Store struct {
 	PublishableKeys *PublishableKeyStore
 	// Webhooks holds the legacy webhook and the webhook endpoints.
 	Webhooks *WebhookStore
+	// Billing holds billing accounts, the ledger, payments, auto-reloads and number fees.
+	Billing *BillingStore
 }
 
 // base is what every domain store shares: the database, the secret sealer
@@ -71,7 +73,7 @@ func NewStore(db *DB, cfg StoreConfig) (*Store, error) {
 		now = time.Now
 	}
 	b := &base{db: db, aead: aead, now: now}
-	return &Store{base: b, Keys: &KeyStore{b}, Orgs: &OrgStore{b}, Onboarding: &OnboardingStore{b}, PublishableKeys: &PublishableKeyStore{b}, Webhooks: &WebhookStore{b}}, nil
+	return &Store{base: b, Keys: &KeyStore{b}, Orgs: &OrgStore{b}, Onboarding: &OnboardingStore{b}, PublishableKeys: &PublishableKeyStore{b}, Webhooks: &WebhookStore{b}, Billing: &BillingStore{b}}, nil
 }
 
 // DB returns the underlying database.

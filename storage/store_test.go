@@ -260,13 +260,13 @@ func TestStore(t *testing.T) {
 
 		t.Run("ledger never goes negative under concurrent debits", func(t *testing.T) {
 			f := newFixture(t, db)
-			_, err := f.s.Post(ctx, f.org.ID, storage.TxAdjustment, 100, "start", "")
+			_, err := f.s.Billing.Post(ctx, f.org.ID, storage.TxAdjustment, 100, "start", "")
 			require.NoError(t, err)
 			var ok, refused atomic.Int64
 			var wg sync.WaitGroup
 			for range 30 {
 				wg.Go(func() {
-					_, err := f.s.Post(ctx, f.org.ID, storage.TxCallUsage, -7, "call", "")
+					_, err := f.s.Billing.Post(ctx, f.org.ID, storage.TxCallUsage, -7, "call", "")
 					switch {
 					case err == nil:
 						ok.Add(1)
@@ -283,13 +283,13 @@ func TestStore(t *testing.T) {
 			b, err := f.s.Balance(ctx, f.org.ID)
 			require.NoError(t, err)
 			require.Equal(t, int64(2), b)
-			txs, err := f.s.Transactions(ctx, f.org.ID, 100, 0)
+			txs, err := f.s.Billing.Transactions(ctx, f.org.ID, 100, 0)
 			require.NoError(t, err)
 			require.Len(t, txs, 15)
 			require.Equal(t, int64(2), txs[0].BalanceAfterCents, "newest first")
-			_, err = f.s.Post(ctx, f.org.ID, storage.TxTopUp, 500, "pi", "pi_123")
+			_, err = f.s.Billing.Post(ctx, f.org.ID, storage.TxTopUp, 500, "pi", "pi_123")
 			require.NoError(t, err)
-			_, err = f.s.Post(ctx, f.org.ID, storage.TxTopUp, 500, "pi", "pi_123")
+			_, err = f.s.Billing.Post(ctx, f.org.ID, storage.TxTopUp, 500, "pi", "pi_123")
 			require.ErrorIs(t, err, storage.ErrConflict)
 			b, err = f.s.Balance(ctx, f.org.ID)
 			require.NoError(t, err)

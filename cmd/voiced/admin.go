@@ -47,7 +47,7 @@ func bootstrap(ctx context.Context, s *storage.Store, email, orgName string, cre
 		return bootstrapResult{}, fmt.Errorf("create org: %w", err)
 	}
 	if credit > 0 {
-		if _, err := s.Post(ctx, o.ID, storage.TxAdjustment, credit, "starting credit", ""); err != nil {
+		if _, err := s.Billing.Post(ctx, o.ID, storage.TxAdjustment, credit, "starting credit", ""); err != nil {
 			return bootstrapResult{}, fmt.Errorf("starting credit: %w", err)
 		}
 	}
@@ -214,7 +214,7 @@ func admin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if cents == 0 {
 			return errors.New("admin add-credit: --cents must not be 0")
 		}
-		t, err := s.Post(ctx, orgID, storage.TxAdjustment, cents, note, "")
+		t, err := s.Billing.Post(ctx, orgID, storage.TxAdjustment, cents, note, "")
 		switch {
 		case errors.Is(err, storage.ErrNotFound):
 			return fmt.Errorf("admin add-credit: no organization %d", orgID)
