@@ -45,7 +45,7 @@ func TestVoIPConnections(t *testing.T) {
 			var sealed string
 			require.NoError(t, db.QueryRowContext(ctx, `SELECT password_enc FROM voip_connections WHERE id = $1`, id(c)).Scan(&sealed))
 			require.NotContains(t, sealed, "hunter2")
-			stored, err := a.store.VoIPConnection(ctx, w.org.ID, id(c))
+			stored, err := a.store.Numbers.VoIPConnection(ctx, w.org.ID, id(c))
 			require.NoError(t, err)
 			require.Equal(t, "hunter2-trunk", stored.Password, "retrievable for the telephony side")
 

@@ -19,7 +19,7 @@ func TestNumberFees(t *testing.T) {
 		s := f.s
 		tag := storage.NewUUID()[30:]
 		mk := func(num, source, status string) storage.PhoneNumber {
-			n, err := s.CreatePhoneNumber(ctx, storage.PhoneNumber{OrgID: f.org.ID, Number: num + tag, Source: source, Status: status}, nil)
+			n, err := s.Numbers.CreatePhoneNumber(ctx, storage.PhoneNumber{OrgID: f.org.ID, Number: num + tag, Source: source, Status: status}, nil)
 			require.NoError(t, err)
 			return n
 		}

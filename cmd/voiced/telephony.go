@@ -265,7 +265,7 @@ func (t *telephony) InboundTrunk(ctx context.Context, number string) (sip.Inboun
 	if n.Source != storage.SourceVoIP || n.VoIPConnectionID == nil {
 		return sip.InboundTrunk{}, false, nil
 	}
-	conn, err := t.store.VoIPConnection(ctx, n.OrgID, *n.VoIPConnectionID)
+	conn, err := t.store.Numbers.VoIPConnection(ctx, n.OrgID, *n.VoIPConnectionID)
 	if err != nil {
 		return sip.InboundTrunk{}, false, err
 	}
