@@ -8,7 +8,7 @@ import (
 // registerResourceRoutes adds the routes of agents, voices, numbers, VoIP
 // connections, calls and onboarding.
 func (s *Server) registerResourceRoutes() {
-	s.registerAgentRoutes()
+	s.mount(s.agentRoutes())
 	s.mount(voices.Routes(s.res.catalog))
 	s.mount(s.numbers.Routes())
 	s.registerCallRoutes()
