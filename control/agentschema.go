@@ -44,12 +44,3 @@ func (agentSchema) Values(c AgentConfig) map[string]any {
 	}
 	return v
 }
-
-// agentRoutes returns control/agents' routes over AgentConfig.
-func (s *Server) agentRoutes() []api.Route {
-	ps := make([]agents.Product, len(s.res.cfg.Products))
-	for i, p := range s.res.cfg.Products {
-		ps[i] = agents.Product{Name: p.Name, CentsPerMinute: p.CentsPerMinute, Default: p.Name == s.res.cfg.DefaultProduct}
-	}
-	return agents.Routes[AgentConfig](s.store, agentSchema{s.res}, ps)
-}

@@ -1,16 +1,23 @@
 package control
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 
 	"github.com/gofiber/fiber/v3"
 	"github.com/gofiber/fiber/v3/middleware/adaptor"
 
+	"github.com/voiced/voiced/control/agents"
 	"github.com/voiced/voiced/control/api"
+	"github.com/voiced/voiced/control/billing"
 	"github.com/voiced/voiced/control/keys"
+	"github.com/voiced/voiced/control/onboarding"
 	"github.com/voiced/voiced/control/orgs"
+	"github.com/voiced/voiced/control/payment"
+	"github.com/voiced/voiced/control/voices"
 	"github.com/voiced/voiced/control/webhook"
+	"github.com/voiced/voiced/control/widget"
 	"github.com/voiced/voiced/storage"
 )
 
@@ -73,33 +80,63 @@ func (s *Server) wrap(r route) fiber.Handler {
 	}
 }
 
+// registerRoutes builds the route table: the transport's own routes, then
+// each domain package's, mounted with the store it declares. Order
+// matters only where paths overlap (/v1/orgs/:id before the legacy
+// /v1/orgs/:id/* catch-all).
 func (s *Server) registerRoutes() {
 	s.add(route{method: "GET", path: "/v1/healthz", summary: "Liveness and database reachability", tag: "health", resSchema: "Health", errors: []int{503}, raw: s.healthz})
 	s.add(route{method: "GET", path: "/metrics", summary: "Prometheus metrics", tag: "health", raw: adaptor.HTTPHandler(s.metrics.handler().(http.Handler))})
 	s.add(route{method: "GET", path: "/v1/openapi.json", summary: "This OpenAPI 3.1 document", tag: "health", raw: s.openapiHandler})
 
-	s.mount(orgs.Routes(s.store.Orgs, s.auth))
+	st := s.store
+	s.mount(orgs.Routes(st.Orgs, s.auth))
 	for _, m := range []string{"GET", "POST", "PUT", "PATCH", "DELETE"} {
-		s.add(route{method: m, path: "/v1/orgs/:id/*", summary: "Removed org-scoped paths: 410 with the flat path", tag: "orgs", resStatus: 410, raw: s.legacyOrgPath})
+		s.add(route{method: m, path: "/v1/orgs/:id/*", summary: "Removed org-scoped paths: 410 with the flat path", tag: "orgs", resStatus: 410, raw: legacyOrgPath})
 	}
+	s.mount(webhook.LegacyRoutes(st.Webhooks))
+	s.mount(orgs.MemberRoutes(st.Orgs, s.auth))
+	s.mount(keys.Routes(st.Keys, s.auth))
+	s.mount(orgs.InviteRoutes(orgs.InviteConfig{PublicURL: s.cfg.PublicURL, InviteTTL: s.cfg.InviteTTL}, st.Orgs, st.Orgs, s.limiter))
 
-	s.mount(webhook.LegacyRoutes(s.store.Webhooks))
+	products := make([]agents.Product, len(s.res.cfg.Products))
+	for i, p := range s.res.cfg.Products {
+		products[i] = agents.Product{Name: p.Name, CentsPerMinute: p.CentsPerMinute, Default: p.Name == s.res.cfg.DefaultProduct}
+	}
+	s.mount(agents.Routes[AgentConfig](st, agentSchema{s.res}, products))
+	s.mount(voices.Routes(s.res.catalog))
+	s.mount(s.numbers.Routes())
+	s.registerCallRoutes()
+	s.mount(onboarding.Routes(st.Onboarding))
 
-	s.mount(orgs.MemberRoutes(s.store.Orgs, s.auth))
-
-	s.mount(keys.Routes(s.store.Keys, s.auth))
-
-	s.mount(orgs.InviteRoutes(orgs.InviteConfig{PublicURL: s.cfg.PublicURL, InviteTTL: s.cfg.InviteTTL}, s.store.Orgs, s.store.Orgs, s.limiter))
-	s.registerResourceRoutes()
-	s.registerBillingRoutes()
-	s.registerWebhookRoutes()
+	s.mount(billing.Routes(s.log, st.Billing, st.Billing, s.paymentProvider()))
+	// webhook.New fails only without a store, and New has checked it.
+	first, _ := webhook.New(s.cfg.Webhooks, s.log, st)
+	s.mount(webhook.EndpointRoutes(st.Webhooks, st, first))
 	s.registerRealtimeRoutes()
-	s.registerPublishableKeyRoutes()
+
+	s.mount(widget.KeyRoutes(st.PublishableKeys, st.PublishableKeys))
+	ex := webhook.NewExchanger(widget.HookStore{Legacy: st.Webhooks}, s.cfg.Webhooks.AllowLoopback, nil, s.log)
+	s.mount(widget.Routes(s.log, st.PublishableKeys, s.limiter, ex, widgetCalls{s}))
+	s.registerMicSessionRoutes()
+}
+
+// paymentProvider is the configured payment provider, or nil: without one
+// top-ups answer 503.
+func (s *Server) paymentProvider() billing.Provider {
+	st, err := payment.NewStripe(s.cfg.Payments)
+	if err == nil {
+		return st
+	}
+	if !errors.Is(err, payment.ErrNotConfigured) && s.log != nil {
+		s.log.Error("payment provider not usable; top-ups answer 503", "err", err.Error())
+	}
+	return nil
 }
 
 // legacyOrgPath answers the removed /v1/orgs/<id>/... paths with 410 and
 // the flat path that replaced them.
-func (s *Server) legacyOrgPath(c fiber.Ctx) error {
+func legacyOrgPath(c fiber.Ctx) error {
 	rest := strings.Trim(c.Params("*"), "/")
 	if rest == "" {
 		return apiErr(http.StatusMethodNotAllowed, "Method not allowed.")
