@@ -70,7 +70,8 @@ func TestImportDirections(t *testing.T) {
 // them names a concrete store type of package storage (Store, KeyStore,
 // ...). They may import storage for its row types and errors. control/api,
 // which both control and the domains import, stays a leaf: of this module
-// it imports only storage.
+// it imports only storage. The test helper packages (calltest, controltest)
+// build real stores and are exempt.
 func TestControlDomainsDeclareTheirStores(t *testing.T) {
 	files, err := filepath.Glob("control/*/*.go")
 	if err != nil {
@@ -79,7 +80,7 @@ func TestControlDomainsDeclareTheirStores(t *testing.T) {
 	checked := 0
 	fset := token.NewFileSet()
 	for _, path := range files {
-		if strings.HasSuffix(path, "_test.go") || strings.HasPrefix(path, "control/calltest/") {
+		if strings.HasSuffix(path, "_test.go") || strings.HasPrefix(path, "control/calltest/") || strings.HasPrefix(path, "control/controltest/") {
 			continue
 		}
 		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)

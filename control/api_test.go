@@ -2,33 +2,31 @@ package control_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/gofiber/fiber/v3"
 	"github.com/stretchr/testify/require"
 
 	"github.com/voiced/voiced/control"
+	"github.com/voiced/voiced/control/controltest"
 	"github.com/voiced/voiced/storage"
-	"github.com/voiced/voiced/storage/coord"
 	"github.com/voiced/voiced/storage/sqltest"
 )
 
-// api drives the real router with real stores.
+// api drives the real router with real stores (controltest.API, under
+// the names these tests use).
 type api struct {
 	t     *testing.T
 	srv   *control.Server
 	store *storage.Store
+	x     *controltest.API
 }
 
 func newAPI(t *testing.T, db *storage.DB) *api {
@@ -39,14 +37,8 @@ func newAPI(t *testing.T, db *storage.DB) *api {
 // newAPIWith is newAPI with a given configuration and options.
 func newAPIWith(t *testing.T, db *storage.DB, cfg control.Config, opts ...control.Option) *api {
 	t.Helper()
-	store, err := storage.NewStore(db, storage.StoreConfig{SecretKey: bytes.Repeat([]byte{7}, 32)})
-	require.NoError(t, err)
-	lim := coord.NewLocal(coord.Config{})
-	t.Cleanup(func() { lim.Close() })
-	srv, err := control.New(cfg, nil, store, lim, opts...)
-	require.NoError(t, err)
-	t.Cleanup(srv.Close)
-	return &api{t: t, srv: srv, store: store}
+	x := controltest.NewWith(t, db, cfg, opts...)
+	return &api{t: t, srv: x.Srv, store: x.Store, x: x}
 }
 
 type resp struct {
@@ -57,50 +49,23 @@ type resp struct {
 
 func (r resp) obj(t *testing.T) map[string]any {
 	t.Helper()
-	var m map[string]any
-	require.NoError(t, json.Unmarshal(r.body, &m), "body: %s", r.body)
-	return m
+	return controltest.Resp{Status: r.status, Body: r.body, Header: r.header}.Obj(t)
 }
 
 func (r resp) list(t *testing.T) []map[string]any {
 	t.Helper()
-	var l []map[string]any
-	require.NoError(t, json.Unmarshal(r.body, &l), "body: %s", r.body)
-	return l
+	return controltest.Resp{Status: r.status, Body: r.body, Header: r.header}.List(t)
 }
 
 // do sends a request. auth is "Bearer sk_..." or "Token pt_...|orgID".
 func (a *api) do(method, path, auth string, body any) resp {
 	a.t.Helper()
-	var rd io.Reader
-	switch b := body.(type) {
-	case nil:
-	case string:
-		rd = strings.NewReader(b)
-	default:
-		j, err := json.Marshal(b)
-		require.NoError(a.t, err)
-		rd = bytes.NewReader(j)
-	}
-	req := httptest.NewRequest(method, path, rd)
-	req.Header.Set("Content-Type", "application/json")
-	if auth != "" {
-		cred, org, _ := strings.Cut(auth, "|")
-		req.Header.Set("Authorization", cred)
-		if org != "" {
-			req.Header.Set("X-Service-Org", org)
-		}
-	}
-	res, err := a.srv.App().Test(req, fiber.TestConfig{Timeout: 30 * time.Second})
-	require.NoError(a.t, err)
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	require.NoError(a.t, err)
-	return resp{status: res.StatusCode, body: b, header: res.Header}
+	r := a.x.Do(method, path, auth, body)
+	return resp{status: r.Status, body: r.Body, header: r.Header}
 }
 
 // world is an org with an owner, an admin and a member, each with an API
-// key and a personal token.
+// key and a personal token (controltest.World).
 type world struct {
 	org                   storage.Org
 	owner, admin, member  storage.User
@@ -110,39 +75,10 @@ type world struct {
 }
 
 func (a *api) world() world {
-	t := a.t
-	t.Helper()
-	ctx := context.Background()
-	s := a.store
-	tag := storage.NewUUID()[28:]
-	var w world
-	mk := func(name string) storage.User {
-		u, err := s.Orgs.CreateUser(ctx, name+"-"+tag+"@example.com", name, "Test")
-		require.NoError(t, err)
-		return u
-	}
-	w.owner, w.admin, w.member = mk("owner"), mk("admin"), mk("member")
-	var err error
-	w.org, err = s.Orgs.CreateOrg(ctx, w.owner.ID, "Acme "+tag)
-	require.NoError(t, err)
-	w.ownerM, _ = s.Orgs.MemberByUser(ctx, w.org.ID, w.owner.ID)
-	w.adminM, err = s.Orgs.AddMember(ctx, w.org.ID, w.admin.ID, storage.RoleAdmin)
-	require.NoError(t, err)
-	w.membM, err = s.Orgs.AddMember(ctx, w.org.ID, w.member.ID, storage.RoleMember)
-	require.NoError(t, err)
-	key := func(u storage.User) string {
-		_, raw, err := s.Keys.CreateAPIKey(ctx, w.org.ID, u.ID, "k")
-		require.NoError(t, err)
-		return "Bearer " + raw
-	}
-	tok := func(u storage.User) string {
-		raw, err := s.Keys.CreatePersonalToken(ctx, u.ID, "t")
-		require.NoError(t, err)
-		return "Token " + raw
-	}
-	w.ownerK, w.adminK, w.membK = key(w.owner), key(w.admin), key(w.member)
-	w.ownerT, w.adminT, w.membT = tok(w.owner), tok(w.admin), tok(w.member)
-	return w
+	a.t.Helper()
+	w := a.x.World()
+	return world{org: w.Org, owner: w.Owner, admin: w.Admin, member: w.Member, ownerM: w.OwnerM, adminM: w.AdminM, membM: w.MembM,
+		ownerK: w.OwnerK, adminK: w.AdminK, membK: w.MembK, ownerT: w.OwnerT, adminT: w.AdminT, membT: w.MembT}
 }
 
 func (w world) orgHdr() string { return fmt.Sprint("|", w.org.ID) }
