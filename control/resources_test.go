@@ -3,7 +3,6 @@ package control_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"sync"
 	"testing"
 
@@ -49,11 +48,7 @@ func (v *fakeVerifier) set(res control.VoIPResult, err error) {
 }
 
 // testPool is the demo DID pool of the resource tests.
-var testPool = []control.DID{
-	{Number: "+14155550100", City: "San Francisco", State: "CA"},
-	{Number: "+14155550101", City: "San Francisco", State: "CA"},
-	{Number: "+12125550100", City: "New York", State: "NY"},
-}
+var testPool = controltest.Pool
 
 var testSigningKey = controltest.SigningKey
 
@@ -92,8 +87,6 @@ func (a *api) trunk(w world, number string) (int64, map[string]any) {
 
 // id reads an object's integer id.
 func id(m map[string]any) int64 { return controltest.ID(m) }
-
-func errIs(err, target error) bool { return errors.Is(err, target) }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 

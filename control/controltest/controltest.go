@@ -25,6 +25,13 @@ import (
 	"github.com/voiced/voiced/storage/coord"
 )
 
+// Pool is the demo DID pool of the resource tests.
+var Pool = []control.DID{
+	{Number: "+14155550100", City: "San Francisco", State: "CA"},
+	{Number: "+14155550101", City: "San Francisco", State: "CA"},
+	{Number: "+12125550100", City: "New York", State: "NY"},
+}
+
 // SigningKey keys the signed URLs of the resource tests.
 var SigningKey = bytes.Repeat([]byte{9}, 32)
 

@@ -1,4 +1,4 @@
-package control_test
+package webhook_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/voiced/voiced/control"
+	"github.com/voiced/voiced/control/controltest"
 	"github.com/voiced/voiced/control/webhook"
 	"github.com/voiced/voiced/storage"
 	"github.com/voiced/voiced/storage/sqltest"
@@ -20,15 +21,15 @@ import (
 
 func TestWebhookEndpointsAPI(t *testing.T) {
 	sqltest.Run(t, func(t *testing.T, db *storage.DB) {
-		a := newAPIWith(t, db, control.Config{PublicURL: "https://voice.example", Webhooks: webhook.Config{AllowLoopback: true}})
+		a := controltest.NewWith(t, db, control.Config{PublicURL: "https://voice.example", Webhooks: webhook.Config{AllowLoopback: true}})
 		ctx := context.Background()
-		w := a.world()
+		w := a.World()
 		const base = "/v1/developer/webhook-endpoints"
 
 		t.Run("admin+ only", func(t *testing.T) {
-			require.Equal(t, 403, a.do("GET", base, w.membK, nil).status)
-			require.Equal(t, 403, a.do("POST", base, w.membK, map[string]any{"label": "x", "url": "https://a.example"}).status)
-			require.Equal(t, 200, a.do("GET", base, w.adminK, nil).status)
+			require.Equal(t, 403, a.Do("GET", base, w.MembK, nil).Status)
+			require.Equal(t, 403, a.Do("POST", base, w.MembK, map[string]any{"label": "x", "url": "https://a.example"}).Status)
+			require.Equal(t, 200, a.Do("GET", base, w.AdminK, nil).Status)
 		})
 
 		t.Run("validation", func(t *testing.T) {
@@ -49,19 +50,19 @@ func TestWebhookEndpointsAPI(t *testing.T) {
 				{map[string]any{"label": "x", "url": "https://a.example", "events": []string{"call.graded", "call.exploded"}}, "events"},
 				{map[string]any{"label": "x", "url": "https://a.example", "events": []string{"webhook.test"}}, "events"},
 			} {
-				r := a.do("POST", base, w.adminK, tc.body)
-				require.Equal(t, 400, r.status, "%v", tc.body)
-				require.Contains(t, r.obj(t), tc.field, "%v: %s", tc.body, r.body)
+				r := a.Do("POST", base, w.AdminK, tc.body)
+				require.Equal(t, 400, r.Status, "%v", tc.body)
+				require.Contains(t, r.Obj(t), tc.field, "%v: %s", tc.body, r.Body)
 			}
-			r := a.do("POST", base, w.adminK, map[string]any{"label": "x", "url": "https://a.example", "events": "call.graded"})
-			require.Equal(t, 400, r.status, "events must be a list")
+			r := a.Do("POST", base, w.AdminK, map[string]any{"label": "x", "url": "https://a.example", "events": "call.graded"})
+			require.Equal(t, 400, r.Status, "events must be a list")
 		})
 
 		t.Run("lifecycle", func(t *testing.T) {
-			r := a.do("POST", base, w.adminK, map[string]any{"label": " Prod ", "url": "https://hooks.example/voiced",
+			r := a.Do("POST", base, w.AdminK, map[string]any{"label": " Prod ", "url": "https://hooks.example/voiced",
 				"events": []string{"call.graded", "telephony.complete", "call.graded"}})
-			require.Equal(t, 201, r.status, string(r.body))
-			e := r.obj(t)
+			require.Equal(t, 201, r.Status, string(r.Body))
+			e := r.Obj(t)
 			secret := e["secret"].(string)
 			require.Regexp(t, `^[0-9a-f]{48}$`, secret)
 			require.Equal(t, secret[:4]+"…"+secret[44:], e["secret_hint"])
@@ -71,31 +72,31 @@ func TestWebhookEndpointsAPI(t *testing.T) {
 			id := e["id"].(string)
 
 			for _, url := range []string{"http://localhost:9000/h", "http://127.0.0.1:9000/h"} {
-				r := a.do("POST", base, w.ownerK, map[string]any{"label": "local", "url": url})
-				require.Equal(t, 201, r.status, url)
-				require.Equal(t, []any{}, r.obj(t)["events"], "no events means all")
+				r := a.Do("POST", base, w.OwnerK, map[string]any{"label": "local", "url": url})
+				require.Equal(t, 201, r.Status, url)
+				require.Equal(t, []any{}, r.Obj(t)["events"], "no events means all")
 			}
 
-			l := a.do("GET", base, w.adminK, nil).list(t)
+			l := a.Do("GET", base, w.AdminK, nil).List(t)
 			require.Len(t, l, 3)
 			require.Equal(t, id, l[0]["id"], "oldest first")
 			require.NotContains(t, l[0], "secret", "the secret is shown once")
 
-			r = a.do("PATCH", base+"/"+id, w.adminK, map[string]any{"label": "Renamed", "events": []string{}, "status": "disabled"})
-			require.Equal(t, 200, r.status, string(r.body))
-			require.Equal(t, "Renamed", r.obj(t)["label"])
-			require.Equal(t, "disabled", r.obj(t)["status"])
-			require.Equal(t, []any{}, r.obj(t)["events"])
-			require.Equal(t, 400, a.do("PATCH", base+"/"+id, w.adminK, map[string]any{"status": "failing"}).status, "failing is the server's")
-			require.Equal(t, 400, a.do("PATCH", base+"/"+id, w.adminK, map[string]any{"url": "http://evil.example"}).status)
-			require.Equal(t, 404, a.do("PATCH", base+"/nope", w.adminK, map[string]any{"label": "x"}).status)
+			r = a.Do("PATCH", base+"/"+id, w.AdminK, map[string]any{"label": "Renamed", "events": []string{}, "status": "disabled"})
+			require.Equal(t, 200, r.Status, string(r.Body))
+			require.Equal(t, "Renamed", r.Obj(t)["label"])
+			require.Equal(t, "disabled", r.Obj(t)["status"])
+			require.Equal(t, []any{}, r.Obj(t)["events"])
+			require.Equal(t, 400, a.Do("PATCH", base+"/"+id, w.AdminK, map[string]any{"status": "failing"}).Status, "failing is the server's")
+			require.Equal(t, 400, a.Do("PATCH", base+"/"+id, w.AdminK, map[string]any{"url": "http://evil.example"}).Status)
+			require.Equal(t, 404, a.Do("PATCH", base+"/nope", w.AdminK, map[string]any{"label": "x"}).Status)
 
-			other := a.world()
-			require.Equal(t, 404, a.do("PATCH", base+"/"+id, other.adminK, map[string]any{"label": "x"}).status, "another org's endpoint")
-			require.Equal(t, 404, a.do("DELETE", base+"/"+id, other.adminK, nil).status)
+			other := a.World()
+			require.Equal(t, 404, a.Do("PATCH", base+"/"+id, other.AdminK, map[string]any{"label": "x"}).Status, "another org's endpoint")
+			require.Equal(t, 404, a.Do("DELETE", base+"/"+id, other.AdminK, nil).Status)
 
-			require.Equal(t, 204, a.do("DELETE", base+"/"+id, w.adminK, nil).status)
-			require.Equal(t, 404, a.do("DELETE", base+"/"+id, w.adminK, nil).status)
+			require.Equal(t, 204, a.Do("DELETE", base+"/"+id, w.AdminK, nil).Status)
+			require.Equal(t, 404, a.Do("DELETE", base+"/"+id, w.AdminK, nil).Status)
 		})
 
 		t.Run("test event", func(t *testing.T) {
@@ -115,14 +116,14 @@ func TestWebhookEndpointsAPI(t *testing.T) {
 				rw.WriteHeader(c)
 			}))
 			defer srv.Close()
-			r := a.do("POST", base, w.adminK, map[string]any{"label": "t", "url": srv.URL + "/hook", "events": []string{"call.graded"}})
-			require.Equal(t, 201, r.status, string(r.body))
-			ep := r.obj(t)
+			r := a.Do("POST", base, w.AdminK, map[string]any{"label": "t", "url": srv.URL + "/hook", "events": []string{"call.graded"}})
+			require.Equal(t, 201, r.Status, string(r.Body))
+			ep := r.Obj(t)
 			id, secret := ep["id"].(string), ep["secret"].(string)
 
-			r = a.do("POST", base+"/"+id+"/test", w.adminK, nil)
-			require.Equal(t, 200, r.status, string(r.body))
-			res := r.obj(t)
+			r = a.Do("POST", base+"/"+id+"/test", w.AdminK, nil)
+			require.Equal(t, 200, r.Status, string(r.Body))
+			res := r.Obj(t)
 			require.Equal(t, true, res["success"])
 			require.Equal(t, "webhook.test", res["event_type"])
 			require.Equal(t, "delivered", res["status"])
@@ -136,23 +137,23 @@ func TestWebhookEndpointsAPI(t *testing.T) {
 			code = http.StatusInternalServerError
 			mu.Unlock()
 
-			r = a.do("POST", base+"/"+id+"/test", w.adminK, nil)
-			require.Equal(t, 200, r.status, "200 even when the destination errored")
-			res = r.obj(t)
+			r = a.Do("POST", base+"/"+id+"/test", w.AdminK, nil)
+			require.Equal(t, 200, r.Status, "200 even when the destination errored")
+			res = r.Obj(t)
 			require.Equal(t, false, res["success"])
 			require.Equal(t, "pending", res["status"], "retried on the schedule")
 			require.Equal(t, float64(500), res["response_code"])
 			require.Equal(t, "HTTP 500", res["error"])
-			ds, err := a.store.EventDeliveries(ctx, res["event_id"].(string))
+			ds, err := a.Store.EventDeliveries(ctx, res["event_id"].(string))
 			require.NoError(t, err)
 			require.Equal(t, 1, ds[0].Attempts)
 
-			require.Equal(t, 404, a.do("POST", base+"/nope/test", w.adminK, nil).status)
-			require.Equal(t, 403, a.do("POST", base+"/"+id+"/test", w.membK, nil).status)
+			require.Equal(t, 404, a.Do("POST", base+"/nope/test", w.AdminK, nil).Status)
+			require.Equal(t, 403, a.Do("POST", base+"/"+id+"/test", w.MembK, nil).Status)
 
 			// Deleting the endpoint abandons the pending retry.
-			require.Equal(t, 204, a.do("DELETE", base+"/"+id, w.adminK, nil).status)
-			ds, _ = a.store.EventDeliveries(ctx, res["event_id"].(string))
+			require.Equal(t, 204, a.Do("DELETE", base+"/"+id, w.AdminK, nil).Status)
+			ds, _ = a.Store.EventDeliveries(ctx, res["event_id"].(string))
 			require.Empty(t, ds)
 		})
 	})

@@ -1,4 +1,4 @@
-package control_test
+package agents_test
 
 import (
 	"fmt"
@@ -7,17 +7,18 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/voiced/voiced/control/controltest"
 	"github.com/voiced/voiced/storage"
 	"github.com/voiced/voiced/storage/sqltest"
 )
 
 func TestAgents(t *testing.T) {
 	sqltest.Run(t, func(t *testing.T, db *storage.DB) {
-		a := newResAPI(t, db, testPool)
+		a := controltest.NewResources(t, db, controltest.Pool)
 
 		t.Run("create with defaults", func(t *testing.T) {
-			w := a.world()
-			ag := a.agent(w.membK, "  Front desk ", nil)
+			w := a.World()
+			ag := a.Agent(w.MembK, "  Front desk ", nil)
 			require.Equal(t, "Front desk", ag["name"])
 			require.Equal(t, "espeak:en-us", ag["voice"])
 			require.Equal(t, "storm-base", ag["product"])
@@ -34,13 +35,13 @@ func TestAgents(t *testing.T) {
 				require.Equal(t, ag[k], ag["draft_"+k], "draft_%s starts equal to %s", k, k)
 			}
 			require.Len(t, ag["call_events"], 6)
-			r := a.do("GET", fmt.Sprintf("/v1/agents/%d", id(ag)), w.ownerK, nil)
-			require.Equal(t, 200, r.status)
-			require.Equal(t, ag, r.obj(t))
+			r := a.Do("GET", fmt.Sprintf("/v1/agents/%d", controltest.ID(ag)), w.OwnerK, nil)
+			require.Equal(t, 200, r.Status)
+			require.Equal(t, ag, r.Obj(t))
 		})
 
 		t.Run("create validates and normalizes", func(t *testing.T) {
-			w := a.world()
+			w := a.World()
 			bad := []struct {
 				body  map[string]any
 				field string
@@ -76,11 +77,11 @@ func TestAgents(t *testing.T) {
 				{map[string]any{"name": "x", "prompt": "a", "draft_prompt": "b"}, "draft_prompt"},
 			}
 			for _, tc := range bad {
-				r := a.do("POST", "/v1/agents", w.membK, tc.body)
-				require.Equal(t, 400, r.status, "%v: %s", tc.body, r.body)
-				require.Contains(t, r.obj(t), tc.field, "%v: %s", tc.body, r.body)
+				r := a.Do("POST", "/v1/agents", w.MembK, tc.body)
+				require.Equal(t, 400, r.Status, "%v: %s", tc.body, r.Body)
+				require.Contains(t, r.Obj(t), tc.field, "%v: %s", tc.body, r.Body)
 			}
-			ag := a.agent(w.membK, "Polyglot", map[string]any{
+			ag := a.Agent(w.MembK, "Polyglot", map[string]any{
 				"primary_language":      "en-gb",
 				"additional_languages":  []string{"ES-mx", "en-GB", "es-MX", "fr"},
 				"voice":                 "espeak:en-us+f3",
@@ -101,14 +102,14 @@ func TestAgents(t *testing.T) {
 		})
 
 		t.Run("drafts, direct changes, deploy and versions", func(t *testing.T) {
-			w := a.world()
-			ag := a.agent(w.ownerK, "Sales", map[string]any{"prompt": "Sell widgets."})
-			path := fmt.Sprintf("/v1/agents/%d", id(ag))
+			w := a.World()
+			ag := a.Agent(w.OwnerK, "Sales", map[string]any{"prompt": "Sell widgets."})
+			path := fmt.Sprintf("/v1/agents/%d", controltest.ID(ag))
 
 			// Staging changes nothing that calls use and records no version.
-			r := a.do("PATCH", path, w.membK, map[string]any{"draft_prompt": "Sell gadgets.", "draft_telephony": map[string]any{"endpointing_ms": 800}, "draft_first_message": "Hi there"})
-			require.Equal(t, 200, r.status, string(r.body))
-			got := r.obj(t)
+			r := a.Do("PATCH", path, w.MembK, map[string]any{"draft_prompt": "Sell gadgets.", "draft_telephony": map[string]any{"endpointing_ms": 800}, "draft_first_message": "Hi there"})
+			require.Equal(t, 200, r.Status, string(r.Body))
+			got := r.Obj(t)
 			require.Equal(t, "Sell widgets.", got["prompt"])
 			require.Equal(t, "Sell gadgets.", got["draft_prompt"])
 			require.Equal(t, true, got["has_undeployed_changes"])
@@ -118,103 +119,103 @@ func TestAgents(t *testing.T) {
 			require.Equal(t, float64(1), got["version"])
 
 			// A direct change deploys that field (and sets its draft).
-			r = a.do("PATCH", path, w.adminK, map[string]any{"thinking_level": "high", "name": "Sales EU"})
-			require.Equal(t, 200, r.status, string(r.body))
-			got = r.obj(t)
+			r = a.Do("PATCH", path, w.AdminK, map[string]any{"thinking_level": "high", "name": "Sales EU"})
+			require.Equal(t, 200, r.Status, string(r.Body))
+			got = r.Obj(t)
 			require.Equal(t, "high", got["thinking_level"])
 			require.Equal(t, "high", got["draft_thinking_level"])
 			require.Equal(t, float64(2), got["version"])
 			require.Equal(t, "Sell gadgets.", got["draft_prompt"], "other drafts stay staged")
 
 			// Deploy promotes exactly the staged fields.
-			r = a.do("POST", path+"/deploy", w.membK, nil)
-			require.Equal(t, 200, r.status, string(r.body))
-			got = r.obj(t)
+			r = a.Do("POST", path+"/deploy", w.MembK, nil)
+			require.Equal(t, 200, r.Status, string(r.Body))
+			got = r.Obj(t)
 			require.Equal(t, "Sell gadgets.", got["prompt"])
 			require.Equal(t, "Hi there", got["first_message"])
 			require.Equal(t, float64(3), got["version"])
 			require.Equal(t, false, got["has_undeployed_changes"])
 			// Nothing staged: deploy is a no-op.
-			r = a.do("POST", path+"/deploy", w.membK, nil)
-			require.Equal(t, 200, r.status)
-			require.Equal(t, float64(3), r.obj(t)["version"])
+			r = a.Do("POST", path+"/deploy", w.MembK, nil)
+			require.Equal(t, 200, r.Status)
+			require.Equal(t, float64(3), r.Obj(t)["version"])
 
-			r = a.do("GET", path+"/versions", w.membK, nil)
-			require.Equal(t, 200, r.status)
-			vl := r.obj(t)
+			r = a.Do("GET", path+"/versions", w.MembK, nil)
+			require.Equal(t, 200, r.Status)
+			vl := r.Obj(t)
 			require.Equal(t, float64(3), vl["count"])
 			res := vl["results"].([]any)
 			require.Len(t, res, 3)
 			v3, v2, v1 := res[0].(map[string]any), res[1].(map[string]any), res[2].(map[string]any)
 			require.Equal(t, float64(3), v3["revision"])
 			require.Equal(t, []any{"prompt", "first_message", "telephony"}, v3["changed_fields"])
-			require.Equal(t, float64(w.membM.ID), v3["created_by_id"])
+			require.Equal(t, float64(w.MembM.ID), v3["created_by_id"])
 			snap := v3["snapshot"].(map[string]any)
 			require.Equal(t, "Sell gadgets.", snap["prompt"])
 			require.Equal(t, "Sales EU", snap["name"])
 			require.NotContains(t, snap, "draft_prompt", "snapshots hold the deployed configuration")
 			require.Equal(t, []any{"name", "thinking_level"}, v2["changed_fields"])
-			require.Equal(t, float64(w.adminM.ID), v2["created_by_id"])
+			require.Equal(t, float64(w.AdminM.ID), v2["created_by_id"])
 			require.Equal(t, "Sell widgets.", v2["snapshot"].(map[string]any)["prompt"])
 			require.Contains(t, v1["changed_fields"], "prompt")
-			require.Equal(t, float64(w.ownerM.ID), v1["created_by_id"])
+			require.Equal(t, float64(w.OwnerM.ID), v1["created_by_id"])
 
-			r = a.do("GET", path+"/versions?limit=1", w.membK, nil)
-			require.Equal(t, float64(3), r.obj(t)["count"])
-			require.Len(t, r.obj(t)["results"], 1)
-			require.Equal(t, 400, a.do("GET", path+"/versions?limit=0", w.membK, nil).status)
-			require.Equal(t, 400, a.do("GET", path+"/versions?limit=101", w.membK, nil).status)
+			r = a.Do("GET", path+"/versions?limit=1", w.MembK, nil)
+			require.Equal(t, float64(3), r.Obj(t)["count"])
+			require.Len(t, r.Obj(t)["results"], 1)
+			require.Equal(t, 400, a.Do("GET", path+"/versions?limit=0", w.MembK, nil).Status)
+			require.Equal(t, 400, a.Do("GET", path+"/versions?limit=101", w.MembK, nil).Status)
 
 			// A PATCH that changes nothing records nothing.
-			r = a.do("PATCH", path, w.membK, map[string]any{"prompt": "Sell gadgets."})
-			require.Equal(t, float64(3), r.obj(t)["version"])
+			r = a.Do("PATCH", path, w.MembK, map[string]any{"prompt": "Sell gadgets."})
+			require.Equal(t, float64(3), r.Obj(t)["version"])
 			// Invalid changes leave the agent untouched.
-			r = a.do("PATCH", path, w.membK, map[string]any{"prompt": "ok", "voice": "nope"})
-			require.Equal(t, 400, r.status)
-			require.Equal(t, "Sell gadgets.", a.do("GET", path, w.membK, nil).obj(t)["prompt"])
+			r = a.Do("PATCH", path, w.MembK, map[string]any{"prompt": "ok", "voice": "nope"})
+			require.Equal(t, 400, r.Status)
+			require.Equal(t, "Sell gadgets.", a.Do("GET", path, w.MembK, nil).Obj(t)["prompt"])
 			// Clearing nullable fields and lists with null.
-			r = a.do("PATCH", path, w.membK, map[string]any{"first_message": nil, "tools": nil})
-			require.Equal(t, 200, r.status, string(r.body))
-			require.Nil(t, r.obj(t)["first_message"])
-			require.Equal(t, []any{}, r.obj(t)["tools"])
+			r = a.Do("PATCH", path, w.MembK, map[string]any{"first_message": nil, "tools": nil})
+			require.Equal(t, 200, r.Status, string(r.Body))
+			require.Nil(t, r.Obj(t)["first_message"])
+			require.Equal(t, []any{}, r.Obj(t)["tools"])
 		})
 
 		t.Run("org scoping, listing and deletion", func(t *testing.T) {
-			w, other := a.world(), a.world()
-			first := a.agent(w.ownerK, "First", nil)
-			second := a.agent(w.ownerK, "Second", nil)
-			l := a.do("GET", "/v1/agents", w.membK, nil).list(t)
+			w, other := a.World(), a.World()
+			first := a.Agent(w.OwnerK, "First", nil)
+			second := a.Agent(w.OwnerK, "Second", nil)
+			l := a.Do("GET", "/v1/agents", w.MembK, nil).List(t)
 			require.Len(t, l, 2)
-			require.Equal(t, id(second), id(l[0]), "newest first")
-			require.Empty(t, a.do("GET", "/v1/agents", other.ownerK, nil).list(t))
-			p := fmt.Sprintf("/v1/agents/%d", id(first))
-			require.Equal(t, 404, a.do("GET", p, other.ownerK, nil).status)
-			require.Equal(t, 404, a.do("PATCH", p, other.ownerK, map[string]any{"prompt": "x"}).status)
-			require.Equal(t, 404, a.do("POST", p+"/deploy", other.ownerK, nil).status)
-			require.Equal(t, 404, a.do("GET", p+"/versions", other.ownerK, nil).status)
-			require.Equal(t, 404, a.do("DELETE", p, other.ownerK, nil).status)
-			require.Equal(t, 404, a.do("GET", "/v1/agents/abc", w.ownerK, nil).status)
+			require.Equal(t, controltest.ID(second), controltest.ID(l[0]), "newest first")
+			require.Empty(t, a.Do("GET", "/v1/agents", other.OwnerK, nil).List(t))
+			p := fmt.Sprintf("/v1/agents/%d", controltest.ID(first))
+			require.Equal(t, 404, a.Do("GET", p, other.OwnerK, nil).Status)
+			require.Equal(t, 404, a.Do("PATCH", p, other.OwnerK, map[string]any{"prompt": "x"}).Status)
+			require.Equal(t, 404, a.Do("POST", p+"/deploy", other.OwnerK, nil).Status)
+			require.Equal(t, 404, a.Do("GET", p+"/versions", other.OwnerK, nil).Status)
+			require.Equal(t, 404, a.Do("DELETE", p, other.OwnerK, nil).Status)
+			require.Equal(t, 404, a.Do("GET", "/v1/agents/abc", w.OwnerK, nil).Status)
 
 			// Deleting an agent clears the numbers assigned to it, as versions by the deleter.
-			r := a.do("POST", "/v1/phone-numbers", w.ownerK, map[string]any{"state": "NY"})
-			require.Equal(t, 201, r.status, string(r.body))
-			num := r.obj(t)
-			np := fmt.Sprintf("/v1/phone-numbers/%d", id(num))
-			require.Equal(t, 200, a.do("PATCH", np, w.ownerK, map[string]any{"inbound_agent_id": id(first)}).status)
-			require.Equal(t, 204, a.do("DELETE", p, w.adminK, nil).status)
-			require.Equal(t, 404, a.do("GET", p, w.adminK, nil).status)
-			require.Nil(t, a.do("GET", np, w.ownerK, nil).obj(t)["inbound_agent_id"])
-			v := a.do("GET", np+"/versions?limit=1", w.ownerK, nil).obj(t)["results"].([]any)[0].(map[string]any)
+			r := a.Do("POST", "/v1/phone-numbers", w.OwnerK, map[string]any{"state": "NY"})
+			require.Equal(t, 201, r.Status, string(r.Body))
+			num := r.Obj(t)
+			np := fmt.Sprintf("/v1/phone-numbers/%d", controltest.ID(num))
+			require.Equal(t, 200, a.Do("PATCH", np, w.OwnerK, map[string]any{"inbound_agent_id": controltest.ID(first)}).Status)
+			require.Equal(t, 204, a.Do("DELETE", p, w.AdminK, nil).Status)
+			require.Equal(t, 404, a.Do("GET", p, w.AdminK, nil).Status)
+			require.Nil(t, a.Do("GET", np, w.OwnerK, nil).Obj(t)["inbound_agent_id"])
+			v := a.Do("GET", np+"/versions?limit=1", w.OwnerK, nil).Obj(t)["results"].([]any)[0].(map[string]any)
 			require.Equal(t, []any{"inbound_agent_id"}, v["changed_fields"])
-			require.Equal(t, float64(w.adminM.ID), v["created_by_id"])
-			require.Equal(t, 204, a.do("DELETE", np, w.ownerK, nil).status)
+			require.Equal(t, float64(w.AdminM.ID), v["created_by_id"])
+			require.Equal(t, 204, a.Do("DELETE", np, w.OwnerK, nil).Status)
 		})
 
 		t.Run("products", func(t *testing.T) {
-			w := a.world()
-			r := a.do("GET", "/v1/agent-products", w.membK, nil)
-			require.Equal(t, 200, r.status)
-			l := r.list(t)
+			w := a.World()
+			r := a.Do("GET", "/v1/agent-products", w.MembK, nil)
+			require.Equal(t, 200, r.Status)
+			l := r.List(t)
 			require.Len(t, l, 3)
 			defaults := 0
 			for _, p := range l {
