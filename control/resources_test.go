@@ -2,7 +2,6 @@ package control_test
 
 import (
 	"context"
-	"encoding/json"
 	"sync"
 	"testing"
 
@@ -87,7 +86,3 @@ func (a *api) trunk(w world, number string) (int64, map[string]any) {
 
 // id reads an object's integer id.
 func id(m map[string]any) int64 { return controltest.ID(m) }
-
-func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
-
-func limiterFor(t *testing.T) control.Limiter { return controltest.Limiter(t) }

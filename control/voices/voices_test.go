@@ -1,7 +1,8 @@
-package control_test
+package voices_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/voiced/voiced/ai/tts/espeak"
 	"github.com/voiced/voiced/control"
+	"github.com/voiced/voiced/control/controltest"
 	"github.com/voiced/voiced/storage"
 	"github.com/voiced/voiced/storage/migrations"
 	"github.com/voiced/voiced/storage/sqltest"
@@ -30,14 +32,14 @@ type catalogView struct {
 }
 
 func TestVoiceCatalog(t *testing.T) {
-	a := newAPI(t, sqltest.New(t, migrations.SQLite))
-	w := a.world()
+	a := controltest.New(t, sqltest.New(t, migrations.SQLite))
+	w := a.World()
 	get := func(q string) catalogView {
 		t.Helper()
-		r := a.do("GET", "/v1/voices"+q, w.membK, nil)
-		require.Equal(t, 200, r.status, string(r.body))
+		r := a.Do("GET", "/v1/voices"+q, w.MembK, nil)
+		require.Equal(t, 200, r.Status, string(r.Body))
 		var v catalogView
-		require.NoError(t, jsonUnmarshal(r.body, &v))
+		require.NoError(t, json.Unmarshal(r.Body, &v))
 		return v
 	}
 	all := get("")
@@ -94,10 +96,10 @@ func TestVoiceCatalog(t *testing.T) {
 	require.Empty(t, get("?category=custom").Voices, "no cloned voices yet")
 	require.Empty(t, get("?languages=en-US,ja").Voices, "voices must speak every language asked for")
 	for _, q := range []string{"?category=premium", "?gender=robot", "?languages=en-US,not%20a%20tag"} {
-		r := a.do("GET", "/v1/voices"+q, w.membK, nil)
-		require.Equal(t, 400, r.status, q)
+		r := a.Do("GET", "/v1/voices"+q, w.MembK, nil)
+		require.Equal(t, 400, r.Status, q)
 	}
-	require.Equal(t, 401, a.do("GET", "/v1/voices", "", nil).status)
+	require.Equal(t, 401, a.Do("GET", "/v1/voices", "", nil).Status)
 }
 
 // brokenProvider is a TTS provider that cannot list its voices.
@@ -117,25 +119,25 @@ func (fixedProvider) CatalogVoices(context.Context) ([]control.Voice, error) {
 
 func TestVoiceProvidersMerge(t *testing.T) {
 	db := sqltest.New(t, migrations.SQLite)
-	a := newAPIWith(t, db, control.Config{}, control.WithVoiceProviders(brokenProvider{}, fixedProvider{}))
-	w := a.world()
-	r := a.do("GET", "/v1/voices?category=premium", w.membK, nil)
-	require.Equal(t, 200, r.status)
+	a := controltest.NewWith(t, db, control.Config{}, control.WithVoiceProviders(brokenProvider{}, fixedProvider{}))
+	w := a.World()
+	r := a.Do("GET", "/v1/voices?category=premium", w.MembK, nil)
+	require.Equal(t, 200, r.Status)
 	var v catalogView
-	require.NoError(t, jsonUnmarshal(r.body, &v))
+	require.NoError(t, json.Unmarshal(r.Body, &v))
 	require.Len(t, v.Voices, 1)
 	require.Equal(t, []string{"en-US", "es-US"}, v.Languages)
 	// The only voice becomes the default; others are refused.
-	ag := a.agent(w.membK, "Aria", nil)
+	ag := a.Agent(w.MembK, "Aria", nil)
 	require.Equal(t, "cloud:aria", ag["voice"])
-	require.Equal(t, 400, a.do("POST", "/v1/agents", w.membK, map[string]any{"name": "x", "voice": "espeak:en-us"}).status)
+	require.Equal(t, 400, a.Do("POST", "/v1/agents", w.MembK, map[string]any{"name": "x", "voice": "espeak:en-us"}).Status)
 	// A default voice that is not in the catalog stops the server from starting.
-	store, err := storage.NewStore(db, storage.StoreConfig{SecretKey: testSigningKey})
+	store, err := storage.NewStore(db, storage.StoreConfig{SecretKey: controltest.SigningKey})
 	require.NoError(t, err)
-	_, err = control.New(control.Config{Resources: control.ResourcesConfig{DefaultVoice: "espeak:en-us"}}, nil, store, limiterFor(t), control.WithVoiceProviders(fixedProvider{}))
+	_, err = control.New(control.Config{Resources: control.ResourcesConfig{DefaultVoice: "espeak:en-us"}}, nil, store, controltest.Limiter(t), control.WithVoiceProviders(fixedProvider{}))
 	require.ErrorContains(t, err, "espeak:en-us")
-	_, err = control.New(control.Config{Resources: control.ResourcesConfig{DefaultProduct: "storm-max"}}, nil, store, limiterFor(t))
+	_, err = control.New(control.Config{Resources: control.ResourcesConfig{DefaultProduct: "storm-max"}}, nil, store, controltest.Limiter(t))
 	require.ErrorContains(t, err, "storm-max")
-	_, err = control.New(control.Config{Resources: control.ResourcesConfig{DIDPool: []control.DID{{Number: "415"}}}}, nil, store, limiterFor(t))
+	_, err = control.New(control.Config{Resources: control.ResourcesConfig{DIDPool: []control.DID{{Number: "415"}}}}, nil, store, controltest.Limiter(t))
 	require.ErrorContains(t, err, "E.164")
 }
