@@ -14,7 +14,7 @@ import (
 
 // LegacyRouteStore is what the /v1/webhook routes need from storage.
 type LegacyRouteStore interface {
-	GetWebhook(ctx context.Context, orgID int64) (storage.Webhook, error)
+	LegacyStore
 	SetWebhook(ctx context.Context, orgID int64, url string, rotate bool) (storage.Webhook, error)
 }
 
