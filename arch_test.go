@@ -1,7 +1,11 @@
 package voiced
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -69,5 +73,53 @@ func TestImportDirections(t *testing.T) {
 	}
 	if checked == 0 {
 		t.Fatal("no intra-module imports found: go list output not understood")
+	}
+}
+
+// TestControlDomainsDeclareTheirStores enforces DESIGN.md section 2 and
+// STYLE.md ("Interfaces and construction") for the control plane's domain
+// packages: each declares the store interface it consumes, so none of
+// them names a concrete store type of package storage (Store, KeyStore,
+// ...). They may import storage for its row types and errors. control/api,
+// which both control and the domains import, stays a leaf: of this module
+// it imports only storage. The test helper packages (calltest, controltest)
+// build real stores and are exempt.
+func TestControlDomainsDeclareTheirStores(t *testing.T) {
+	files, err := filepath.Glob("control/*/*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	fset := token.NewFileSet()
+	for _, path := range files {
+		if strings.HasSuffix(path, "_test.go") || strings.HasPrefix(path, "control/calltest/") || strings.HasPrefix(path, "control/controltest/") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checked++
+		if strings.HasPrefix(path, "control/api/") {
+			for _, imp := range f.Imports {
+				p := strings.Trim(imp.Path.Value, `"`)
+				if strings.HasPrefix(p, mod) && p != mod+"storage" {
+					t.Errorf("%s imports %s: control/api may import only storage of this module", path, p)
+				}
+			}
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			sel, ok := n.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			if id, ok := sel.X.(*ast.Ident); ok && id.Name == "storage" && strings.HasSuffix(sel.Sel.Name, "Store") {
+				t.Errorf("%s: names storage.%s; a domain package declares the store interface it consumes", fset.Position(sel.Pos()), sel.Sel.Name)
+			}
+			return true
+		})
+	}
+	if checked == 0 {
+		t.Fatal("no control domain package files found")
 	}
 }

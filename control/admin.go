@@ -30,23 +30,23 @@ type Bootstrapped struct {
 // in the ledger, so billing builds on it).
 func (a Admin) Bootstrap(ctx context.Context, email, orgName string, credit int64) (Bootstrapped, error) {
 	s := a.store
-	u, err := s.UserByEmail(ctx, email)
+	u, err := s.Orgs.UserByEmail(ctx, email)
 	if errors.Is(err, storage.ErrNotFound) {
-		u, err = s.CreateUser(ctx, email, "", "")
+		u, err = s.Orgs.CreateUser(ctx, email, "", "")
 	}
 	if err != nil {
 		return Bootstrapped{}, fmt.Errorf("owner user: %w", err)
 	}
-	o, err := s.CreateOrg(ctx, u.ID, orgName)
+	o, err := s.Orgs.CreateOrg(ctx, u.ID, orgName)
 	if err != nil {
 		return Bootstrapped{}, fmt.Errorf("create org: %w", err)
 	}
 	if credit > 0 {
-		if _, err := s.Post(ctx, o.ID, storage.TxAdjustment, credit, "starting credit", ""); err != nil {
+		if _, err := s.Billing.Post(ctx, o.ID, storage.TxAdjustment, credit, "starting credit", ""); err != nil {
 			return Bootstrapped{}, fmt.Errorf("starting credit: %w", err)
 		}
 	}
-	_, raw, err := s.CreateAPIKey(ctx, o.ID, u.ID, "Default key")
+	_, raw, err := s.Keys.CreateAPIKey(ctx, o.ID, u.ID, "Default key")
 	if err != nil {
 		return Bootstrapped{}, fmt.Errorf("create key: %w", err)
 	}
@@ -56,7 +56,7 @@ func (a Admin) Bootstrap(ctx context.Context, email, orgName string, credit int6
 // FirstUse bootstraps an empty database (no users yet); ok reports
 // whether it did.
 func (a Admin) FirstUse(ctx context.Context, email, orgName string, credit int64) (b Bootstrapped, ok bool, err error) {
-	n, err := a.store.CountUsers(ctx)
+	n, err := a.store.Orgs.CountUsers(ctx)
 	if err != nil || n > 0 {
 		return Bootstrapped{}, false, err
 	}
@@ -66,7 +66,7 @@ func (a Admin) FirstUse(ctx context.Context, email, orgName string, credit int64
 
 // user finds the user with email.
 func (a Admin) user(ctx context.Context, email string) (storage.User, error) {
-	u, err := a.store.UserByEmail(ctx, email)
+	u, err := a.store.Orgs.UserByEmail(ctx, email)
 	if errors.Is(err, storage.ErrNotFound) {
 		return u, fmt.Errorf("no user with email %s", email)
 	}
@@ -75,7 +75,7 @@ func (a Admin) user(ctx context.Context, email string) (storage.User, error) {
 
 // CreateUser creates a user.
 func (a Admin) CreateUser(ctx context.Context, email, first, last string) (map[string]any, error) {
-	u, err := a.store.CreateUser(ctx, email, first, last)
+	u, err := a.store.Orgs.CreateUser(ctx, email, first, last)
 	if errors.Is(err, storage.ErrConflict) {
 		return nil, fmt.Errorf("a user with email %s exists", email)
 	}
@@ -92,7 +92,7 @@ func (a Admin) CreateToken(ctx context.Context, email, name string) (map[string]
 	if err != nil {
 		return nil, err
 	}
-	tok, err := a.store.CreatePersonalToken(ctx, u.ID, name)
+	tok, err := a.store.Keys.CreatePersonalToken(ctx, u.ID, name)
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +109,7 @@ func (a Admin) CreateOrg(ctx context.Context, email, name string) (map[string]an
 	if n := len([]rune(name)); n < 1 || n > 120 {
 		return nil, errors.New("the name must be 1-120 characters")
 	}
-	o, err := a.store.CreateOrg(ctx, u.ID, name)
+	o, err := a.store.Orgs.CreateOrg(ctx, u.ID, name)
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +128,7 @@ func (a Admin) CreateKey(ctx context.Context, orgID int64, email, name string) (
 		}
 		uid = u.ID
 	} else {
-		ms, err := s.Members(ctx, orgID)
+		ms, err := s.Orgs.Members(ctx, orgID)
 		if err != nil {
 			return nil, err
 		}
@@ -141,10 +141,10 @@ func (a Admin) CreateKey(ctx context.Context, orgID int64, email, name string) (
 			return nil, fmt.Errorf("no organization %d", orgID)
 		}
 	}
-	if _, err := s.MemberByUser(ctx, orgID, uid); err != nil {
+	if _, err := s.Orgs.MemberByUser(ctx, orgID, uid); err != nil {
 		return nil, fmt.Errorf("%s is not a member of organization %d", email, orgID)
 	}
-	k, raw, err := s.CreateAPIKey(ctx, orgID, uid, name)
+	k, raw, err := s.Keys.CreateAPIKey(ctx, orgID, uid, name)
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +154,7 @@ func (a Admin) CreateKey(ctx context.Context, orgID int64, email, name string) (
 // AddCredit posts a manual adjustment of cents (negative removes) to
 // organization orgID's ledger.
 func (a Admin) AddCredit(ctx context.Context, orgID, cents int64, note string) (map[string]any, error) {
-	t, err := a.store.Post(ctx, orgID, storage.TxAdjustment, cents, note, "")
+	t, err := a.store.Billing.Post(ctx, orgID, storage.TxAdjustment, cents, note, "")
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
 		return nil, fmt.Errorf("no organization %d", orgID)

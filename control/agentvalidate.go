@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/voiced/voiced/control/api"
 )
 
 var (
@@ -28,19 +30,9 @@ var (
 
 func asTypeErr(err error, te **json.UnmarshalTypeError) bool { return errors.As(err, te) }
 
-func oneOf(v string, allowed []string) string {
-	if slices.Contains(allowed, v) {
-		return ""
-	}
-	return `"` + v + `" is not a valid choice; use one of: ` + strings.Join(allowed, ", ") + "."
-}
+func oneOf(v string, allowed []string) string { return api.OneOf(v, allowed) }
 
-func tooLong(s string, max int) string {
-	if utf8.RuneCountInString(s) > max {
-		return fmt.Sprintf("Ensure this field has no more than %d characters.", max)
-	}
-	return ""
-}
+func tooLong(s string, max int) string { return api.TooLong(s, max) }
 
 // validateConfig checks c and normalizes it in place (language tags,
 // list de-duplication, tool defaults). Messages go to f under prefix plus
@@ -55,7 +47,7 @@ func (r *resources) validateConfig(c *AgentConfig, f fields, prefix string) {
 	switch {
 	case strings.HasPrefix(c.Voice, "custom:"):
 		add("voice", "Custom voice "+c.Voice+" was not found or is not ready.")
-	case !r.catalog.has(c.Voice):
+	case !r.catalog.Has(c.Voice):
 		add("voice", `"`+c.Voice+`" is not in the voice catalog; see GET /v1/voices.`)
 	}
 	if _, ok := r.products[c.Product]; !ok {
@@ -233,9 +225,4 @@ func prefixMsg(field, msg string) string {
 	return field + ": " + msg
 }
 
-func nonNil[T any](s []T) []T {
-	if s == nil {
-		return []T{}
-	}
-	return s
-}
+func nonNil[T any](s []T) []T { return api.NonNil(s) }

@@ -15,6 +15,22 @@ import (
 	"github.com/voiced/voiced/storage"
 )
 
+// credentials resolves raw credentials (by their hash) in storage.
+type credentials interface {
+	AuthAPIKey(ctx context.Context, hash string) (storage.Principal, error)
+	AuthPersonalToken(ctx context.Context, hash string) (int64, error)
+}
+
+// keyUses records when API keys were last used.
+type keyUses interface {
+	TouchAPIKeys(ctx context.Context, used map[string]time.Time) error
+}
+
+// memberships finds the membership a personal token acts through.
+type memberships interface {
+	MemberByUser(ctx context.Context, orgID, userID int64) (storage.Member, error)
+}
+
 // authenticator resolves credentials to principals.
 //
 // Reads (GET, HEAD) are served from a small cache for at most ttl, so an
@@ -27,9 +43,11 @@ import (
 // last_used_at is best-effort: uses are recorded in memory and flushed
 // every touchEvery by one goroutine owned by the authenticator.
 type authenticator struct {
-	store *storage.Store
-	ttl   time.Duration
-	log   *slog.Logger
+	creds   credentials
+	uses    keyUses
+	members memberships
+	ttl     time.Duration
+	log     *slog.Logger
 
 	mu    sync.Mutex
 	cache map[string]cached
@@ -48,8 +66,8 @@ type cached struct {
 
 const maxCached = 10000
 
-func newAuthenticator(store *storage.Store, ttl, touchEvery time.Duration, log *slog.Logger) *authenticator {
-	a := &authenticator{store: store, ttl: ttl, log: log, cache: map[string]cached{}, used: map[string]time.Time{},
+func newAuthenticator(creds credentials, uses keyUses, members memberships, ttl, touchEvery time.Duration, log *slog.Logger) *authenticator {
+	a := &authenticator{creds: creds, uses: uses, members: members, ttl: ttl, log: log, cache: map[string]cached{}, used: map[string]time.Time{},
 		stop: make(chan struct{}), done: make(chan struct{})}
 	go a.flushLoop(touchEvery)
 	return a
@@ -74,7 +92,7 @@ func (a *authenticator) flush(ctx context.Context) {
 	used := a.used
 	a.used = map[string]time.Time{}
 	a.mu.Unlock()
-	if err := a.store.TouchAPIKeys(ctx, used); err != nil && a.log != nil {
+	if err := a.uses.TouchAPIKeys(ctx, used); err != nil && a.log != nil {
 		a.log.Warn("flush api key last_used_at", "err", err, "keys", len(used))
 	}
 }
@@ -113,8 +131,8 @@ func (a *authenticator) touch(keyID string, now time.Time) {
 	a.mu.Unlock()
 }
 
-// forgetKey drops cached entries of an API key (after revocation).
-func (a *authenticator) forgetKey(keyID string) {
+// ForgetKey drops cached entries of an API key (after revocation).
+func (a *authenticator) ForgetKey(keyID string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for k, e := range a.cache {
@@ -124,8 +142,8 @@ func (a *authenticator) forgetKey(keyID string) {
 	}
 }
 
-// forgetAll drops the whole cache (after membership or role changes).
-func (a *authenticator) forgetAll() {
+// ForgetAll drops the whole cache (after membership or role changes).
+func (a *authenticator) ForgetAll() {
 	a.mu.Lock()
 	clear(a.cache)
 	a.mu.Unlock()
@@ -157,7 +175,7 @@ func (a *authenticator) principal(c fiber.Ctx, needOrg bool) (*storage.Principal
 			p = e.p
 		} else {
 			var err error
-			if p, err = a.store.AuthAPIKey(ctx, hash); err != nil {
+			if p, err = a.creds.AuthAPIKey(ctx, hash); err != nil {
 				if errors.Is(err, storage.ErrNotFound) {
 					return nil, errUnauthenticated
 				}
@@ -178,7 +196,7 @@ func (a *authenticator) principal(c fiber.Ctx, needOrg bool) (*storage.Principal
 			}
 			return &p, nil
 		}
-		uid, err := a.store.AuthPersonalToken(ctx, hash)
+		uid, err := a.creds.AuthPersonalToken(ctx, hash)
 		if err != nil {
 			if errors.Is(err, storage.ErrNotFound) {
 				return nil, errUnauthenticated
@@ -191,7 +209,7 @@ func (a *authenticator) principal(c fiber.Ctx, needOrg bool) (*storage.Principal
 			if err != nil || orgID <= 0 {
 				return nil, apiErr(http.StatusBadRequest, "X-Service-Org must be an organization id.")
 			}
-			m, err := a.store.MemberByUser(ctx, orgID, uid)
+			m, err := a.members.MemberByUser(ctx, orgID, uid)
 			if err != nil {
 				if errors.Is(err, storage.ErrNotFound) {
 					return nil, apiErr(http.StatusForbidden, "You are not a member of that organization.")

@@ -1,5 +1,7 @@
 package control
 
+import "github.com/voiced/voiced/control/webhook"
+
 // billingSchemas are the OpenAPI components of billing and webhook
 // endpoints (merged by allSchemas).
 var billingSchemas = map[string]any{
@@ -29,18 +31,18 @@ var billingSchemas = map[string]any{
 	"ProviderEventAck": obj(map[string]any{"received": boolean, "applied": boolean}),
 	"WebhookEndpoint": obj(map[string]any{
 		"id": map[string]any{"type": "string", "format": "uuid"}, "label": str, "url": str,
-		"events":      map[string]any{"type": "array", "items": map[string]any{"type": "string", "enum": EndpointEventTypes}},
+		"events":      map[string]any{"type": "array", "items": map[string]any{"type": "string", "enum": webhook.EventTypes}},
 		"status":      map[string]any{"type": "string", "enum": []string{"active", "disabled", "failing"}},
 		"secret_hint": str, "created_at": dt, "updated_at": dt,
 	}),
 	"WebhookEndpointCreated": map[string]any{"allOf": []any{ref("WebhookEndpoint"), obj(map[string]any{"secret": map[string]any{"type": "string", "pattern": "^[0-9a-f]{48}$", "description": "shown once"}}, "secret")}},
 	"WebhookEndpointInput": obj(map[string]any{
 		"label": map[string]any{"type": "string", "minLength": 1, "maxLength": 120}, "url": map[string]any{"type": "string", "format": "uri", "maxLength": 2048},
-		"events": map[string]any{"type": "array", "items": map[string]any{"type": "string", "enum": EndpointEventTypes}},
+		"events": map[string]any{"type": "array", "items": map[string]any{"type": "string", "enum": webhook.EventTypes}},
 	}, "label", "url"),
 	"WebhookEndpointPatch": obj(map[string]any{
 		"label": map[string]any{"type": "string", "minLength": 1, "maxLength": 120}, "url": map[string]any{"type": "string", "format": "uri", "maxLength": 2048},
-		"events": map[string]any{"type": "array", "items": map[string]any{"type": "string", "enum": EndpointEventTypes}},
+		"events": map[string]any{"type": "array", "items": map[string]any{"type": "string", "enum": webhook.EventTypes}},
 		"status": map[string]any{"type": "string", "enum": []string{"active", "disabled"}},
 	}),
 	"WebhookTestResult": obj(map[string]any{"success": boolean, "event_id": str, "event_type": str,

@@ -136,7 +136,7 @@ func TestCallBilling(t *testing.T) {
 			require.NotNil(t, c["billed_at"])
 			bal, _ := a.store.Balance(ctx, w.org.ID)
 			require.Equal(t, int64(91), bal)
-			txs, _ := a.store.Transactions(ctx, w.org.ID, 100, 0)
+			txs, _ := a.store.Billing.Transactions(ctx, w.org.ID, 100, 0)
 			n := 0
 			for _, tx := range txs {
 				if tx.Kind == storage.TxCallUsage {
@@ -190,7 +190,7 @@ func TestCallBilling(t *testing.T) {
 			}
 			bal, _ := a.store.Balance(ctx, w.org.ID)
 			require.Zero(t, bal)
-			txs, _ := a.store.Transactions(ctx, w.org.ID, 10, 0)
+			txs, _ := a.store.Billing.Transactions(ctx, w.org.ID, 10, 0)
 			require.Equal(t, int64(-1), txs[0].AmountCents, "the second call takes what is left")
 			require.True(t, strings.Contains(txs[0].Description, "8 cents uncollected"), txs[0].Description)
 			c := a.do("GET", fmt.Sprintf("/v1/calls/%d", ids[1]), w.membK, nil).obj(t)

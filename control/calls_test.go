@@ -192,7 +192,7 @@ func TestCalls(t *testing.T) {
 			require.Equal(t, 200, a.do("PATCH", np, o.ownerK, map[string]any{"status": "active", "inbound_agent_id": o.agentID}).status)
 			bal, err := a.store.Balance(ctx, o.org.ID)
 			require.NoError(t, err)
-			_, err = a.store.Post(ctx, o.org.ID, storage.TxAdjustment, -bal, "drain", "")
+			_, err = a.store.Billing.Post(ctx, o.org.ID, storage.TxAdjustment, -bal, "drain", "")
 			require.NoError(t, err)
 			adm, err = log.Admit(ctx, control.AdmitRequest{Direction: "inbound", To: o.number})
 			require.ErrorIs(t, err, control.ErrInsufficientBalance)

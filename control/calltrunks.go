@@ -39,7 +39,7 @@ func (l *CallLog) InboundTrunk(ctx context.Context, number string) (InboundTrunk
 	if n.Source != storage.SourceVoIP || n.VoIPConnectionID == nil {
 		return InboundTrunk{}, false, nil
 	}
-	conn, err := st.VoIPConnection(ctx, n.OrgID, *n.VoIPConnectionID)
+	conn, err := st.Numbers.VoIPConnection(ctx, n.OrgID, *n.VoIPConnectionID)
 	if err != nil {
 		return InboundTrunk{}, false, err
 	}

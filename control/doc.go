@@ -1,8 +1,20 @@
-// Package control is voiced's /v1 REST API on Fiber v3: authentication,
-// organizations, members, keys, invites and the legacy webhook row, with
-// the error shapes of spec/api.md section 7, an OpenAPI 3.1 document built
-// from the same route table the router is built from, Prometheus metrics
-// and structured access logs.
+// Package control is voiced's /v1 REST API on Fiber v3, the transport of
+// the control plane: the router and its route table, authentication
+// (API keys, personal tokens with X-Service-Org, roles per route), the
+// one error handler that turns every error into the shapes of
+// spec/api.md section 7, an OpenAPI 3.1 document built from the same
+// route table the router is built from, Prometheus metrics and structured
+// access logs.
+//
+// Each domain is a package below it that declares the store interface it
+// consumes and returns its routes (control/api is their shared
+// vocabulary): orgs (organizations, members, invites), keys, agents,
+// voices, numbers (phone numbers, labels, VoIP connections, demo
+// provisioning), onboarding, billing, webhook (endpoints and the legacy
+// row) and widget (publishable keys and the widget's public routes).
+// registerRoutes mounts each one with the storage field it needs. The
+// live call's endpoints (calls, outbound, browser and mic sessions,
+// realtime sessions, recordings) are still here, on their way to call/.
 //
 // Handlers never keep fiber.Ctx: they copy what they need and pass
 // c.Context() (which carries the request deadline) to the store.

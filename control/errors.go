@@ -6,46 +6,23 @@ import (
 
 	"github.com/gofiber/fiber/v3"
 
+	"github.com/voiced/voiced/control/api"
 	"github.com/voiced/voiced/control/payment"
 )
 
-// APIError is an error with an HTTP status and the body the spec requires.
-// Detail is written for users and never echoes an internal error string.
-type APIError struct {
-	Status int
-	// Detail is the generic body {"detail": Detail}.
-	Detail string
-	// Fields, when set, is a validation body {"field": ["message"]}.
-	Fields map[string][]string
-	// Extra fields merged into a detail body (e.g. legacy_path).
-	Extra map[string]any
-}
+// APIError is an error with an HTTP status and the body the spec requires
+// (api.Error; domain packages return it directly).
+type APIError = api.Error
 
-func (e *APIError) Error() string { return e.Detail }
+func apiErr(status int, detail string) *APIError { return api.Err(status, detail) }
 
-func apiErr(status int, detail string) *APIError { return &APIError{Status: status, Detail: detail} }
-
-func fieldErr(field, msg string) *APIError {
-	return &APIError{Status: http.StatusBadRequest, Detail: "invalid parameters", Fields: map[string][]string{field: {msg}}}
-}
+func fieldErr(field, msg string) *APIError { return api.FieldErr(field, msg) }
 
 var (
-	errUnauthenticated = apiErr(http.StatusUnauthorized, "Authentication credentials were not provided or are invalid.")
-	errForbidden       = apiErr(http.StatusForbidden, "You do not have permission to perform this action.")
-	errNotFound        = apiErr(http.StatusNotFound, "Not found.")
+	errUnauthenticated = api.ErrUnauthenticated
+	errForbidden       = api.ErrForbidden
+	errNotFound        = api.ErrNotFound
 )
-
-// body writes the error's JSON body.
-func (e *APIError) body() any {
-	if e.Fields != nil {
-		return e.Fields
-	}
-	m := map[string]any{"detail": e.Detail}
-	for k, v := range e.Extra {
-		m[k] = v
-	}
-	return m
-}
 
 // paymentErrorBody is the body of a payment error (spec section 7).
 type paymentErrorBody struct {
@@ -91,5 +68,5 @@ func (s *Server) errorHandler(c fiber.Ctx, err error) error {
 		c.Locals(localErr, err)
 		ae = apiErr(http.StatusInternalServerError, "Internal server error.")
 	}
-	return c.Status(ae.Status).JSON(ae.body())
+	return c.Status(ae.Status).JSON(ae.Body())
 }

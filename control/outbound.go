@@ -114,7 +114,7 @@ func (s *Server) placeCall(c fiber.Ctx, p *storage.Principal) error {
 	if bal <= 0 {
 		return apiErr(http.StatusPaymentRequired, "Insufficient balance: add credit to place calls.")
 	}
-	conn, err := st.VoIPConnection(ctx, p.OrgID, *n.VoIPConnectionID)
+	conn, err := st.Numbers.VoIPConnection(ctx, p.OrgID, *n.VoIPConnectionID)
 	if err != nil {
 		return err
 	}

@@ -97,13 +97,13 @@ func TestOutboundCall(t *testing.T) {
 			// A balance below the 0.25-minute minimum at the agent's price: 402.
 			bal, err := a.store.Balance(t.Context(), o.org.ID)
 			require.NoError(t, err)
-			_, err = a.store.Post(t.Context(), o.org.ID, storage.TxAdjustment, 1-bal, "drain", "")
+			_, err = a.store.Billing.Post(t.Context(), o.org.ID, storage.TxAdjustment, 1-bal, "drain", "")
 			require.NoError(t, err)
 			r = a.do("POST", "/v1/call", o.membK, call)
 			require.Equal(t, 402, r.status)
 			require.Contains(t, r.obj(t)["detail"], "minimum")
 			// Zero balance: 402.
-			_, err = a.store.Post(t.Context(), o.org.ID, storage.TxAdjustment, -1, "drain", "")
+			_, err = a.store.Billing.Post(t.Context(), o.org.ID, storage.TxAdjustment, -1, "drain", "")
 			require.NoError(t, err)
 			r = a.do("POST", "/v1/call", o.membK, call)
 			require.Equal(t, 402, r.status)

@@ -1,7 +1,6 @@
 package control_test
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -45,27 +44,6 @@ func TestParseProducts(t *testing.T) {
 	require.Equal(t, []control.Product{{Name: "storm-mini", CentsPerMinute: 5}, {Name: "storm-base", CentsPerMinute: 9}}, p)
 	for _, bad := range []string{"", "storm", "storm=x", "storm=-1", "Storm=1", "a=1,a=2", "bad name=1"} {
 		_, err := control.ParseProducts(bad)
-		require.Error(t, err, bad)
-	}
-}
-
-func TestParseDIDPool(t *testing.T) {
-	in := `# operator pool
-number,area_code,city,state
-+14155550100,,San Francisco,ca
-+442071234567,,London
-+12125550100, 212 , "New York, Manhattan", NY
-
-`
-	p, err := control.ParseDIDPool(strings.NewReader(in))
-	require.NoError(t, err)
-	require.Equal(t, []control.DID{
-		{Number: "+14155550100", AreaCode: "415", City: "San Francisco", State: "CA"},
-		{Number: "+442071234567", City: "London"},
-		{Number: "+12125550100", AreaCode: "212", City: "New York, Manhattan", State: "NY"},
-	}, p)
-	for _, bad := range []string{"4155550100", "+14155550100,41", "+14155550100,,SF,California", "+14155550100\n+14155550100", "+1,2,3,4,5"} {
-		_, err := control.ParseDIDPool(strings.NewReader(bad))
 		require.Error(t, err, bad)
 	}
 }

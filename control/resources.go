@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"path/filepath"
 	"time"
+
+	"github.com/voiced/voiced/control/numbers"
+	"github.com/voiced/voiced/control/voices"
 )
 
 // ResourcesConfig holds the settings of agents, numbers and calls. Zero
@@ -81,14 +84,13 @@ func WithVoiceProviders(p ...VoiceProvider) Option {
 type resources struct {
 	cfg      ResourcesConfig
 	products map[string]Product
-	pool     *didPool
 	dialer   Dialer
 	verifier VoIPVerifier
 	browser  BrowserMedia
 	// providers and catalog: the catalog is loaded once, at New; TTS
 	// providers' voice lists change with deployments, not at run time.
 	providers []VoiceProvider
-	catalog   *catalog
+	catalog   *voices.Catalog
 	signKey   []byte
 }
 
@@ -110,21 +112,23 @@ func (s *Server) initResources(opts []Option) error {
 	if _, ok := r.products[r.cfg.DefaultProduct]; !ok {
 		return fmt.Errorf("control: default product %q is not a configured product", r.cfg.DefaultProduct)
 	}
-	pool, err := newDIDPool(r.cfg.DIDPool)
+	nums, err := numbers.New(numbers.Config{DIDPool: r.cfg.DIDPool, VerifyTimeout: r.cfg.VerifyTimeout}, s.log, numbers.Stores{
+		Numbers: s.store.Numbers, Demo: s.store.Numbers, Imports: s.store.Numbers, Transfers: s.store.Numbers, Labels: s.store.Numbers, Trunks: s.store.Numbers, Agents: s.store,
+	}, r.verifier)
 	if err != nil {
-		return err
+		return fmt.Errorf("control: %w", err)
 	}
-	r.pool = pool
-	r.catalog = loadCatalog(context.Background(), r.providers, s.log)
+	s.numbers = nums
+	r.catalog = voices.Load(context.Background(), r.providers, s.log)
 	switch {
 	case r.cfg.DefaultVoice != "":
-		if _, ok := r.catalog.byName[r.cfg.DefaultVoice]; !ok {
+		if !r.catalog.Has(r.cfg.DefaultVoice) {
 			return fmt.Errorf("control: default voice %q is not in the voice catalog", r.cfg.DefaultVoice)
 		}
-	case r.catalog.has("espeak:en-us"):
+	case r.catalog.Has("espeak:en-us"):
 		r.cfg.DefaultVoice = "espeak:en-us"
-	case len(r.catalog.voices) > 0:
-		r.cfg.DefaultVoice = r.catalog.voices[0].Name
+	case len(r.catalog.Voices()) > 0:
+		r.cfg.DefaultVoice = r.catalog.Voices()[0].Name
 	}
 	r.signKey = r.cfg.SigningKey
 	if len(r.signKey) == 0 {

@@ -1,19 +1,13 @@
 package control_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"sync"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/voiced/voiced/control"
+	"github.com/voiced/voiced/control/controltest"
 	"github.com/voiced/voiced/storage"
-	"github.com/voiced/voiced/storage/coord"
 )
 
 // fakeDialer stands in for the telephony side at the Dialer boundary.
@@ -53,13 +47,9 @@ func (v *fakeVerifier) set(res control.VoIPResult, err error) {
 }
 
 // testPool is the demo DID pool of the resource tests.
-var testPool = []control.DID{
-	{Number: "+14155550100", City: "San Francisco", State: "CA"},
-	{Number: "+14155550101", City: "San Francisco", State: "CA"},
-	{Number: "+12125550100", City: "New York", State: "NY"},
-}
+var testPool = controltest.Pool
 
-var testSigningKey = bytes.Repeat([]byte{9}, 32)
+var testSigningKey = controltest.SigningKey
 
 // resAPI is the API with telephony fakes, a DID pool and a blob dir.
 type resAPI struct {
@@ -79,52 +69,20 @@ func newResAPI(t *testing.T, db *storage.DB, pool []control.DID) *resAPI {
 }
 
 // credit gives org cents of balance.
-func (a *api) credit(orgID, cents int64) {
-	a.t.Helper()
-	_, err := a.store.Post(context.Background(), orgID, storage.TxAdjustment, cents, "test credit", "")
-	require.NoError(a.t, err)
-}
+func (a *api) credit(orgID, cents int64) { a.t.Helper(); a.x.Credit(orgID, cents) }
 
 // agent creates an agent with extra fields and returns it.
 func (a *api) agent(auth, name string, extra map[string]any) map[string]any {
 	a.t.Helper()
-	body := map[string]any{"name": name}
-	for k, v := range extra {
-		body[k] = v
-	}
-	r := a.do("POST", "/v1/agents", auth, body)
-	require.Equal(a.t, 201, r.status, string(r.body))
-	return r.obj(a.t)
+	return a.x.Agent(auth, name, extra)
 }
 
 // trunk creates a VoIP connection (as the owner) and imports number on
 // it, returning the connection id and the number object.
 func (a *api) trunk(w world, number string) (int64, map[string]any) {
 	a.t.Helper()
-	r := a.do("POST", "/v1/voip-connections", w.ownerK, map[string]any{"host": "sip.carrier.example", "username": "acme", "password": "s3cret-pass"})
-	require.Equal(a.t, 201, r.status, string(r.body))
-	conn := id(r.obj(a.t))
-	r = a.do("POST", fmt.Sprintf("/v1/voip-connections/%d/numbers", conn), w.ownerK, map[string]any{"numbers": []string{number}})
-	require.Equal(a.t, 201, r.status, string(r.body))
-	return conn, r.list(a.t)[0]
+	return a.x.Trunk(controltest.World{Org: w.org, OwnerK: w.ownerK}, number)
 }
 
 // id reads an object's integer id.
-func id(m map[string]any) int64 {
-	for _, k := range []string{"id", "call_id"} {
-		if v, ok := m[k].(float64); ok {
-			return int64(v)
-		}
-	}
-	panic("no id in object")
-}
-
-func errIs(err, target error) bool { return errors.Is(err, target) }
-
-func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
-
-func limiterFor(t *testing.T) control.Limiter {
-	l := coord.NewLocal(coord.Config{})
-	t.Cleanup(func() { l.Close() })
-	return l
-}
+func id(m map[string]any) int64 { return controltest.ID(m) }

@@ -5,6 +5,8 @@ import (
 	"maps"
 	"reflect"
 	"strings"
+
+	"github.com/voiced/voiced/control/numbers"
 )
 
 // allSchemas is the OpenAPI components: the foundation's and these.
@@ -125,7 +127,7 @@ var resourceSchemas = func() map[string]any {
 			"username": str, "has_password": boolean, "outbound_proxy": str, "allowed_inbound_addresses": strList, "codecs": strList, "phone_number_count": i64, "created_at": dt, "updated_at": dt}),
 		"VoIPConnectionInput": obj(map[string]any{"name": str, "host": str, "port": i64, "transport": map[string]any{"type": "string", "enum": []string{"udp", "tcp", "tls"}},
 			"username": str, "password": map[string]any{"type": []string{"string", "null"}, "writeOnly": true}, "outbound_proxy": str, "allowed_inbound_addresses": strList,
-			"codecs": map[string]any{"type": "array", "items": map[string]any{"type": "string", "enum": trunkCodecs}}}),
+			"codecs": map[string]any{"type": "array", "items": map[string]any{"type": "string", "enum": numbers.TrunkCodecs}}}),
 		"VoIPImportInput":   obj(map[string]any{"numbers": map[string]any{"type": "array", "items": e164, "minItems": 1, "maxItems": 100}, "label": str}, "numbers"),
 		"Call":              call,
 		"CallList":          obj(map[string]any{"results": map[string]any{"type": "array", "items": ref("Call")}, "total": i64, "limit": i64, "offset": i64}),

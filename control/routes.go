@@ -1,12 +1,23 @@
 package control
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 
 	"github.com/gofiber/fiber/v3"
 	"github.com/gofiber/fiber/v3/middleware/adaptor"
 
+	"github.com/voiced/voiced/control/agents"
+	"github.com/voiced/voiced/control/api"
+	"github.com/voiced/voiced/control/billing"
+	"github.com/voiced/voiced/control/keys"
+	"github.com/voiced/voiced/control/onboarding"
+	"github.com/voiced/voiced/control/orgs"
+	"github.com/voiced/voiced/control/payment"
+	"github.com/voiced/voiced/control/voices"
+	"github.com/voiced/voiced/control/webhook"
+	"github.com/voiced/voiced/control/widget"
 	"github.com/voiced/voiced/storage"
 )
 
@@ -69,49 +80,63 @@ func (s *Server) wrap(r route) fiber.Handler {
 	}
 }
 
+// registerRoutes builds the route table: the transport's own routes, then
+// each domain package's, mounted with the store it declares. Order
+// matters only where paths overlap (/v1/orgs/:id before the legacy
+// /v1/orgs/:id/* catch-all).
 func (s *Server) registerRoutes() {
 	s.add(route{method: "GET", path: "/v1/healthz", summary: "Liveness and database reachability", tag: "health", resSchema: "Health", errors: []int{503}, raw: s.healthz})
 	s.add(route{method: "GET", path: "/metrics", summary: "Prometheus metrics", tag: "health", raw: adaptor.HTTPHandler(s.metrics.handler().(http.Handler))})
 	s.add(route{method: "GET", path: "/v1/openapi.json", summary: "This OpenAPI 3.1 document", tag: "health", raw: s.openapiHandler})
 
-	s.add(route{method: "GET", path: "/v1/orgs", summary: "List the caller's organizations", tag: "orgs", auth: authUser, resSchema: "Org", resList: true, handler: s.listOrgs})
-	s.add(route{method: "POST", path: "/v1/orgs", summary: "Create an organization (caller becomes owner)", tag: "orgs", auth: authUser, reqSchema: "OrgInput", resSchema: "Org", resStatus: 201, errors: []int{400}, handler: s.createOrg})
-	s.add(route{method: "GET", path: "/v1/orgs/:id", summary: "Get an organization", tag: "orgs", auth: authUser, resSchema: "Org", errors: []int{404}, handler: s.getOrg})
-	s.add(route{method: "PATCH", path: "/v1/orgs/:id", summary: "Rename an organization (admin+)", tag: "orgs", auth: authUser, reqSchema: "OrgInput", resSchema: "Org", errors: []int{400, 403, 404}, handler: s.patchOrg})
-	s.add(route{method: "DELETE", path: "/v1/orgs/:id", summary: "Delete an organization (owner; no other members; not the caller's only org)", tag: "orgs", auth: authUser, resStatus: 204, errors: []int{400, 403, 404}, handler: s.deleteOrg})
+	st := s.store
+	s.mount(orgs.Routes(st.Orgs, s.auth))
 	for _, m := range []string{"GET", "POST", "PUT", "PATCH", "DELETE"} {
-		s.add(route{method: m, path: "/v1/orgs/:id/*", summary: "Removed org-scoped paths: 410 with the flat path", tag: "orgs", resStatus: 410, raw: s.legacyOrgPath})
+		s.add(route{method: m, path: "/v1/orgs/:id/*", summary: "Removed org-scoped paths: 410 with the flat path", tag: "orgs", resStatus: 410, raw: legacyOrgPath})
 	}
+	s.mount(webhook.LegacyRoutes(st.Webhooks))
+	s.mount(orgs.MemberRoutes(st.Orgs, s.auth))
+	s.mount(keys.Routes(st.Keys, s.auth))
+	s.mount(orgs.InviteRoutes(orgs.InviteConfig{PublicURL: s.cfg.PublicURL, InviteTTL: s.cfg.InviteTTL}, st.Orgs, st.Orgs, s.limiter))
 
-	s.add(route{method: "GET", path: "/v1/webhook", summary: "Get the legacy webhook (admin+)", tag: "webhook", auth: authOrg, minRole: storage.RoleAdmin, resSchema: "Webhook", errors: []int{403, 404}, handler: s.getWebhook})
-	s.add(route{method: "PUT", path: "/v1/webhook", summary: "Set the legacy webhook URL and rotate its secret (admin+)", tag: "webhook", auth: authOrg, minRole: storage.RoleAdmin, reqSchema: "WebhookInput", resSchema: "Webhook", errors: []int{400, 403}, handler: s.putWebhook})
-	s.add(route{method: "PATCH", path: "/v1/webhook", summary: "Change the legacy webhook URL, keeping its secret (admin+)", tag: "webhook", auth: authOrg, minRole: storage.RoleAdmin, reqSchema: "WebhookInput", resSchema: "Webhook", errors: []int{400, 403}, handler: s.patchWebhook})
+	products := make([]agents.Product, len(s.res.cfg.Products))
+	for i, p := range s.res.cfg.Products {
+		products[i] = agents.Product{Name: p.Name, CentsPerMinute: p.CentsPerMinute, Default: p.Name == s.res.cfg.DefaultProduct}
+	}
+	s.mount(agents.Routes[AgentConfig](st, agentSchema{s.res}, products))
+	s.mount(voices.Routes(s.res.catalog))
+	s.mount(s.numbers.Routes())
+	s.registerCallRoutes()
+	s.mount(onboarding.Routes(st.Onboarding))
 
-	s.add(route{method: "GET", path: "/v1/members", summary: "List members, oldest first", tag: "members", auth: authOrg, resSchema: "Member", resList: true, handler: s.listMembers})
-	s.add(route{method: "DELETE", path: "/v1/members/:member_id", summary: "Remove a member (admin+; admins cannot remove admins)", tag: "members", auth: authOrg, minRole: storage.RoleAdmin, resStatus: 204, errors: []int{400, 403, 404}, handler: s.removeMember})
-	s.add(route{method: "PATCH", path: "/v1/members/:member_id/role", summary: "Change a member's role (owner)", tag: "members", auth: authOrg, minRole: storage.RoleOwner, reqSchema: "RoleInput", resSchema: "Member", errors: []int{400, 403, 404}, handler: s.setRole})
-	s.add(route{method: "POST", path: "/v1/members/:member_id/transfer-ownership", summary: "Transfer ownership (owner); the caller becomes admin", tag: "members", auth: authOrg, minRole: storage.RoleOwner, resSchema: "Detail", errors: []int{400, 403, 404}, handler: s.transferOwnership})
-	s.add(route{method: "POST", path: "/v1/leave", summary: "Leave the organization", tag: "members", auth: authOrg, resStatus: 204, errors: []int{403, 404}, handler: s.leave})
-
-	s.add(route{method: "GET", path: "/v1/developer/api-keys", summary: "List API keys, newest first (admin+)", tag: "keys", auth: authOrg, minRole: storage.RoleAdmin, resSchema: "APIKey", resList: true, errors: []int{403}, handler: s.listKeys})
-	s.add(route{method: "POST", path: "/v1/developer/api-keys", summary: "Create an API key; the raw key is shown once (admin+)", tag: "keys", auth: authOrg, minRole: storage.RoleAdmin, reqSchema: "APIKeyInput", resSchema: "APIKeyCreated", resStatus: 201, errors: []int{400, 403}, handler: s.createKey})
-	s.add(route{method: "DELETE", path: "/v1/developer/api-keys/:key_id", summary: "Revoke an API key (admin+)", tag: "keys", auth: authOrg, minRole: storage.RoleAdmin, resStatus: 204, errors: []int{403, 404}, handler: s.revokeKey})
-
-	s.add(route{method: "GET", path: "/v1/invites", summary: "List invites, newest first (admin+)", tag: "invites", auth: authOrg, minRole: storage.RoleAdmin, resSchema: "Invite", resList: true, errors: []int{403}, handler: s.listInvites})
-	s.add(route{method: "POST", path: "/v1/invites", summary: "Invite an email address (admin+; only the owner invites admins)", tag: "invites", auth: authOrg, minRole: storage.RoleAdmin, reqSchema: "InviteInput", resSchema: "InviteCreated", resStatus: 201, errors: []int{400, 403}, handler: s.createInvite})
-	s.add(route{method: "DELETE", path: "/v1/invites/:invite_id", summary: "Revoke a pending invite (admin+)", tag: "invites", auth: authOrg, minRole: storage.RoleAdmin, resStatus: 204, errors: []int{403, 404, 410}, handler: s.revokeInvite})
-	s.add(route{method: "GET", path: "/v1/invitations/:token", summary: "Look at an invite by its token (3 invite access requests per hour per user)", tag: "invites", auth: authUser, resSchema: "Invite", errors: []int{403, 404, 410, 429}, handler: s.viewInvitation})
-	s.add(route{method: "POST", path: "/v1/invitations/:token/accept", summary: "Accept an invite (3 invite access requests per hour per user)", tag: "invites", auth: authUser, resSchema: "Member", errors: []int{403, 404, 409, 410, 429}, handler: s.acceptInvitation})
-	s.registerResourceRoutes()
-	s.registerBillingRoutes()
-	s.registerWebhookRoutes()
+	s.mount(billing.Routes(s.log, st.Billing, st.Billing, s.paymentProvider()))
+	// webhook.New fails only without a store, and New has checked it.
+	first, _ := webhook.New(s.cfg.Webhooks, s.log, st)
+	s.mount(webhook.EndpointRoutes(st.Webhooks, st, first))
 	s.registerRealtimeRoutes()
-	s.registerPublishableKeyRoutes()
+
+	s.mount(widget.KeyRoutes(st.PublishableKeys, st.PublishableKeys))
+	ex := webhook.NewExchanger(widget.HookStore{Legacy: st.Webhooks}, s.cfg.Webhooks.AllowLoopback, nil, s.log)
+	s.mount(widget.Routes(s.log, st.PublishableKeys, s.limiter, ex, widgetCalls{s}))
+	s.registerMicSessionRoutes()
+}
+
+// paymentProvider is the configured payment provider, or nil: without one
+// top-ups answer 503.
+func (s *Server) paymentProvider() billing.Provider {
+	st, err := payment.NewStripe(s.cfg.Payments)
+	if err == nil {
+		return st
+	}
+	if !errors.Is(err, payment.ErrNotConfigured) && s.log != nil {
+		s.log.Error("payment provider not usable; top-ups answer 503", "err", err.Error())
+	}
+	return nil
 }
 
 // legacyOrgPath answers the removed /v1/orgs/<id>/... paths with 410 and
 // the flat path that replaced them.
-func (s *Server) legacyOrgPath(c fiber.Ctx) error {
+func legacyOrgPath(c fiber.Ctx) error {
 	rest := strings.Trim(c.Params("*"), "/")
 	if rest == "" {
 		return apiErr(http.StatusMethodNotAllowed, "Method not allowed.")
@@ -127,4 +152,13 @@ func (s *Server) healthz(c fiber.Ctx) error {
 		return c.Status(http.StatusServiceUnavailable).JSON(fiber.Map{"ok": false, "database": false})
 	}
 	return c.JSON(fiber.Map{"ok": true, "database": true, "version": s.cfg.Version})
+}
+
+// mount adds a domain package's routes.
+func (s *Server) mount(rs []api.Route) {
+	for _, r := range rs {
+		s.add(route{method: r.Method, path: r.Path, summary: r.Summary, tag: r.Tag, auth: authMode(r.Auth), minRole: r.MinRole,
+			reqSchema: r.ReqSchema, resSchema: r.ResSchema, resList: r.ResList, resStatus: r.ResStatus, errors: r.Errors,
+			paymentErrors: r.PaymentErrors, handler: r.Handler, raw: r.Raw})
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/gofiber/fiber/v3"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/voiced/voiced/control/numbers"
 	"github.com/voiced/voiced/control/payment"
 	"github.com/voiced/voiced/control/webhook"
 	"github.com/voiced/voiced/storage"
@@ -87,6 +88,7 @@ type Server struct {
 	reqSeq  atomic.Uint64
 	started time.Time
 	res     *resources
+	numbers *numbers.Service
 }
 
 // New builds the server and its routes. Call Close to stop its background
@@ -99,7 +101,7 @@ func New(cfg Config, log *slog.Logger, store *storage.Store, limiter Limiter, op
 	cfg = cfg.withDefaults()
 	s := &Server{cfg: cfg, log: log, store: store, limiter: limiter, started: time.Now()}
 	s.metrics = newMetrics()
-	s.auth = newAuthenticator(store, cfg.AuthCacheTTL, cfg.KeyTouchInterval, log)
+	s.auth = newAuthenticator(store, store.Keys, store.Orgs, cfg.AuthCacheTTL, cfg.KeyTouchInterval, log)
 	if err := s.initResources(opts); err != nil {
 		return nil, err
 	}

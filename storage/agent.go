@@ -154,7 +154,7 @@ func (s *Store) DeleteAgent(ctx context.Context, orgID, id int64, actor *int64) 
 			return translate(err)
 		}
 		for _, n := range ids {
-			_, err := s.updateNumberTx(ctx, tx, orgID, n, actor, func(p *PhoneNumber) error {
+			_, err := s.Numbers.updateNumberTx(ctx, tx, orgID, n, actor, func(p *PhoneNumber) error {
 				if p.InboundAgentID != nil && *p.InboundAgentID == id {
 					p.InboundAgentID = nil
 				}

@@ -13,6 +13,12 @@ const APIKeyPrefix = "sk_live_"
 // seven hex characters.
 const apiKeyPrefixLen = 15
 
+// KeyStore keeps API keys and personal tokens: creating, listing and
+// revoking them, and flushing their last-used times. Resolving a
+// credential to a principal (AuthAPIKey, AuthPersonalToken) stays on Store
+// with the rest of authentication.
+type KeyStore struct{ *base }
+
 // APIKey is a secret API key's metadata; the raw key is never stored.
 type APIKey struct {
 	ID         string
@@ -37,7 +43,7 @@ type Principal struct {
 
 // CreateAPIKey creates a key in orgID for its member userID and returns it
 // with the raw value, which is shown once.
-func (s *Store) CreateAPIKey(ctx context.Context, orgID, userID int64, name string) (APIKey, string, error) {
+func (s *KeyStore) CreateAPIKey(ctx context.Context, orgID, userID int64, name string) (APIKey, string, error) {
 	raw := APIKeyPrefix + randomHex(24)
 	k := APIKey{ID: NewUUID(), OrgID: orgID, CreatedBy: userID, Name: name, KeyPrefix: raw[:apiKeyPrefixLen], CreatedAt: fromMS(s.nowMS())}
 	_, err := s.db.ExecContext(ctx, `INSERT INTO api_keys (id, org_id, created_by, name, key_prefix, key_hash, created_at)
@@ -49,7 +55,7 @@ func (s *Store) CreateAPIKey(ctx context.Context, orgID, userID int64, name stri
 }
 
 // APIKeys lists orgID's keys, active and revoked, newest first.
-func (s *Store) APIKeys(ctx context.Context, orgID int64) ([]APIKey, error) {
+func (s *KeyStore) APIKeys(ctx context.Context, orgID int64) ([]APIKey, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT id, org_id, created_by, name, key_prefix, created_at, last_used_at, revoked_at
 		FROM api_keys WHERE org_id = $1 ORDER BY created_at DESC, id DESC`, orgID)
 	if err != nil {
@@ -72,7 +78,7 @@ func (s *Store) APIKeys(ctx context.Context, orgID int64) ([]APIKey, error) {
 
 // RevokeAPIKey revokes key id of orgID. Revoking twice is not an error;
 // ErrNotFound if the key is not orgID's.
-func (s *Store) RevokeAPIKey(ctx context.Context, orgID int64, id string) error {
+func (s *KeyStore) RevokeAPIKey(ctx context.Context, orgID int64, id string) error {
 	res, err := s.db.ExecContext(ctx, `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $1) WHERE org_id = $2 AND id = $3`, s.nowMS(), orgID, id)
 	if err != nil {
 		return translate(err)
@@ -96,7 +102,7 @@ func (s *Store) AuthAPIKey(ctx context.Context, hash string) (Principal, error) 
 
 // TouchAPIKeys records last-use times in one transaction. The auth layer
 // batches uses in memory and flushes them, so a request never writes.
-func (s *Store) TouchAPIKeys(ctx context.Context, used map[string]time.Time) error {
+func (s *KeyStore) TouchAPIKeys(ctx context.Context, used map[string]time.Time) error {
 	if len(used) == 0 {
 		return nil
 	}
@@ -112,7 +118,7 @@ func (s *Store) TouchAPIKeys(ctx context.Context, used map[string]time.Time) err
 
 // CreatePersonalToken creates a dashboard token for userID and returns the
 // raw value, shown once.
-func (s *Store) CreatePersonalToken(ctx context.Context, userID int64, name string) (string, error) {
+func (s *KeyStore) CreatePersonalToken(ctx context.Context, userID int64, name string) (string, error) {
 	raw := "pt_" + randomHex(24)
 	_, err := s.db.ExecContext(ctx, `INSERT INTO personal_tokens (user_id, name, token_hash, created_at) VALUES ($1, $2, $3, $4)`,
 		userID, name, HashToken(raw), s.nowMS())

@@ -6,6 +6,12 @@ import (
 	"time"
 )
 
+// BillingStore keeps prepaid billing: each organization's account and
+// auto-reload settings, the ledger every balance change writes to, payments
+// from the provider, the reload queue and monthly number fees. A call's
+// charge (Store.BillCall) posts through it.
+type BillingStore struct{ *base }
+
 // BillingAccount is an org's prepaid account (spec section 2.1).
 type BillingAccount struct {
 	OrgID                  int64
@@ -50,7 +56,7 @@ func scanAccount(r interface{ Scan(...any) error }) (BillingAccount, error) {
 }
 
 // BillingAccount returns orgID's account.
-func (s *Store) BillingAccount(ctx context.Context, orgID int64) (BillingAccount, error) {
+func (s *BillingStore) BillingAccount(ctx context.Context, orgID int64) (BillingAccount, error) {
 	return scanAccount(s.db.QueryRowContext(ctx, accountSelect+` WHERE org_id = $1`, orgID))
 }
 
@@ -68,7 +74,7 @@ type AutoReloadPatch struct {
 // ErrNoPaymentMethod. Any change clears a previous reload failure, and when
 // the new settings find the balance already below the minimum a reload is
 // queued at once: an org at zero balance has no debits left to trigger one.
-func (s *Store) UpdateAutoReload(ctx context.Context, orgID int64, p AutoReloadPatch) (BillingAccount, error) {
+func (s *BillingStore) UpdateAutoReload(ctx context.Context, orgID int64, p AutoReloadPatch) (BillingAccount, error) {
 	var a BillingAccount
 	now := s.nowMS()
 	err := s.db.tx(ctx, func(tx *sql.Tx) error {
@@ -119,7 +125,7 @@ func (s *Store) UpdateAutoReload(ctx context.Context, orgID int64, p AutoReloadP
 // SetProviderCustomer records orgID's provider customer unless one is
 // already recorded, and returns the one in effect: when two requests race
 // to create a customer, both end up using the first one stored.
-func (s *Store) SetProviderCustomer(ctx context.Context, orgID int64, customerID string) (string, error) {
+func (s *BillingStore) SetProviderCustomer(ctx context.Context, orgID int64, customerID string) (string, error) {
 	var got string
 	err := s.db.tx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE billing_accounts SET provider_customer_id = $1 WHERE org_id = $2 AND provider_customer_id IS NULL`, customerID, orgID); err != nil {
@@ -132,7 +138,7 @@ func (s *Store) SetProviderCustomer(ctx context.Context, orgID int64, customerID
 
 // SetDefaultPaymentMethod makes pm orgID's default payment method, clears
 // a previous reload failure and queues a reload if one is now due.
-func (s *Store) SetDefaultPaymentMethod(ctx context.Context, orgID int64, pm string) (BillingAccount, error) {
+func (s *BillingStore) SetDefaultPaymentMethod(ctx context.Context, orgID int64, pm string) (BillingAccount, error) {
 	var a BillingAccount
 	now := s.nowMS()
 	err := s.db.tx(ctx, func(tx *sql.Tx) error {
@@ -143,7 +149,7 @@ func (s *Store) SetDefaultPaymentMethod(ctx context.Context, orgID int64, pm str
 	return a, err
 }
 
-func (s *Store) setDefaultPMTx(ctx context.Context, tx *sql.Tx, orgID int64, pm string, now int64) (BillingAccount, error) {
+func (s *BillingStore) setDefaultPMTx(ctx context.Context, tx *sql.Tx, orgID int64, pm string, now int64) (BillingAccount, error) {
 	res, err := tx.ExecContext(ctx, `UPDATE billing_accounts SET default_payment_method = $1, auto_reload_failed_at = NULL, updated_at = $2 WHERE org_id = $3`, pm, now, orgID)
 	if err != nil {
 		return BillingAccount{}, translate(err)
@@ -190,7 +196,7 @@ const PaymentSucceeded = "succeeded"
 // transaction. credited is false when the payment had already been
 // credited (by an earlier call or by the provider's event): nothing is
 // credited twice.
-func (s *Store) RecordPayment(ctx context.Context, p Payment) (credited bool, err error) {
+func (s *BillingStore) RecordPayment(ctx context.Context, p Payment) (credited bool, err error) {
 	now := s.nowMS()
 	err = s.db.tx(ctx, func(tx *sql.Tx) error {
 		credited, err = s.recordPaymentTx(ctx, tx, p, now)
@@ -203,7 +209,7 @@ func (s *Store) RecordPayment(ctx context.Context, p Payment) (credited bool, er
 // takes the account row lock first, so billing transactions of one org
 // serialize on one lock and cannot deadlock on the payment, reload and
 // ledger rows they touch after it.
-func (s *Store) recordPaymentTx(ctx context.Context, tx *sql.Tx, p Payment, now int64) (bool, error) {
+func (s *BillingStore) recordPaymentTx(ctx context.Context, tx *sql.Tx, p Payment, now int64) (bool, error) {
 	if err := lockAccount(ctx, tx, p.OrgID); err != nil {
 		return false, err
 	}
@@ -243,7 +249,7 @@ func (s *Store) recordPaymentTx(ctx context.Context, tx *sql.Tx, p Payment, now 
 }
 
 // PaymentByID returns a payment this server created.
-func (s *Store) PaymentByID(ctx context.Context, id string) (Payment, error) {
+func (s *BillingStore) PaymentByID(ctx context.Context, id string) (Payment, error) {
 	return scanPayment(s.db.QueryRowContext(ctx, paymentSelect+` WHERE id = $1`, id))
 }
 
@@ -301,7 +307,7 @@ type ProviderEvent struct {
 // transaction as its effect, so a replayed event changes nothing and
 // applied is false. A payment-succeeded event for a payment this server
 // does not know and whose metadata names no org is ErrUnknownPayment.
-func (s *Store) ApplyProviderEvent(ctx context.Context, ev ProviderEvent) (applied bool, err error) {
+func (s *BillingStore) ApplyProviderEvent(ctx context.Context, ev ProviderEvent) (applied bool, err error) {
 	now := s.nowMS()
 	err = s.db.tx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `INSERT INTO billing_provider_events (id, type, received_at) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING`, ev.ID, ev.Type, now)

@@ -20,7 +20,7 @@ func BenchmarkDebit(b *testing.B) {
 			b.ReportAllocs()
 			n := 0
 			for b.Loop() {
-				if _, err := s.Post(ctx, org, storage.TxCallUsage, -1, "call", ""); err != nil {
+				if _, err := s.Billing.Post(ctx, org, storage.TxCallUsage, -1, "call", ""); err != nil {
 					b.Fatal(err)
 				}
 				n++
@@ -41,7 +41,7 @@ func BenchmarkDebit(b *testing.B) {
 			b.RunParallel(func(pb *testing.PB) {
 				org := <-orgs
 				for pb.Next() {
-					if _, err := s.Post(ctx, org, storage.TxCallUsage, -1, "call", ""); err != nil {
+					if _, err := s.Billing.Post(ctx, org, storage.TxCallUsage, -1, "call", ""); err != nil {
 						b.Error(err)
 						return
 					}
@@ -59,15 +59,15 @@ func benchOrg(b *testing.B, db *storage.DB) (*storage.Store, int64) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	u, err := s.CreateUser(ctx, "bench-"+storage.NewUUID()+"@example.com", "B", "Ench")
+	u, err := s.Orgs.CreateUser(ctx, "bench-"+storage.NewUUID()+"@example.com", "B", "Ench")
 	if err != nil {
 		b.Fatal(err)
 	}
-	o, err := s.CreateOrg(ctx, u.ID, "Bench")
+	o, err := s.Orgs.CreateOrg(ctx, u.ID, "Bench")
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := s.Post(ctx, o.ID, storage.TxAdjustment, 1<<40, "bench credit", ""); err != nil {
+	if _, err := s.Billing.Post(ctx, o.ID, storage.TxAdjustment, 1<<40, "bench credit", ""); err != nil {
 		b.Fatal(err)
 	}
 	return s, o.ID

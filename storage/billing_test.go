@@ -40,12 +40,12 @@ func billingOrg(t *testing.T, db *storage.DB, c *clock, balance int64) (*storage
 	}
 	s, err := storage.NewStore(db, cfg)
 	require.NoError(t, err)
-	u, err := s.CreateUser(ctx, "billing-"+storage.NewUUID()+"@example.com", "B", "Illing")
+	u, err := s.Orgs.CreateUser(ctx, "billing-"+storage.NewUUID()+"@example.com", "B", "Illing")
 	require.NoError(t, err)
-	o, err := s.CreateOrg(ctx, u.ID, "Billing")
+	o, err := s.Orgs.CreateOrg(ctx, u.ID, "Billing")
 	require.NoError(t, err)
 	if balance > 0 {
-		_, err = s.Post(ctx, o.ID, storage.TxAdjustment, balance, "seed", "")
+		_, err = s.Billing.Post(ctx, o.ID, storage.TxAdjustment, balance, "seed", "")
 		require.NoError(t, err)
 	}
 	return s, o.ID
@@ -55,7 +55,7 @@ func billingOrg(t *testing.T, db *storage.DB, c *clock, balance int64) (*storage
 // database, and the queue is global.
 func claimReloads(t *testing.T, s *storage.Store, orgID int64, now time.Time) ([]storage.Reload, error) {
 	t.Helper()
-	all, err := s.ClaimReloads(context.Background(), now, time.Minute, 1000)
+	all, err := s.Billing.ClaimReloads(context.Background(), now, time.Minute, 1000)
 	var out []storage.Reload
 	for _, r := range all {
 		if r.OrgID == orgID {
@@ -72,7 +72,7 @@ func claimReloads(t *testing.T, s *storage.Store, orgID int64, now time.Time) ([
 func checkLedger(t *testing.T, s *storage.Store, orgID int64) {
 	t.Helper()
 	ctx := context.Background()
-	txs, err := s.Transactions(ctx, orgID, 1_000_000, 0)
+	txs, err := s.Billing.Transactions(ctx, orgID, 1_000_000, 0)
 	require.NoError(t, err)
 	var sum, prev int64
 	for i := len(txs) - 1; i >= 0; i-- { // oldest first
@@ -105,7 +105,7 @@ func TestLedger(t *testing.T) {
 				if r.IntN(3) == 0 {
 					ref = fmt.Sprint("ref-", r.IntN(40)) // repeats: applied once per (kind, ref)
 				}
-				_, err := s.Post(ctx, org, kind, amount, fmt.Sprint("op ", i), ref)
+				_, err := s.Billing.Post(ctx, org, kind, amount, fmt.Sprint("op ", i), ref)
 				switch {
 				case err == nil:
 					want += amount
@@ -134,7 +134,7 @@ func TestLedger(t *testing.T) {
 						if amount == 0 {
 							amount = -1
 						}
-						_, err := s.Post(ctx, org, storage.TxCallUsage, amount, "", "")
+						_, err := s.Billing.Post(ctx, org, storage.TxCallUsage, amount, "", "")
 						if err != nil && !errors.Is(err, storage.ErrInsufficientFunds) {
 							t.Error(err)
 						}
@@ -154,7 +154,7 @@ func TestLedger(t *testing.T) {
 				for i := range 100 {
 					wg.Go(func() {
 						<-start
-						_, err := s.Post(ctx, org, storage.TxCallUsage, -tc.x, "call", fmt.Sprint("call-", i))
+						_, err := s.Billing.Post(ctx, org, storage.TxCallUsage, -tc.x, "call", fmt.Sprint("call-", i))
 						switch {
 						case err == nil:
 							ok.Add(1)
@@ -183,7 +183,7 @@ func TestLedger(t *testing.T) {
 			var wg sync.WaitGroup
 			for range 20 {
 				wg.Go(func() {
-					_, err := s.Post(ctx, org, storage.TxCallUsage, -40, "call 7", "call:7")
+					_, err := s.Billing.Post(ctx, org, storage.TxCallUsage, -40, "call 7", "call:7")
 					if err == nil {
 						applied.Add(1)
 					} else if !errors.Is(err, storage.ErrConflict) {
@@ -194,7 +194,7 @@ func TestLedger(t *testing.T) {
 			wg.Wait()
 			require.Equal(t, int64(1), applied.Load())
 			// The same reference under another kind is another entry.
-			_, err := s.Post(ctx, org, storage.TxNumberFee, -100, "fee", "call:7")
+			_, err := s.Billing.Post(ctx, org, storage.TxNumberFee, -100, "fee", "call:7")
 			require.NoError(t, err)
 			bal, _ := s.Balance(ctx, org)
 			require.Equal(t, int64(860), bal)
@@ -209,10 +209,10 @@ func TestProviderEvents(t *testing.T) {
 
 		t.Run("a payment credits once however often it is reported", func(t *testing.T) {
 			s, org := billingOrg(t, db, nil, 0)
-			credited, err := s.RecordPayment(ctx, storage.Payment{ID: "pi_1", OrgID: org, Purpose: storage.PurposeTopUp, AmountCents: 700, Status: "requires_action"})
+			credited, err := s.Billing.RecordPayment(ctx, storage.Payment{ID: "pi_1", OrgID: org, Purpose: storage.PurposeTopUp, AmountCents: 700, Status: "requires_action"})
 			require.NoError(t, err)
 			require.False(t, credited)
-			a, _ := s.BillingAccount(ctx, org)
+			a, _ := s.Billing.BillingAccount(ctx, org)
 			require.False(t, a.HasEverToppedUp)
 
 			ev := storage.ProviderEvent{ID: "evt_1", Kind: storage.EventPaymentSucceeded, Type: "payment_intent.succeeded", PaymentID: "pi_1", AmountCents: 700}
@@ -220,7 +220,7 @@ func TestProviderEvents(t *testing.T) {
 			var wg sync.WaitGroup
 			for range 10 {
 				wg.Go(func() {
-					ok, err := s.ApplyProviderEvent(ctx, ev)
+					ok, err := s.Billing.ApplyProviderEvent(ctx, ev)
 					if err != nil {
 						t.Error(err)
 					}
@@ -234,17 +234,17 @@ func TestProviderEvents(t *testing.T) {
 			// A second event for the same payment (another id) and the
 			// synchronous path reporting success again credit nothing more.
 			ev.ID = "evt_2"
-			ok, err := s.ApplyProviderEvent(ctx, ev)
+			ok, err := s.Billing.ApplyProviderEvent(ctx, ev)
 			require.NoError(t, err)
 			require.True(t, ok)
-			credited, err = s.RecordPayment(ctx, storage.Payment{ID: "pi_1", OrgID: org, Purpose: storage.PurposeTopUp, AmountCents: 700, Status: "succeeded"})
+			credited, err = s.Billing.RecordPayment(ctx, storage.Payment{ID: "pi_1", OrgID: org, Purpose: storage.PurposeTopUp, AmountCents: 700, Status: "succeeded"})
 			require.NoError(t, err)
 			require.False(t, credited)
 			bal, _ := s.Balance(ctx, org)
 			require.Equal(t, int64(700), bal)
-			a, _ = s.BillingAccount(ctx, org)
+			a, _ = s.Billing.BillingAccount(ctx, org)
 			require.True(t, a.HasEverToppedUp)
-			p, err := s.PaymentByID(ctx, "pi_1")
+			p, err := s.Billing.PaymentByID(ctx, "pi_1")
 			require.NoError(t, err)
 			require.Equal(t, "succeeded", p.Status)
 			checkLedger(t, s, org)
@@ -252,9 +252,9 @@ func TestProviderEvents(t *testing.T) {
 
 		t.Run("unknown payments credit the org in metadata or nobody", func(t *testing.T) {
 			s, org := billingOrg(t, db, nil, 0)
-			_, err := s.ApplyProviderEvent(ctx, storage.ProviderEvent{ID: "evt_x", Kind: storage.EventPaymentSucceeded, PaymentID: "pi_foreign", AmountCents: 100})
+			_, err := s.Billing.ApplyProviderEvent(ctx, storage.ProviderEvent{ID: "evt_x", Kind: storage.EventPaymentSucceeded, PaymentID: "pi_foreign", AmountCents: 100})
 			require.ErrorIs(t, err, storage.ErrUnknownPayment)
-			ok, err := s.ApplyProviderEvent(ctx, storage.ProviderEvent{ID: "evt_y", Kind: storage.EventPaymentSucceeded, PaymentID: "pi_lost", AmountCents: 250, OrgID: org})
+			ok, err := s.Billing.ApplyProviderEvent(ctx, storage.ProviderEvent{ID: "evt_y", Kind: storage.EventPaymentSucceeded, PaymentID: "pi_lost", AmountCents: 250, OrgID: org})
 			require.NoError(t, err)
 			require.True(t, ok)
 			bal, _ := s.Balance(ctx, org)
@@ -263,15 +263,15 @@ func TestProviderEvents(t *testing.T) {
 
 		t.Run("setup succeeded sets the default payment method", func(t *testing.T) {
 			s, org := billingOrg(t, db, nil, 0)
-			cus, err := s.SetProviderCustomer(ctx, org, "cus_A")
+			cus, err := s.Billing.SetProviderCustomer(ctx, org, "cus_A")
 			require.NoError(t, err)
 			require.Equal(t, "cus_A", cus)
-			cus, err = s.SetProviderCustomer(ctx, org, "cus_B")
+			cus, err = s.Billing.SetProviderCustomer(ctx, org, "cus_B")
 			require.NoError(t, err)
 			require.Equal(t, "cus_A", cus, "the first customer stays")
-			_, err = s.ApplyProviderEvent(ctx, storage.ProviderEvent{ID: "evt_s", Kind: storage.EventSetupSucceeded, CustomerID: "cus_A", PaymentMethod: "pm_1"})
+			_, err = s.Billing.ApplyProviderEvent(ctx, storage.ProviderEvent{ID: "evt_s", Kind: storage.EventSetupSucceeded, CustomerID: "cus_A", PaymentMethod: "pm_1"})
 			require.NoError(t, err)
-			a, err := s.BillingAccount(ctx, org)
+			a, err := s.Billing.BillingAccount(ctx, org)
 			require.NoError(t, err)
 			require.Equal(t, "pm_1", a.DefaultPaymentMethod)
 		})
@@ -283,20 +283,20 @@ func TestAutoReload(t *testing.T) {
 		ctx := context.Background()
 		enable := func(t *testing.T, s *storage.Store, org, minimum, amount int64, limit *int64) {
 			t.Helper()
-			_, err := s.SetDefaultPaymentMethod(ctx, org, "pm_card")
+			_, err := s.Billing.SetDefaultPaymentMethod(ctx, org, "pm_card")
 			require.NoError(t, err)
 			on := true
-			_, err = s.UpdateAutoReload(ctx, org, storage.AutoReloadPatch{Enabled: &on, MinimumCents: &minimum, AmountCents: &amount, SetMonthlyLimit: true, MonthlyLimitCents: limit})
+			_, err = s.Billing.UpdateAutoReload(ctx, org, storage.AutoReloadPatch{Enabled: &on, MinimumCents: &minimum, AmountCents: &amount, SetMonthlyLimit: true, MonthlyLimitCents: limit})
 			require.NoError(t, err)
 		}
 
 		t.Run("enabling needs a default payment method", func(t *testing.T) {
 			s, org := billingOrg(t, db, nil, 0)
 			on := true
-			_, err := s.UpdateAutoReload(ctx, org, storage.AutoReloadPatch{Enabled: &on})
+			_, err := s.Billing.UpdateAutoReload(ctx, org, storage.AutoReloadPatch{Enabled: &on})
 			require.ErrorIs(t, err, storage.ErrNoPaymentMethod)
 			zero := int64(0)
-			a, err := s.UpdateAutoReload(ctx, org, storage.AutoReloadPatch{SetMonthlyLimit: true, MonthlyLimitCents: &zero})
+			a, err := s.Billing.UpdateAutoReload(ctx, org, storage.AutoReloadPatch{SetMonthlyLimit: true, MonthlyLimitCents: &zero})
 			require.NoError(t, err)
 			require.Nil(t, a.AutoReloadMonthlyLimitCents, "0 means no cap")
 		})
@@ -304,21 +304,21 @@ func TestAutoReload(t *testing.T) {
 		t.Run("50 concurrent threshold crossings start exactly one reload", func(t *testing.T) {
 			s, org := billingOrg(t, db, nil, 6000)
 			enable(t, s, org, 6000, 2500, nil)
-			rs, _ := s.Reloads(ctx, org)
+			rs, _ := s.Billing.Reloads(ctx, org)
 			require.Empty(t, rs, "balance is not below the minimum yet")
 			var wg sync.WaitGroup
 			start := make(chan struct{})
 			for i := range 50 {
 				wg.Go(func() {
 					<-start
-					if _, err := s.Post(ctx, org, storage.TxCallUsage, -10, "call", fmt.Sprint("c", i)); err != nil {
+					if _, err := s.Billing.Post(ctx, org, storage.TxCallUsage, -10, "call", fmt.Sprint("c", i)); err != nil {
 						t.Error(err)
 					}
 				})
 			}
 			close(start)
 			wg.Wait()
-			rs, err := s.Reloads(ctx, org)
+			rs, err := s.Billing.Reloads(ctx, org)
 			require.NoError(t, err)
 			require.Len(t, rs, 1)
 			require.Equal(t, storage.ReloadPending, rs[0].Status)
@@ -330,7 +330,7 @@ func TestAutoReload(t *testing.T) {
 			c := &clock{t: time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)}
 			s, org := billingOrg(t, db, c, 1000)
 			enable(t, s, org, 500, 2000, nil)
-			_, err := s.Post(ctx, org, storage.TxCallUsage, -600, "call", "c1")
+			_, err := s.Billing.Post(ctx, org, storage.TxCallUsage, -600, "call", "c1")
 			require.NoError(t, err)
 			claimed, err := claimReloads(t, s, org, c.now())
 			require.NoError(t, err)
@@ -341,21 +341,21 @@ func TestAutoReload(t *testing.T) {
 			require.NoError(t, err)
 			require.Empty(t, again, "a leased reload is not claimed twice")
 
-			require.NoError(t, s.FinishReload(ctx, r, storage.ReloadOutcome{Status: storage.ReloadSucceeded, PaymentIntentID: "pi_r1"}))
-			require.NoError(t, s.FinishReload(ctx, r, storage.ReloadOutcome{Status: storage.ReloadSucceeded, PaymentIntentID: "pi_r1"}), "a repeated finish is a no-op")
-			_, err = s.ApplyProviderEvent(ctx, storage.ProviderEvent{ID: "evt_r1", Kind: storage.EventPaymentSucceeded, PaymentID: "pi_r1", AmountCents: 2000})
+			require.NoError(t, s.Billing.FinishReload(ctx, r, storage.ReloadOutcome{Status: storage.ReloadSucceeded, PaymentIntentID: "pi_r1"}))
+			require.NoError(t, s.Billing.FinishReload(ctx, r, storage.ReloadOutcome{Status: storage.ReloadSucceeded, PaymentIntentID: "pi_r1"}), "a repeated finish is a no-op")
+			_, err = s.Billing.ApplyProviderEvent(ctx, storage.ProviderEvent{ID: "evt_r1", Kind: storage.EventPaymentSucceeded, PaymentID: "pi_r1", AmountCents: 2000})
 			require.NoError(t, err)
 			bal, _ := s.Balance(ctx, org)
 			require.Equal(t, int64(2400), bal)
-			rs, _ := s.Reloads(ctx, org)
+			rs, _ := s.Billing.Reloads(ctx, org)
 			require.Equal(t, storage.ReloadSucceeded, rs[0].Status)
-			a, _ := s.BillingAccount(ctx, org)
+			a, _ := s.Billing.BillingAccount(ctx, org)
 			require.True(t, a.HasEverToppedUp)
 
 			// Below the minimum again: a new attempt with a new key.
-			_, err = s.Post(ctx, org, storage.TxCallUsage, -2000, "call", "c2")
+			_, err = s.Billing.Post(ctx, org, storage.TxCallUsage, -2000, "call", "c2")
 			require.NoError(t, err)
-			rs, _ = s.Reloads(ctx, org)
+			rs, _ = s.Billing.Reloads(ctx, org)
 			require.Len(t, rs, 2)
 			require.NotEqual(t, rs[0].ID, rs[1].ID)
 			checkLedger(t, s, org)
@@ -369,7 +369,7 @@ func TestAutoReload(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, claimed, 1, "enabling below the minimum queues a reload at once")
 			id := claimed[0].ID
-			require.NoError(t, s.FinishReload(ctx, claimed[0], storage.ReloadOutcome{Status: storage.ReloadPending, ErrorCode: "billing_provider_unavailable", RetryAt: c.now().Add(time.Minute)}))
+			require.NoError(t, s.Billing.FinishReload(ctx, claimed[0], storage.ReloadOutcome{Status: storage.ReloadPending, ErrorCode: "billing_provider_unavailable", RetryAt: c.now().Add(time.Minute)}))
 			claimed, _ = claimReloads(t, s, org, c.now())
 			require.Empty(t, claimed, "not due yet")
 			c.add(time.Minute)
@@ -377,16 +377,16 @@ func TestAutoReload(t *testing.T) {
 			require.Len(t, claimed, 1)
 			require.Equal(t, id, claimed[0].ID, "a retry keeps the idempotency key")
 			require.Equal(t, 1, claimed[0].Tries)
-			require.NoError(t, s.FinishReload(ctx, claimed[0], storage.ReloadOutcome{Status: storage.ReloadFailed, ErrorCode: "card_declined", UserAction: true}))
-			a, _ := s.BillingAccount(ctx, org)
+			require.NoError(t, s.Billing.FinishReload(ctx, claimed[0], storage.ReloadOutcome{Status: storage.ReloadFailed, ErrorCode: "card_declined", UserAction: true}))
+			a, _ := s.Billing.BillingAccount(ctx, org)
 			require.NotNil(t, a.AutoReloadFailedAt)
-			_, err = s.Post(ctx, org, storage.TxCallUsage, -10, "call", "")
+			_, err = s.Billing.Post(ctx, org, storage.TxCallUsage, -10, "call", "")
 			require.NoError(t, err)
-			rs, _ := s.Reloads(ctx, org)
+			rs, _ := s.Billing.Reloads(ctx, org)
 			require.Len(t, rs, 1, "no new reload after a decline")
-			_, err = s.SetDefaultPaymentMethod(ctx, org, "pm_new")
+			_, err = s.Billing.SetDefaultPaymentMethod(ctx, org, "pm_new")
 			require.NoError(t, err)
-			rs, _ = s.Reloads(ctx, org)
+			rs, _ = s.Billing.Reloads(ctx, org)
 			require.Len(t, rs, 2, "a new card queues a reload")
 			require.Equal(t, storage.ReloadPending, rs[0].Status)
 		})
@@ -398,15 +398,15 @@ func TestAutoReload(t *testing.T) {
 			enable(t, s, org, 500, 2000, &limit)
 			claimed, _ := claimReloads(t, s, org, c.now())
 			require.Len(t, claimed, 1)
-			require.NoError(t, s.FinishReload(ctx, claimed[0], storage.ReloadOutcome{Status: storage.ReloadSucceeded, PaymentIntentID: "pi_m1"}))
-			_, err := s.Post(ctx, org, storage.TxCallUsage, -2000, "call", "")
+			require.NoError(t, s.Billing.FinishReload(ctx, claimed[0], storage.ReloadOutcome{Status: storage.ReloadSucceeded, PaymentIntentID: "pi_m1"}))
+			_, err := s.Billing.Post(ctx, org, storage.TxCallUsage, -2000, "call", "")
 			require.NoError(t, err)
-			rs, _ := s.Reloads(ctx, org)
+			rs, _ := s.Billing.Reloads(ctx, org)
 			require.Len(t, rs, 1, "2000 + 2000 exceeds the 3000 cap")
 			c.add(2 * time.Hour) // April, UTC
-			_, err = s.Post(ctx, org, storage.TxCallUsage, -1, "call", "")
+			_, err = s.Billing.Post(ctx, org, storage.TxCallUsage, -1, "call", "")
 			require.NoError(t, err)
-			rs, _ = s.Reloads(ctx, org)
+			rs, _ = s.Billing.Reloads(ctx, org)
 			require.Len(t, rs, 2, "a new month, a new cap")
 		})
 	})

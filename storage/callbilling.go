@@ -79,7 +79,7 @@ func (s *Store) BillCall(ctx context.Context, id int64, ch CallCharge) (CallBill
 		}
 		charge := ch.TotalCents
 		if charge > 0 {
-			bal, err := s.balanceTx(ctx, tx, c.OrgID)
+			bal, err := s.Billing.balanceTx(ctx, tx, c.OrgID)
 			if err != nil {
 				return err
 			}
@@ -89,7 +89,7 @@ func (s *Store) BillCall(ctx context.Context, id int64, ch CallCharge) (CallBill
 				charge = bal
 			}
 			if charge > 0 {
-				if _, _, err := s.postTx(ctx, tx, c.OrgID, TxCallUsage, -charge, desc, "call:"+strconv.FormatInt(id, 10), now); err != nil {
+				if _, _, err := s.Billing.postTx(ctx, tx, c.OrgID, TxCallUsage, -charge, desc, "call:"+strconv.FormatInt(id, 10), now); err != nil {
 					return err
 				}
 			}

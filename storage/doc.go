@@ -13,6 +13,12 @@
 //   - money is integer USD cents, and every balance change writes a ledger
 //     row in the same transaction as the balance update.
 //
+// Store is built once over a DB and reaches each domain's tables through a
+// store of its own (Store.Keys, Store.Orgs, Store.Onboarding,
+// Store.PublishableKeys, Store.Webhooks, Store.Billing, Store.Numbers), all
+// sharing the database, the secret sealer and the clock; control's domain
+// packages declare the few methods they use and are handed the field.
+//
 // Store methods translate driver errors where they occur: no rows is
 // ErrNotFound, a unique violation is ErrConflict.
 package storage

@@ -50,7 +50,7 @@ func scanInvite(row rowScanner) (Invite, error) {
 
 // CreateInvite creates an invite on behalf of actorUserID (admin+; only the
 // owner may invite admins) and returns it with its raw token, shown once.
-func (s *Store) CreateInvite(ctx context.Context, orgID, actorUserID int64, email string, role Role, ttl time.Duration) (Invite, string, error) {
+func (s *OrgStore) CreateInvite(ctx context.Context, orgID, actorUserID int64, email string, role Role, ttl time.Duration) (Invite, string, error) {
 	raw := "inv_" + randomHex(24)
 	id := NewUUID()
 	err := s.db.tx(ctx, func(tx *sql.Tx) error {
@@ -75,7 +75,7 @@ func (s *Store) CreateInvite(ctx context.Context, orgID, actorUserID int64, emai
 }
 
 // Invites lists orgID's invites, newest first.
-func (s *Store) Invites(ctx context.Context, orgID int64) ([]Invite, error) {
+func (s *OrgStore) Invites(ctx context.Context, orgID int64) ([]Invite, error) {
 	rows, err := s.db.QueryContext(ctx, inviteSelect+` WHERE i.org_id = $1 ORDER BY i.created_at DESC, i.id`, orgID)
 	if err != nil {
 		return nil, translate(err)
@@ -94,7 +94,7 @@ func (s *Store) Invites(ctx context.Context, orgID int64) ([]Invite, error) {
 
 // RevokeInvite revokes a pending invite of orgID; ErrGone if it was
 // already accepted or revoked.
-func (s *Store) RevokeInvite(ctx context.Context, orgID int64, id string) error {
+func (s *OrgStore) RevokeInvite(ctx context.Context, orgID int64, id string) error {
 	return s.db.tx(ctx, func(tx *sql.Tx) error {
 		inv, err := scanInvite(tx.QueryRowContext(ctx, inviteSelect+` WHERE i.org_id = $1 AND i.id = $2`, orgID, id))
 		if err != nil {
@@ -109,7 +109,7 @@ func (s *Store) RevokeInvite(ctx context.Context, orgID int64, id string) error 
 }
 
 // InviteByToken returns the invite a raw token names; ErrNotFound if none.
-func (s *Store) InviteByToken(ctx context.Context, raw string) (Invite, error) {
+func (s *OrgStore) InviteByToken(ctx context.Context, raw string) (Invite, error) {
 	return scanInvite(s.db.QueryRowContext(ctx, inviteSelect+` WHERE i.token_hash = $1`, HashToken(raw)))
 }
 
@@ -117,7 +117,7 @@ func (s *Store) InviteByToken(ctx context.Context, raw string) (Invite, error) {
 // invite is used, revoked or expired; ErrConflict if the user already
 // belongs to the org. The invite is consumed in the same transaction as
 // the membership is created, so a token is used exactly once.
-func (s *Store) AcceptInvite(ctx context.Context, raw string, userID int64) (Member, error) {
+func (s *OrgStore) AcceptInvite(ctx context.Context, raw string, userID int64) (Member, error) {
 	var memberID, orgID int64
 	err := s.db.tx(ctx, func(tx *sql.Tx) error {
 		now := s.nowMS()

@@ -42,7 +42,7 @@ func (s *Store) Balance(ctx context.Context, orgID int64) (int64, error) {
 // non-empty reference is applied once per (org, kind): a repeat returns
 // ErrConflict and changes nothing. A debit that leaves the balance below
 // the auto-reload minimum queues a reload in the same transaction.
-func (s *Store) Post(ctx context.Context, orgID int64, kind TxKind, amount int64, desc, ref string) (Transaction, error) {
+func (s *BillingStore) Post(ctx context.Context, orgID int64, kind TxKind, amount int64, desc, ref string) (Transaction, error) {
 	var t Transaction
 	err := s.db.tx(ctx, func(tx *sql.Tx) error {
 		var applied bool
@@ -64,7 +64,7 @@ func (s *Store) Post(ctx context.Context, orgID int64, kind TxKind, amount int64
 // nothing: callers inside a larger transaction cannot afford the unique
 // violation, which aborts a PostgreSQL transaction. The check is race-free
 // because the account row is locked first.
-func (s *Store) postTx(ctx context.Context, tx *sql.Tx, orgID int64, kind TxKind, amount int64, desc, ref string, now int64) (Transaction, bool, error) {
+func (s *BillingStore) postTx(ctx context.Context, tx *sql.Tx, orgID int64, kind TxKind, amount int64, desc, ref string, now int64) (Transaction, bool, error) {
 	t := Transaction{OrgID: orgID, Kind: kind, AmountCents: amount, Description: desc, Reference: ref, CreatedAt: fromMS(now)}
 	var refArg any
 	if ref != "" {
@@ -122,7 +122,7 @@ func lockAccount(ctx context.Context, tx *sql.Tx, orgID int64) error {
 	return nil
 }
 
-func (s *Store) balanceTx(ctx context.Context, tx *sql.Tx, orgID int64) (int64, error) {
+func (s *BillingStore) balanceTx(ctx context.Context, tx *sql.Tx, orgID int64) (int64, error) {
 	var b int64
 	err := tx.QueryRowContext(ctx, `SELECT balance_cents FROM billing_accounts WHERE org_id = $1`, orgID).Scan(&b)
 	return b, translate(err)
@@ -141,7 +141,7 @@ func scanTransaction(r interface{ Scan(...any) error }) (Transaction, error) {
 }
 
 // Transactions lists orgID's ledger rows newest first.
-func (s *Store) Transactions(ctx context.Context, orgID int64, limit, offset int) ([]Transaction, error) {
+func (s *BillingStore) Transactions(ctx context.Context, orgID int64, limit, offset int) ([]Transaction, error) {
 	rows, err := s.db.QueryContext(ctx, txSelect+` WHERE org_id = $1 ORDER BY id DESC LIMIT $2 OFFSET $3`, orgID, limit, offset)
 	if err != nil {
 		return nil, translate(err)

@@ -22,7 +22,7 @@ func scanMember(row rowScanner) (Member, error) {
 
 // AddMember adds userID to orgID with role (not owner); ErrConflict if the
 // user already belongs to it.
-func (s *Store) AddMember(ctx context.Context, orgID, userID int64, role Role) (Member, error) {
+func (s *OrgStore) AddMember(ctx context.Context, orgID, userID int64, role Role) (Member, error) {
 	var id int64
 	err := s.db.QueryRowContext(ctx, `INSERT INTO memberships (org_id, user_id, role, created_at) VALUES ($1, $2, $3, $4) RETURNING id`,
 		orgID, userID, role, s.nowMS()).Scan(&id)
@@ -33,17 +33,17 @@ func (s *Store) AddMember(ctx context.Context, orgID, userID int64, role Role) (
 }
 
 // Member returns membership id of orgID.
-func (s *Store) Member(ctx context.Context, orgID, id int64) (Member, error) {
+func (s *OrgStore) Member(ctx context.Context, orgID, id int64) (Member, error) {
 	return scanMember(s.db.QueryRowContext(ctx, memberSelect+` WHERE m.org_id = $1 AND m.id = $2`, orgID, id))
 }
 
 // MemberByUser returns userID's membership of orgID.
-func (s *Store) MemberByUser(ctx context.Context, orgID, userID int64) (Member, error) {
+func (s *OrgStore) MemberByUser(ctx context.Context, orgID, userID int64) (Member, error) {
 	return scanMember(s.db.QueryRowContext(ctx, memberSelect+` WHERE m.org_id = $1 AND m.user_id = $2`, orgID, userID))
 }
 
 // Members lists orgID's members by created_at ascending.
-func (s *Store) Members(ctx context.Context, orgID int64) ([]Member, error) {
+func (s *OrgStore) Members(ctx context.Context, orgID int64) ([]Member, error) {
 	rows, err := s.db.QueryContext(ctx, memberSelect+` WHERE m.org_id = $1 ORDER BY m.created_at, m.id`, orgID)
 	if err != nil {
 		return nil, translate(err)
@@ -68,7 +68,7 @@ func memberInTx(tx *sql.Tx, orgID, id int64) (Member, error) {
 // removeMembership deletes a membership and revokes the API keys its user
 // created in that org: a key acts for its creator and must not outlive
 // the creator's access.
-func (s *Store) removeMembership(ctx context.Context, tx *sql.Tx, m Member) error {
+func (s *OrgStore) removeMembership(ctx context.Context, tx *sql.Tx, m Member) error {
 	if _, err := tx.ExecContext(ctx, `DELETE FROM memberships WHERE id = $1`, m.ID); err != nil {
 		return translate(err)
 	}
@@ -80,7 +80,7 @@ func (s *Store) removeMembership(ctx context.Context, tx *sql.Tx, m Member) erro
 // RemoveMember removes membership targetID from orgID on behalf of
 // actorUserID: admin+ only; never oneself (ErrSelf), never the owner
 // (ErrTargetOwner); an admin cannot remove an admin (ErrTargetAdmin).
-func (s *Store) RemoveMember(ctx context.Context, orgID, actorUserID, targetID int64) error {
+func (s *OrgStore) RemoveMember(ctx context.Context, orgID, actorUserID, targetID int64) error {
 	return s.db.tx(ctx, func(tx *sql.Tx) error {
 		actor, err := lockMembership(tx, orgID, actorUserID, RoleAdmin)
 		if err != nil {
@@ -105,7 +105,7 @@ func (s *Store) RemoveMember(ctx context.Context, orgID, actorUserID, targetID i
 // SetRole changes membership targetID's role on behalf of actorUserID, who
 // must be the owner. role is admin or member; the owner's own role changes
 // only through TransferOwnership (ErrTargetOwner).
-func (s *Store) SetRole(ctx context.Context, orgID, actorUserID, targetID int64, role Role) (Member, error) {
+func (s *OrgStore) SetRole(ctx context.Context, orgID, actorUserID, targetID int64, role Role) (Member, error) {
 	err := s.db.tx(ctx, func(tx *sql.Tx) error {
 		if _, err := lockMembership(tx, orgID, actorUserID, RoleOwner); err != nil {
 			return err
@@ -130,7 +130,7 @@ func (s *Store) SetRole(ctx context.Context, orgID, actorUserID, targetID int64,
 
 // TransferOwnership makes membership targetID the owner and demotes the
 // acting owner to admin, atomically.
-func (s *Store) TransferOwnership(ctx context.Context, orgID, actorUserID, targetID int64) error {
+func (s *OrgStore) TransferOwnership(ctx context.Context, orgID, actorUserID, targetID int64) error {
 	return s.db.tx(ctx, func(tx *sql.Tx) error {
 		actor, err := lockMembership(tx, orgID, actorUserID, RoleOwner)
 		if err != nil {
@@ -161,7 +161,7 @@ func (s *Store) TransferOwnership(ctx context.Context, orgID, actorUserID, targe
 // Leave removes userID from orgID. The owner cannot leave (ErrIsOwner), nor
 // can anyone leave their only organization (ErrOnlyOrg); ErrNotMember if
 // userID no longer belongs to it.
-func (s *Store) Leave(ctx context.Context, orgID, userID int64) error {
+func (s *OrgStore) Leave(ctx context.Context, orgID, userID int64) error {
 	return s.db.tx(ctx, func(tx *sql.Tx) error {
 		m, err := lockMembership(tx, orgID, userID, RoleMember)
 		if err != nil {

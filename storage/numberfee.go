@@ -24,7 +24,7 @@ type NumberFeeRun struct {
 // cover it the fee stays due and a later sweep in the same month takes it
 // once the balance allows. Numbers on the org's own VoIP trunk (source
 // voip) carry no fee; released and failed numbers are not charged.
-func (s *Store) ChargeNumberFees(ctx context.Context, at time.Time, feeCents int64) (NumberFeeRun, error) {
+func (s *BillingStore) ChargeNumberFees(ctx context.Context, at time.Time, feeCents int64) (NumberFeeRun, error) {
 	var run NumberFeeRun
 	if feeCents <= 0 {
 		return run, nil

@@ -19,7 +19,7 @@ func TestNumberFees(t *testing.T) {
 		s := f.s
 		tag := storage.NewUUID()[30:]
 		mk := func(num, source, status string) storage.PhoneNumber {
-			n, err := s.CreatePhoneNumber(ctx, storage.PhoneNumber{OrgID: f.org.ID, Number: num + tag, Source: source, Status: status}, nil)
+			n, err := s.Numbers.CreatePhoneNumber(ctx, storage.PhoneNumber{OrgID: f.org.ID, Number: num + tag, Source: source, Status: status}, nil)
 			require.NoError(t, err)
 			return n
 		}
@@ -28,7 +28,7 @@ func TestNumberFees(t *testing.T) {
 		mk("+1555002", "voip", "active")       // own trunk: no fee
 		mk("+1555003", "demo", "provisioning") // not active yet
 		mk("+1555004", "demo", "released")     // released: no fee
-		_, err := s.Post(ctx, f.org.ID, storage.TxAdjustment, 150, "credit", "")
+		_, err := s.Billing.Post(ctx, f.org.ID, storage.TxAdjustment, 150, "credit", "")
 		require.NoError(t, err)
 
 		nov := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
@@ -38,7 +38,7 @@ func TestNumberFees(t *testing.T) {
 		for i := range runs {
 			wg.Go(func() {
 				var err error
-				runs[i], err = s.ChargeNumberFees(ctx, nov, 100)
+				runs[i], err = s.Billing.ChargeNumberFees(ctx, nov, 100)
 				require.NoError(t, err)
 			})
 		}
@@ -53,26 +53,26 @@ func TestNumberFees(t *testing.T) {
 		require.Equal(t, int64(50), b)
 
 		// The second fee stays due until the balance covers it, then is taken once.
-		r, err := s.ChargeNumberFees(ctx, nov, 100)
+		r, err := s.Billing.ChargeNumberFees(ctx, nov, 100)
 		require.NoError(t, err)
 		require.Equal(t, storage.NumberFeeRun{Charged: 0, Due: 1}, r)
-		_, err = s.Post(ctx, f.org.ID, storage.TxAdjustment, 500, "top up", "")
+		_, err = s.Billing.Post(ctx, f.org.ID, storage.TxAdjustment, 500, "top up", "")
 		require.NoError(t, err)
-		r, err = s.ChargeNumberFees(ctx, nov.Add(48*time.Hour), 100)
+		r, err = s.Billing.ChargeNumberFees(ctx, nov.Add(48*time.Hour), 100)
 		require.NoError(t, err)
 		require.Equal(t, storage.NumberFeeRun{Charged: 1}, r)
-		r, err = s.ChargeNumberFees(ctx, nov.Add(72*time.Hour), 100)
+		r, err = s.Billing.ChargeNumberFees(ctx, nov.Add(72*time.Hour), 100)
 		require.NoError(t, err)
 		require.Equal(t, storage.NumberFeeRun{}, r, "nothing more this month")
 
 		// A new month charges both again.
-		r, err = s.ChargeNumberFees(ctx, time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), 100)
+		r, err = s.Billing.ChargeNumberFees(ctx, time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), 100)
 		require.NoError(t, err)
 		require.Equal(t, storage.NumberFeeRun{Charged: 2}, r)
 		b, err = s.Balance(ctx, f.org.ID)
 		require.NoError(t, err)
 		require.Equal(t, int64(150+500-400), b)
-		txs, err := s.Transactions(ctx, f.org.ID, 100, 0)
+		txs, err := s.Billing.Transactions(ctx, f.org.ID, 100, 0)
 		require.NoError(t, err)
 		fees := 0
 		for _, tx := range txs {

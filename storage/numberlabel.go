@@ -18,7 +18,7 @@ type NumberLabel struct {
 
 // UpsertNumberLabel sets orgID's label for number, creating it or
 // replacing the label; created_at is kept on update.
-func (s *Store) UpsertNumberLabel(ctx context.Context, orgID int64, number, label string) (NumberLabel, error) {
+func (s *NumberStore) UpsertNumberLabel(ctx context.Context, orgID int64, number, label string) (NumberLabel, error) {
 	now := s.nowMS()
 	l := NumberLabel{OrgID: orgID, PhoneNumber: number, Label: label}
 	var c, u int64
@@ -34,7 +34,7 @@ func (s *Store) UpsertNumberLabel(ctx context.Context, orgID int64, number, labe
 }
 
 // NumberLabels lists orgID's labels by phone number ascending.
-func (s *Store) NumberLabels(ctx context.Context, orgID int64) ([]NumberLabel, error) {
+func (s *NumberStore) NumberLabels(ctx context.Context, orgID int64) ([]NumberLabel, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT id, org_id, phone_number, label, created_at, updated_at
 		FROM phone_number_labels WHERE org_id = $1 ORDER BY phone_number, id`, orgID)
 	if err != nil {
@@ -55,7 +55,7 @@ func (s *Store) NumberLabels(ctx context.Context, orgID int64) ([]NumberLabel, e
 }
 
 // DeleteNumberLabel deletes label id of orgID.
-func (s *Store) DeleteNumberLabel(ctx context.Context, orgID, id int64) error {
+func (s *NumberStore) DeleteNumberLabel(ctx context.Context, orgID, id int64) error {
 	res, err := s.db.ExecContext(ctx, `DELETE FROM phone_number_labels WHERE org_id = $1 AND id = $2`, orgID, id)
 	if err != nil {
 		return translate(err)

@@ -6,6 +6,11 @@ import (
 	"time"
 )
 
+// OnboardingStore keeps each organization's onboarding checklist: the
+// time each step was first completed (steps never revert) and whether the
+// checklist is dismissed.
+type OnboardingStore struct{ *base }
+
 // OnboardingStep names one step of the onboarding checklist.
 type OnboardingStep string
 
@@ -53,7 +58,7 @@ func markOnboardingTx(ctx context.Context, tx *sql.Tx, orgID int64, step Onboard
 // already is complete. Billing calls it when a payment method is saved or
 // a top-up succeeds; the checklist also derives every step from the
 // records on each read.
-func (s *Store) MarkOnboarding(ctx context.Context, orgID int64, step OnboardingStep, at time.Time) error {
+func (s *OnboardingStore) MarkOnboarding(ctx context.Context, orgID int64, step OnboardingStep, at time.Time) error {
 	return s.db.tx(ctx, func(tx *sql.Tx) error { return markOnboardingTx(ctx, tx, orgID, step, ms(at)) })
 }
 
@@ -66,7 +71,7 @@ func (s *Store) MarkOnboarding(ctx context.Context, orgID int64, step Onboarding
 //   - phone: a number was acquired (recorded when it happens);
 //   - call: a real call (inbound, outbound or web, not a simulation)
 //     completed.
-func (s *Store) Onboarding(ctx context.Context, orgID int64) (Onboarding, error) {
+func (s *OnboardingStore) Onboarding(ctx context.Context, orgID int64) (Onboarding, error) {
 	var o Onboarding
 	err := s.db.tx(ctx, func(tx *sql.Tx) error {
 		now := s.nowMS()
@@ -127,7 +132,7 @@ func readOnboarding(ctx context.Context, tx *sql.Tx, orgID int64) (Onboarding, e
 
 // SetOnboardingDismissed dismisses or undismisses orgID's checklist; the
 // steps are unchanged.
-func (s *Store) SetOnboardingDismissed(ctx context.Context, orgID int64, dismissed bool) error {
+func (s *OnboardingStore) SetOnboardingDismissed(ctx context.Context, orgID int64, dismissed bool) error {
 	var at any
 	if dismissed {
 		at = s.nowMS()
@@ -139,7 +144,7 @@ func (s *Store) SetOnboardingDismissed(ctx context.Context, orgID int64, dismiss
 
 // SkipAgentTalk records that orgID skipped talking to its agent, which
 // completes the agent step; ErrNoAgent when the org has no agent.
-func (s *Store) SkipAgentTalk(ctx context.Context, orgID int64) error {
+func (s *OnboardingStore) SkipAgentTalk(ctx context.Context, orgID int64) error {
 	return s.db.tx(ctx, func(tx *sql.Tx) error {
 		var n int64
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM agents WHERE org_id = $1`, orgID).Scan(&n); err != nil {

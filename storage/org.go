@@ -8,6 +8,11 @@ import (
 	"time"
 )
 
+// OrgStore keeps users, organizations, memberships and invites. Role
+// rules are checked here, in the transaction that makes the change, with
+// the actor's membership row locked.
+type OrgStore struct{ *base }
+
 // Role is a member's role in an organization.
 type Role string
 
@@ -69,7 +74,7 @@ type Member struct {
 }
 
 // CreateUser creates a user; ErrConflict if the email is taken.
-func (s *Store) CreateUser(ctx context.Context, email, first, last string) (User, error) {
+func (s *OrgStore) CreateUser(ctx context.Context, email, first, last string) (User, error) {
 	u := User{Email: strings.ToLower(strings.TrimSpace(email)), FirstName: first, LastName: last, CreatedAt: fromMS(s.nowMS())}
 	err := s.db.QueryRowContext(ctx,
 		`INSERT INTO users (email, first_name, last_name, created_at) VALUES ($1, $2, $3, $4) RETURNING id`,
@@ -78,17 +83,17 @@ func (s *Store) CreateUser(ctx context.Context, email, first, last string) (User
 }
 
 // UserByEmail finds a user by email, case-insensitively.
-func (s *Store) UserByEmail(ctx context.Context, email string) (User, error) {
+func (s *OrgStore) UserByEmail(ctx context.Context, email string) (User, error) {
 	return s.scanUser(s.db.QueryRowContext(ctx, userSelect+` WHERE email = $1`, strings.ToLower(strings.TrimSpace(email))))
 }
 
 // UserByID finds a user by id.
-func (s *Store) UserByID(ctx context.Context, id int64) (User, error) {
+func (s *OrgStore) UserByID(ctx context.Context, id int64) (User, error) {
 	return s.scanUser(s.db.QueryRowContext(ctx, userSelect+` WHERE id = $1`, id))
 }
 
 // CountUsers counts all users (first-use detection).
-func (s *Store) CountUsers(ctx context.Context) (int64, error) {
+func (s *OrgStore) CountUsers(ctx context.Context) (int64, error) {
 	var n int64
 	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM users`).Scan(&n)
 	return n, translate(err)
@@ -96,7 +101,7 @@ func (s *Store) CountUsers(ctx context.Context) (int64, error) {
 
 const userSelect = `SELECT id, email, first_name, last_name, has_passkey, created_at FROM users`
 
-func (s *Store) scanUser(row *sql.Row) (User, error) {
+func (s *OrgStore) scanUser(row *sql.Row) (User, error) {
 	var u User
 	var created int64
 	if err := row.Scan(&u.ID, &u.Email, &u.FirstName, &u.LastName, &u.HasPasskey, &created); err != nil {
@@ -108,7 +113,7 @@ func (s *Store) scanUser(row *sql.Row) (User, error) {
 
 // CreateOrg creates an organization owned by userID, with an empty billing
 // account.
-func (s *Store) CreateOrg(ctx context.Context, userID int64, name string) (Org, error) {
+func (s *OrgStore) CreateOrg(ctx context.Context, userID int64, name string) (Org, error) {
 	now := s.nowMS()
 	o := Org{Name: name, Role: RoleOwner, CreatedAt: fromMS(now), UpdatedAt: fromMS(now)}
 	err := s.db.tx(ctx, func(tx *sql.Tx) error {
@@ -126,7 +131,7 @@ func (s *Store) CreateOrg(ctx context.Context, userID int64, name string) (Org, 
 
 // OrgsForUser lists the organizations userID belongs to, with their role,
 // oldest first.
-func (s *Store) OrgsForUser(ctx context.Context, userID int64) ([]Org, error) {
+func (s *OrgStore) OrgsForUser(ctx context.Context, userID int64) ([]Org, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT o.id, o.name, m.role, o.created_at, o.updated_at
 		FROM orgs o JOIN memberships m ON m.org_id = o.id
 		WHERE m.user_id = $1 ORDER BY o.created_at, o.id`, userID)
@@ -149,7 +154,7 @@ func (s *Store) OrgsForUser(ctx context.Context, userID int64) ([]Org, error) {
 
 // OrgForUser returns org orgID with userID's role; ErrNotFound if userID is
 // not a member.
-func (s *Store) OrgForUser(ctx context.Context, orgID, userID int64) (Org, error) {
+func (s *OrgStore) OrgForUser(ctx context.Context, orgID, userID int64) (Org, error) {
 	var o Org
 	var c, u int64
 	err := s.db.QueryRowContext(ctx, `SELECT o.id, o.name, m.role, o.created_at, o.updated_at
@@ -163,7 +168,7 @@ func (s *Store) OrgForUser(ctx context.Context, orgID, userID int64) (Org, error
 }
 
 // RenameOrg renames orgID if userID is at least minRole there.
-func (s *Store) RenameOrg(ctx context.Context, orgID, userID int64, minRole Role, name string) (Org, error) {
+func (s *OrgStore) RenameOrg(ctx context.Context, orgID, userID int64, minRole Role, name string) (Org, error) {
 	err := s.db.tx(ctx, func(tx *sql.Tx) error {
 		if _, err := lockMembership(tx, orgID, userID, minRole); err != nil {
 			return err
@@ -182,7 +187,7 @@ func (s *Store) RenameOrg(ctx context.Context, orgID, userID int64, minRole Role
 
 // DeleteOrg deletes orgID. Only its owner may, only when no other member
 // remains, and not when it is the owner's only organization.
-func (s *Store) DeleteOrg(ctx context.Context, orgID, userID int64) error {
+func (s *OrgStore) DeleteOrg(ctx context.Context, orgID, userID int64) error {
 	err := s.db.tx(ctx, func(tx *sql.Tx) error {
 		if _, err := lockMembership(tx, orgID, userID, RoleOwner); err != nil {
 			return err

@@ -19,30 +19,30 @@ func TestWebhookEndpoints(t *testing.T) {
 		ctx := context.Background()
 		s, org := billingOrg(t, db, nil, 0)
 
-		e, err := s.CreateWebhookEndpoint(ctx, org, "Prod", "https://hooks.example/a", []string{"call.graded"})
+		e, err := s.Webhooks.CreateWebhookEndpoint(ctx, org, "Prod", "https://hooks.example/a", []string{"call.graded"})
 		require.NoError(t, err)
 		require.Regexp(t, regexp.MustCompile(`^[0-9a-f]{48}$`), e.Secret)
 		require.Equal(t, e.Secret[:4]+"…"+e.Secret[44:], e.SecretHint)
 		require.Equal(t, storage.EndpointActive, e.Status)
 
-		got, err := s.WebhookEndpoint(ctx, org, e.ID)
+		got, err := s.Webhooks.WebhookEndpoint(ctx, org, e.ID)
 		require.NoError(t, err)
 		require.Equal(t, e.Secret, got.Secret, "the sealed secret opens to the same value")
-		_, err = s.WebhookEndpoint(ctx, org+1, e.ID)
+		_, err = s.Webhooks.WebhookEndpoint(ctx, org+1, e.ID)
 		require.ErrorIs(t, err, storage.ErrNotFound, "another org's endpoint is invisible")
 
 		label, disabled, none := "Renamed", storage.EndpointDisabled, []string{}
-		got, err = s.UpdateWebhookEndpoint(ctx, org, e.ID, storage.EndpointPatch{Label: &label, Status: &disabled, Events: &none})
+		got, err = s.Webhooks.UpdateWebhookEndpoint(ctx, org, e.ID, storage.EndpointPatch{Label: &label, Status: &disabled, Events: &none})
 		require.NoError(t, err)
 		require.Equal(t, "Renamed", got.Label)
 		require.Equal(t, []string{}, got.Events)
 		require.Equal(t, storage.EndpointDisabled, got.Status)
 
-		list, err := s.WebhookEndpoints(ctx, org)
+		list, err := s.Webhooks.WebhookEndpoints(ctx, org)
 		require.NoError(t, err)
 		require.Len(t, list, 1)
-		require.NoError(t, s.DeleteWebhookEndpoint(ctx, org, e.ID))
-		require.ErrorIs(t, s.DeleteWebhookEndpoint(ctx, org, e.ID), storage.ErrNotFound)
+		require.NoError(t, s.Webhooks.DeleteWebhookEndpoint(ctx, org, e.ID))
+		require.ErrorIs(t, s.Webhooks.DeleteWebhookEndpoint(ctx, org, e.ID), storage.ErrNotFound)
 	})
 }
 
@@ -52,13 +52,13 @@ func TestOutbox(t *testing.T) {
 
 		t.Run("fan-out follows filters and states", func(t *testing.T) {
 			s, org := billingOrg(t, db, nil, 0)
-			all, _ := s.CreateWebhookEndpoint(ctx, org, "all", "https://a.example/", nil)
-			graded, _ := s.CreateWebhookEndpoint(ctx, org, "graded", "https://b.example/", []string{"call.graded"})
-			off, _ := s.CreateWebhookEndpoint(ctx, org, "off", "https://c.example/", nil)
+			all, _ := s.Webhooks.CreateWebhookEndpoint(ctx, org, "all", "https://a.example/", nil)
+			graded, _ := s.Webhooks.CreateWebhookEndpoint(ctx, org, "graded", "https://b.example/", []string{"call.graded"})
+			off, _ := s.Webhooks.CreateWebhookEndpoint(ctx, org, "off", "https://c.example/", nil)
 			disabled := storage.EndpointDisabled
-			_, err := s.UpdateWebhookEndpoint(ctx, org, off.ID, storage.EndpointPatch{Status: &disabled})
+			_, err := s.Webhooks.UpdateWebhookEndpoint(ctx, org, off.ID, storage.EndpointPatch{Status: &disabled})
 			require.NoError(t, err)
-			_, err = s.SetWebhook(ctx, org, "https://legacy.example/hook", false)
+			_, err = s.Webhooks.SetWebhook(ctx, org, "https://legacy.example/hook", false)
 			require.NoError(t, err)
 
 			ev, err := s.Emit(ctx, org, "call.graded", map[string]any{"call_id": 7})
@@ -86,7 +86,7 @@ func TestOutbox(t *testing.T) {
 
 		t.Run("concurrent workers never claim one delivery twice", func(t *testing.T) {
 			s, org := billingOrg(t, db, nil, 0)
-			_, err := s.CreateWebhookEndpoint(ctx, org, "all", "https://a.example/", nil)
+			_, err := s.Webhooks.CreateWebhookEndpoint(ctx, org, "all", "https://a.example/", nil)
 			require.NoError(t, err)
 			for range 60 {
 				_, err := s.Emit(ctx, org, "call.graded", map[string]any{})
@@ -126,7 +126,7 @@ func TestOutbox(t *testing.T) {
 
 		t.Run("attempts, lease loss and failing", func(t *testing.T) {
 			s, org := billingOrg(t, db, nil, 0)
-			e, _ := s.CreateWebhookEndpoint(ctx, org, "one", "https://a.example/", nil)
+			e, _ := s.Webhooks.CreateWebhookEndpoint(ctx, org, "one", "https://a.example/", nil)
 			ev, err := s.Emit(ctx, org, "alert.triggered", map[string]any{"n": 1})
 			require.NoError(t, err)
 			ds, _ := s.EventDeliveries(ctx, ev.ID)
@@ -151,7 +151,7 @@ func TestOutbox(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, storage.DeliveryFailed, d.Status)
 			require.Equal(t, 1, d.Attempts)
-			got, _ := s.WebhookEndpoint(ctx, org, e.ID)
+			got, _ := s.Webhooks.WebhookEndpoint(ctx, org, e.ID)
 			require.Equal(t, storage.EndpointFailing, got.Status)
 
 			// A failing endpoint's new deliveries wait; resuming releases them.
@@ -160,14 +160,14 @@ func TestOutbox(t *testing.T) {
 			require.NoError(t, err)
 			require.NotContains(t, eventIDs(claimed), ev.ID)
 			active := storage.EndpointActive
-			_, err = s.UpdateWebhookEndpoint(ctx, org, e.ID, storage.EndpointPatch{Status: &active})
+			_, err = s.Webhooks.UpdateWebhookEndpoint(ctx, org, e.ID, storage.EndpointPatch{Status: &active})
 			require.NoError(t, err)
 			claimed, err = s.ClaimDeliveries(ctx, t0.Add(time.Hour), time.Minute, 1000)
 			require.NoError(t, err)
 			require.Contains(t, eventIDs(claimed), ev.ID)
 
 			// Deleting the endpoint abandons its deliveries.
-			require.NoError(t, s.DeleteWebhookEndpoint(ctx, org, e.ID))
+			require.NoError(t, s.Webhooks.DeleteWebhookEndpoint(ctx, org, e.ID))
 			ds, _ = s.EventDeliveries(ctx, ev.ID)
 			require.Empty(t, ds)
 		})

@@ -8,6 +8,12 @@ import (
 	"time"
 )
 
+// NumberStore keeps phone numbers (demo numbers from the operator's pool
+// and numbers on the organization's own trunks), every version of each,
+// the labels of E.164 numbers and the SIP trunks (VoIP connections), whose
+// passwords are sealed.
+type NumberStore struct{ *base }
+
 // Phone number sources and statuses (spec sections 2.7 and 3).
 const (
 	SourceDemo = "demo"
@@ -112,7 +118,7 @@ func scanNumber(row rowScanner) (PhoneNumber, error) {
 // the org's onboarding phone step. ErrConflict if the number is held by
 // any organization; ErrNotFound if a VoIP connection is named that is not
 // the org's.
-func (s *Store) CreatePhoneNumber(ctx context.Context, n PhoneNumber, actor *int64) (PhoneNumber, error) {
+func (s *NumberStore) CreatePhoneNumber(ctx context.Context, n PhoneNumber, actor *int64) (PhoneNumber, error) {
 	out, err := s.CreatePhoneNumbers(ctx, []PhoneNumber{n}, actor)
 	if err != nil {
 		return PhoneNumber{}, err
@@ -122,7 +128,7 @@ func (s *Store) CreatePhoneNumber(ctx context.Context, n PhoneNumber, actor *int
 
 // CreatePhoneNumbers inserts every one of ns, or none: ErrConflict when
 // any number is held by any organization (or listed twice).
-func (s *Store) CreatePhoneNumbers(ctx context.Context, ns []PhoneNumber, actor *int64) ([]PhoneNumber, error) {
+func (s *NumberStore) CreatePhoneNumbers(ctx context.Context, ns []PhoneNumber, actor *int64) ([]PhoneNumber, error) {
 	var out []PhoneNumber
 	err := s.db.tx(ctx, func(tx *sql.Tx) error {
 		out = out[:0]
@@ -145,7 +151,7 @@ func (s *Store) CreatePhoneNumbers(ctx context.Context, ns []PhoneNumber, actor 
 // organization holds; ErrNoneAvailable when every one is taken (another
 // replica may take one between the caller's look and this insert: the
 // unique index decides).
-func (s *Store) CreateDemoNumber(ctx context.Context, orgID int64, actor *int64, candidates []PhoneNumber) (PhoneNumber, error) {
+func (s *NumberStore) CreateDemoNumber(ctx context.Context, orgID int64, actor *int64, candidates []PhoneNumber) (PhoneNumber, error) {
 	var out PhoneNumber
 	err := s.db.tx(ctx, func(tx *sql.Tx) error {
 		for _, c := range candidates {
@@ -166,7 +172,7 @@ func (s *Store) CreateDemoNumber(ctx context.Context, orgID int64, actor *int64,
 
 // insertNumberTx inserts n unless the number is taken, in which case it
 // returns a zero PhoneNumber and no error.
-func (s *Store) insertNumberTx(ctx context.Context, tx *sql.Tx, n PhoneNumber, actor *int64) (PhoneNumber, error) {
+func (s *NumberStore) insertNumberTx(ctx context.Context, tx *sql.Tx, n PhoneNumber, actor *int64) (PhoneNumber, error) {
 	if n.VoIPConnectionID != nil {
 		if err := lockRow(ctx, tx, "voip_connections", n.OrgID, *n.VoIPConnectionID); err != nil {
 			return PhoneNumber{}, err
@@ -200,28 +206,29 @@ func (s *Store) insertNumberTx(ctx context.Context, tx *sql.Tx, n PhoneNumber, a
 }
 
 // PhoneNumber returns number id of orgID.
-func (s *Store) PhoneNumber(ctx context.Context, orgID, id int64) (PhoneNumber, error) {
+func (s *NumberStore) PhoneNumber(ctx context.Context, orgID, id int64) (PhoneNumber, error) {
 	return scanNumber(s.db.QueryRowContext(ctx, numberSelect+` WHERE org_id = $1 AND id = $2`, orgID, id))
 }
 
-// PhoneNumberByE164 returns the number held by any organization.
+// PhoneNumberByE164 returns the number held by any organization. It is the
+// call side's routing lookup, so it stays on Store with the call queries.
 func (s *Store) PhoneNumberByE164(ctx context.Context, number string) (PhoneNumber, error) {
 	return scanNumber(s.db.QueryRowContext(ctx, numberSelect+` WHERE number = $1`, number))
 }
 
 // PhoneNumbers lists orgID's numbers, newest first.
-func (s *Store) PhoneNumbers(ctx context.Context, orgID int64) ([]PhoneNumber, error) {
+func (s *NumberStore) PhoneNumbers(ctx context.Context, orgID int64) ([]PhoneNumber, error) {
 	return s.queryNumbers(ctx, numberSelect+` WHERE org_id = $1 ORDER BY created_at DESC, id DESC`, orgID)
 }
 
 // NumbersInStatus lists the numbers of every organization with source and
 // status, oldest first (the provisioning worker's queue).
-func (s *Store) NumbersInStatus(ctx context.Context, source, status string, limit int) ([]PhoneNumber, error) {
+func (s *NumberStore) NumbersInStatus(ctx context.Context, source, status string, limit int) ([]PhoneNumber, error) {
 	return s.queryNumbers(ctx, numberSelect+` WHERE source = $1 AND status = $2 ORDER BY created_at, id LIMIT $3`, source, status, limit)
 }
 
 // HeldNumbers returns which of numbers some organization holds.
-func (s *Store) HeldNumbers(ctx context.Context, numbers []string) (map[string]bool, error) {
+func (s *NumberStore) HeldNumbers(ctx context.Context, numbers []string) (map[string]bool, error) {
 	held := map[string]bool{}
 	for len(numbers) > 0 {
 		chunk := numbers[:min(len(numbers), 500)]
@@ -250,7 +257,7 @@ func (s *Store) HeldNumbers(ctx context.Context, numbers []string) (map[string]b
 	return held, nil
 }
 
-func (s *Store) queryNumbers(ctx context.Context, q string, args ...any) ([]PhoneNumber, error) {
+func (s *NumberStore) queryNumbers(ctx context.Context, q string, args ...any) ([]PhoneNumber, error) {
 	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, translate(err)
@@ -272,7 +279,7 @@ func (s *Store) queryNumbers(ctx context.Context, q string, args ...any) ([]Phon
 // When a field of the API object changed, the change is recorded as the
 // next revision on behalf of actor (a membership id, nil for the system).
 // An error from fn aborts the change and is returned as is.
-func (s *Store) UpdatePhoneNumber(ctx context.Context, orgID, id int64, actor *int64, fn func(n *PhoneNumber) error) (PhoneNumber, error) {
+func (s *NumberStore) UpdatePhoneNumber(ctx context.Context, orgID, id int64, actor *int64, fn func(n *PhoneNumber) error) (PhoneNumber, error) {
 	var out PhoneNumber
 	err := s.db.tx(ctx, func(tx *sql.Tx) error {
 		var err error
@@ -282,7 +289,7 @@ func (s *Store) UpdatePhoneNumber(ctx context.Context, orgID, id int64, actor *i
 	return out, err
 }
 
-func (s *Store) updateNumberTx(ctx context.Context, tx *sql.Tx, orgID, id int64, actor *int64, fn func(n *PhoneNumber) error) (PhoneNumber, error) {
+func (s *NumberStore) updateNumberTx(ctx context.Context, tx *sql.Tx, orgID, id int64, actor *int64, fn func(n *PhoneNumber) error) (PhoneNumber, error) {
 	if err := lockRow(ctx, tx, "phone_numbers", orgID, id); err != nil {
 		return PhoneNumber{}, err
 	}
@@ -312,7 +319,7 @@ func (s *Store) updateNumberTx(ctx context.Context, tx *sql.Tx, orgID, id int64,
 
 // saveNumberTx writes n over old and records a version when the API object
 // changed; changed overrides the computed list of changed fields.
-func (s *Store) saveNumberTx(ctx context.Context, tx *sql.Tx, old, n PhoneNumber, actor *int64, changed []string) (PhoneNumber, error) {
+func (s *NumberStore) saveNumberTx(ctx context.Context, tx *sql.Tx, old, n PhoneNumber, actor *int64, changed []string) (PhoneNumber, error) {
 	if changed == nil {
 		changed = changedSnapshotFields(old.Snapshot(), n.Snapshot())
 	}
@@ -339,7 +346,7 @@ func (s *Store) saveNumberTx(ctx context.Context, tx *sql.Tx, old, n PhoneNumber
 // DeletePhoneNumber removes number id from orgID: a demo number returns to
 // the pool, a VoIP number is detached (it stays at the trunk provider).
 // Versions go with it.
-func (s *Store) DeletePhoneNumber(ctx context.Context, orgID, id int64) error {
+func (s *NumberStore) DeletePhoneNumber(ctx context.Context, orgID, id int64) error {
 	res, err := s.db.ExecContext(ctx, `DELETE FROM phone_numbers WHERE org_id = $1 AND id = $2`, orgID, id)
 	if err != nil {
 		return translate(err)
@@ -356,7 +363,7 @@ func (s *Store) DeletePhoneNumber(ctx context.Context, orgID, id int64) error {
 // org's history is dropped, and the new org's history starts with a full
 // snapshot by the user's membership in toOrg. VoIP numbers stay with their
 // trunk (ErrVoIPNumber).
-func (s *Store) TransferPhoneNumber(ctx context.Context, fromOrg, toOrg, id, userID int64) (PhoneNumber, bool, error) {
+func (s *NumberStore) TransferPhoneNumber(ctx context.Context, fromOrg, toOrg, id, userID int64) (PhoneNumber, bool, error) {
 	if fromOrg == toOrg {
 		return PhoneNumber{}, false, ErrSameOrg
 	}
@@ -406,7 +413,7 @@ func (s *Store) TransferPhoneNumber(ctx context.Context, fromOrg, toOrg, id, use
 
 // PhoneNumberVersions returns the number of versions of number id of orgID
 // and up to limit of them, newest first.
-func (s *Store) PhoneNumberVersions(ctx context.Context, orgID, id int64, limit int) (int64, []Version, error) {
+func (s *NumberStore) PhoneNumberVersions(ctx context.Context, orgID, id int64, limit int) (int64, []Version, error) {
 	if _, err := s.PhoneNumber(ctx, orgID, id); err != nil {
 		return 0, nil, err
 	}

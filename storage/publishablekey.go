@@ -8,6 +8,10 @@ import (
 	"time"
 )
 
+// PublishableKeyStore keeps the publishable keys that identify the web
+// widget, and copies or moves them between organizations.
+type PublishableKeyStore struct{ *base }
+
 // PublishableKeyPrefix starts every publishable key.
 const PublishableKeyPrefix = "pk_live_"
 
@@ -81,7 +85,7 @@ func newPublishableKeyValue() string { return PublishableKeyPrefix + randomHex(1
 // CreatePublishableKey creates k in k.OrgID with a fresh key value. An
 // agent id must name an agent of the org (ErrAgentNotInOrg). Mode rules are
 // the caller's; the store keeps what it is given.
-func (s *Store) CreatePublishableKey(ctx context.Context, k PublishableKey) (PublishableKey, error) {
+func (s *PublishableKeyStore) CreatePublishableKey(ctx context.Context, k PublishableKey) (PublishableKey, error) {
 	var out PublishableKey
 	err := s.db.tx(ctx, func(tx *sql.Tx) error {
 		var err error
@@ -91,7 +95,7 @@ func (s *Store) CreatePublishableKey(ctx context.Context, k PublishableKey) (Pub
 	return out, err
 }
 
-func (s *Store) insertPublishableKeyTx(ctx context.Context, tx *sql.Tx, k PublishableKey) (PublishableKey, error) {
+func (s *PublishableKeyStore) insertPublishableKeyTx(ctx context.Context, tx *sql.Tx, k PublishableKey) (PublishableKey, error) {
 	if err := agentInOrgTx(ctx, tx, k.OrgID, k.AgentID); err != nil {
 		return PublishableKey{}, err
 	}
@@ -131,19 +135,19 @@ func nonNilStrings(s []string) []string {
 }
 
 // PublishableKeys lists orgID's keys, active and deactivated, oldest first.
-func (s *Store) PublishableKeys(ctx context.Context, orgID int64) ([]PublishableKey, error) {
+func (s *PublishableKeyStore) PublishableKeys(ctx context.Context, orgID int64) ([]PublishableKey, error) {
 	return scanAll(ctx, s.db.DB, func(r interface{ Scan(...any) error }) (PublishableKey, error) { return scanPublishableKey(r) },
 		pkSelect+` WHERE k.org_id = $1 ORDER BY k.created_at, k.id`, orgID)
 }
 
 // PublishableKey returns key id of orgID.
-func (s *Store) PublishableKey(ctx context.Context, orgID, id int64) (PublishableKey, error) {
+func (s *PublishableKeyStore) PublishableKey(ctx context.Context, orgID, id int64) (PublishableKey, error) {
 	return scanPublishableKey(s.db.QueryRowContext(ctx, pkSelect+` WHERE k.org_id = $1 AND k.id = $2`, orgID, id))
 }
 
 // PublishableKeyByValue returns the key whose full value is key, active or
 // not (the widget's lookup; the caller checks IsActive and IsEnabled).
-func (s *Store) PublishableKeyByValue(ctx context.Context, key string) (PublishableKey, error) {
+func (s *PublishableKeyStore) PublishableKeyByValue(ctx context.Context, key string) (PublishableKey, error) {
 	return scanPublishableKey(s.db.QueryRowContext(ctx, pkSelect+` WHERE k.key_value = $1`, key))
 }
 
@@ -151,7 +155,7 @@ func (s *Store) PublishableKeyByValue(ctx context.Context, key string) (Publisha
 // current row and edits it; name, allowed domains, enabled, mode, agent and
 // webhook URL are saved. A deactivated key gives ErrKeyInactive; an agent
 // outside the org gives ErrAgentNotInOrg.
-func (s *Store) UpdatePublishableKey(ctx context.Context, orgID, id int64, fn func(k *PublishableKey) error) (PublishableKey, error) {
+func (s *PublishableKeyStore) UpdatePublishableKey(ctx context.Context, orgID, id int64, fn func(k *PublishableKey) error) (PublishableKey, error) {
 	var out PublishableKey
 	err := s.db.tx(ctx, func(tx *sql.Tx) error {
 		if err := lockRow(ctx, tx, "publishable_keys", orgID, id); err != nil {
@@ -186,7 +190,7 @@ func (s *Store) UpdatePublishableKey(ctx context.Context, orgID, id int64, fn fu
 
 // DeactivatePublishableKey sets is_active false on key id of orgID. The key
 // stays listed; deactivating twice is not an error.
-func (s *Store) DeactivatePublishableKey(ctx context.Context, orgID, id int64) error {
+func (s *PublishableKeyStore) DeactivatePublishableKey(ctx context.Context, orgID, id int64) error {
 	now := s.nowMS()
 	res, err := s.db.ExecContext(ctx, `UPDATE publishable_keys SET is_active = FALSE, deactivated_at = COALESCE(deactivated_at, $1),
 		updated_at = CASE WHEN is_active THEN $1 ELSE updated_at END WHERE org_id = $2 AND id = $3`, now, orgID, id)
@@ -216,7 +220,7 @@ type PublishableTransfer struct {
 // and value and leaves the original alone. name, when not nil, names the
 // result. The agent assignment is dropped either way (agents do not cross
 // organizations). A deactivated key gives ErrKeyInactive.
-func (s *Store) TransferPublishableKey(ctx context.Context, fromOrg, toOrg, id, userID int64, copy bool, name *string) (PublishableTransfer, error) {
+func (s *PublishableKeyStore) TransferPublishableKey(ctx context.Context, fromOrg, toOrg, id, userID int64, copy bool, name *string) (PublishableTransfer, error) {
 	if fromOrg == toOrg {
 		return PublishableTransfer{}, ErrSameOrg
 	}

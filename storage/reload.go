@@ -53,7 +53,7 @@ func monthStart(at int64) int64 {
 // the account row lock (every caller has just updated the row), so the
 // check and the insert cannot interleave with another debit of the same
 // org; the unique index on in-flight reloads backs that up.
-func (s *Store) reloadCheckTx(ctx context.Context, tx *sql.Tx, orgID int64, now int64) error {
+func (s *BillingStore) reloadCheckTx(ctx context.Context, tx *sql.Tx, orgID int64, now int64) error {
 	a, err := scanAccount(tx.QueryRowContext(ctx, accountSelect+` WHERE org_id = $1`, orgID))
 	if err != nil {
 		return err
@@ -93,14 +93,14 @@ func scanReload(r interface{ Scan(...any) error }) (Reload, error) {
 }
 
 // Reloads lists orgID's reload attempts, newest first.
-func (s *Store) Reloads(ctx context.Context, orgID int64) ([]Reload, error) {
+func (s *BillingStore) Reloads(ctx context.Context, orgID int64) ([]Reload, error) {
 	return scanAll(ctx, s.db.DB, scanReload, reloadSelect+` WHERE r.org_id = $1 ORDER BY r.created_at DESC, r.id DESC`, orgID)
 }
 
 // ClaimReloads leases up to limit pending reloads that are due at now for
 // lease; a worker that dies lets the lease run out and another one takes
 // the reload (with the same idempotency key).
-func (s *Store) ClaimReloads(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]Reload, error) {
+func (s *BillingStore) ClaimReloads(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]Reload, error) {
 	tok := NewUUID()
 	n := ms(now)
 	_, err := s.db.ExecContext(ctx, `UPDATE billing_reloads SET lease_until = $1, lease_token = $2, updated_at = $3
@@ -132,7 +132,7 @@ type ReloadOutcome struct {
 // reload credits its payment once (the provider event may race it; the
 // ledger reference settles who wins). A finish whose lease was lost to
 // another worker changes nothing.
-func (s *Store) FinishReload(ctx context.Context, r Reload, o ReloadOutcome) error {
+func (s *BillingStore) FinishReload(ctx context.Context, r Reload, o ReloadOutcome) error {
 	now := s.nowMS()
 	return s.db.tx(ctx, func(tx *sql.Tx) error {
 		if err := lockAccount(ctx, tx, r.OrgID); err != nil {
@@ -182,7 +182,7 @@ func (s *Store) FinishReload(ctx context.Context, r Reload, o ReloadOutcome) err
 }
 
 // failReloadTx marks an in-flight reload failed.
-func (s *Store) failReloadTx(ctx context.Context, tx *sql.Tx, id, code string, now int64) error {
+func (s *BillingStore) failReloadTx(ctx context.Context, tx *sql.Tx, id, code string, now int64) error {
 	_, err := tx.ExecContext(ctx, `UPDATE billing_reloads SET status = 'failed', error_code = $1, lease_until = NULL, updated_at = $2
 		WHERE id = $3 AND status IN ('pending', 'processing')`, code, now, id)
 	return translate(err)

@@ -55,10 +55,10 @@ func TestResourceStores(t *testing.T) {
 
 		t.Run("opposite transfers at once do not deadlock", func(t *testing.T) {
 			f := newFixture(t, db)
-			other, err := f.s.CreateOrg(ctx, f.owner.ID, "Other")
+			other, err := f.s.Orgs.CreateOrg(ctx, f.owner.ID, "Other")
 			require.NoError(t, err)
 			mk := func(org int64, number string) storage.PhoneNumber {
-				n, err := f.s.CreateDemoNumber(ctx, org, nil, []storage.PhoneNumber{{Number: number}})
+				n, err := f.s.Numbers.CreateDemoNumber(ctx, org, nil, []storage.PhoneNumber{{Number: number}})
 				require.NoError(t, err)
 				return n
 			}
@@ -67,21 +67,21 @@ func TestResourceStores(t *testing.T) {
 				b := mk(other.ID, fmt.Sprintf("+1555000%04d", 2*round+1))
 				var wg sync.WaitGroup
 				var e1, e2 error
-				wg.Go(func() { _, _, e1 = f.s.TransferPhoneNumber(ctx, f.org.ID, other.ID, a.ID, f.owner.ID) })
-				wg.Go(func() { _, _, e2 = f.s.TransferPhoneNumber(ctx, other.ID, f.org.ID, b.ID, f.owner.ID) })
+				wg.Go(func() { _, _, e1 = f.s.Numbers.TransferPhoneNumber(ctx, f.org.ID, other.ID, a.ID, f.owner.ID) })
+				wg.Go(func() { _, _, e2 = f.s.Numbers.TransferPhoneNumber(ctx, other.ID, f.org.ID, b.ID, f.owner.ID) })
 				wg.Wait()
 				require.NoError(t, e1, "round %d", round)
 				require.NoError(t, e2, "round %d", round)
-				_, err := f.s.PhoneNumber(ctx, other.ID, a.ID)
+				_, err := f.s.Numbers.PhoneNumber(ctx, other.ID, a.ID)
 				require.NoError(t, err)
-				_, err = f.s.PhoneNumber(ctx, f.org.ID, b.ID)
+				_, err = f.s.Numbers.PhoneNumber(ctx, f.org.ID, b.ID)
 				require.NoError(t, err)
 			}
 			// Only admins of both orgs may transfer.
 			n := mk(f.org.ID, "+15550009999")
-			_, _, err = f.s.TransferPhoneNumber(ctx, f.org.ID, other.ID, n.ID, f.admin.ID)
+			_, _, err = f.s.Numbers.TransferPhoneNumber(ctx, f.org.ID, other.ID, n.ID, f.admin.ID)
 			require.ErrorIs(t, err, storage.ErrNotMember)
-			_, _, err = f.s.TransferPhoneNumber(ctx, f.org.ID, f.org.ID, n.ID, f.owner.ID)
+			_, _, err = f.s.Numbers.TransferPhoneNumber(ctx, f.org.ID, f.org.ID, n.ID, f.owner.ID)
 			require.ErrorIs(t, err, storage.ErrSameOrg)
 		})
 
@@ -118,5 +118,5 @@ func claimContested(ctx context.Context, db *storage.DB, org int64) (storage.Pho
 	if err != nil {
 		return storage.PhoneNumber{}, err
 	}
-	return s.CreateDemoNumber(ctx, org, nil, []storage.PhoneNumber{{Number: "+15559990000"}})
+	return s.Numbers.CreateDemoNumber(ctx, org, nil, []storage.PhoneNumber{{Number: "+15559990000"}})
 }

@@ -15,7 +15,34 @@ import (
 )
 
 // Store is the SQL store of the control plane. It is safe for concurrent use.
+//
+// Each domain's tables have a store of their own, reached through Store's
+// fields (Keys, Orgs, ...), so no one type carries every query; the
+// domain packages of control declare the few methods they use and are
+// handed the field. Store's own methods are what is left: authentication,
+// agents, calls and their events, realtime session tokens and the webhook
+// outbox, which the call side reaches through control until it moves.
 type Store struct {
+	*base
+	// Keys holds API keys and personal tokens.
+	Keys *KeyStore
+	// Orgs holds users, organizations, their members and invites.
+	Orgs *OrgStore
+	// Onboarding holds the onboarding checklist.
+	Onboarding *OnboardingStore
+	// PublishableKeys holds the widget's publishable keys.
+	PublishableKeys *PublishableKeyStore
+	// Webhooks holds the legacy webhook and the webhook endpoints.
+	Webhooks *WebhookStore
+	// Billing holds billing accounts, the ledger, payments, auto-reloads and number fees.
+	Billing *BillingStore
+	// Numbers holds phone numbers, number labels and VoIP connections.
+	Numbers *NumberStore
+}
+
+// base is what every domain store shares: the database, the secret sealer
+// and the clock.
+type base struct {
 	db   *DB
 	aead cipher.AEAD
 	now  func() time.Time
@@ -47,7 +74,8 @@ func NewStore(db *DB, cfg StoreConfig) (*Store, error) {
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{db: db, aead: aead, now: now}, nil
+	b := &base{db: db, aead: aead, now: now}
+	return &Store{base: b, Keys: &KeyStore{b}, Orgs: &OrgStore{b}, Onboarding: &OnboardingStore{b}, PublishableKeys: &PublishableKeyStore{b}, Webhooks: &WebhookStore{b}, Billing: &BillingStore{b}, Numbers: &NumberStore{b}}, nil
 }
 
 // DB returns the underlying database.
@@ -55,10 +83,10 @@ func (s *Store) DB() *DB { return s.db }
 
 // nowMS is the current time in stored milliseconds, truncated so that what
 // is returned equals what a later read returns.
-func (s *Store) nowMS() int64 { return s.now().UnixMilli() }
+func (s *base) nowMS() int64 { return s.now().UnixMilli() }
 
 // seal encrypts a secret for storage.
-func (s *Store) seal(plain string) (string, error) {
+func (s *base) seal(plain string) (string, error) {
 	nonce := make([]byte, s.aead.NonceSize())
 	if _, err := rand.Read(nonce); err != nil {
 		return "", err
@@ -68,7 +96,7 @@ func (s *Store) seal(plain string) (string, error) {
 }
 
 // open decrypts a sealed secret.
-func (s *Store) open(sealed string) (string, error) {
+func (s *base) open(sealed string) (string, error) {
 	b, err := base64.RawStdEncoding.DecodeString(sealed)
 	if err != nil || len(b) < s.aead.NonceSize() {
 		return "", errors.New("store: malformed sealed secret")

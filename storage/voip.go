@@ -33,7 +33,7 @@ const voipSelect = `SELECT c.id, c.org_id, c.name, c.host, c.port, c.transport, 
 	c.allowed_sources, c.codecs, c.created_at, c.updated_at,
 	(SELECT count(*) FROM phone_numbers p WHERE p.voip_connection_id = c.id) FROM voip_connections c`
 
-func (s *Store) scanVoIP(row rowScanner) (VoIPConnection, error) {
+func (s *NumberStore) scanVoIP(row rowScanner) (VoIPConnection, error) {
 	var v VoIPConnection
 	var pw sql.NullString
 	var allowed, codecs string
@@ -59,7 +59,7 @@ func (s *Store) scanVoIP(row rowScanner) (VoIPConnection, error) {
 	return v, nil
 }
 
-func (s *Store) voipArgs(v VoIPConnection) (pw any, allowed, codecs string, err error) {
+func (s *NumberStore) voipArgs(v VoIPConnection) (pw any, allowed, codecs string, err error) {
 	if v.Password != "" {
 		sealed, err := s.seal(v.Password)
 		if err != nil {
@@ -82,7 +82,7 @@ func (s *Store) voipArgs(v VoIPConnection) (pw any, allowed, codecs string, err 
 }
 
 // CreateVoIPConnection creates v in v.OrgID.
-func (s *Store) CreateVoIPConnection(ctx context.Context, v VoIPConnection) (VoIPConnection, error) {
+func (s *NumberStore) CreateVoIPConnection(ctx context.Context, v VoIPConnection) (VoIPConnection, error) {
 	pw, allowed, codecs, err := s.voipArgs(v)
 	if err != nil {
 		return VoIPConnection{}, err
@@ -100,12 +100,12 @@ func (s *Store) CreateVoIPConnection(ctx context.Context, v VoIPConnection) (VoI
 }
 
 // VoIPConnection returns connection id of orgID with its clear password.
-func (s *Store) VoIPConnection(ctx context.Context, orgID, id int64) (VoIPConnection, error) {
+func (s *NumberStore) VoIPConnection(ctx context.Context, orgID, id int64) (VoIPConnection, error) {
 	return s.scanVoIP(s.db.QueryRowContext(ctx, voipSelect+` WHERE c.org_id = $1 AND c.id = $2`, orgID, id))
 }
 
 // VoIPConnections lists orgID's connections, newest first.
-func (s *Store) VoIPConnections(ctx context.Context, orgID int64) ([]VoIPConnection, error) {
+func (s *NumberStore) VoIPConnections(ctx context.Context, orgID int64) ([]VoIPConnection, error) {
 	rows, err := s.db.QueryContext(ctx, voipSelect+` WHERE c.org_id = $1 ORDER BY c.created_at DESC, c.id DESC`, orgID)
 	if err != nil {
 		return nil, translate(err)
@@ -124,7 +124,7 @@ func (s *Store) VoIPConnections(ctx context.Context, orgID int64) ([]VoIPConnect
 
 // UpdateVoIPConnection changes connection id of orgID under its row lock;
 // fn edits it (an error from fn aborts).
-func (s *Store) UpdateVoIPConnection(ctx context.Context, orgID, id int64, fn func(v *VoIPConnection) error) (VoIPConnection, error) {
+func (s *NumberStore) UpdateVoIPConnection(ctx context.Context, orgID, id int64, fn func(v *VoIPConnection) error) (VoIPConnection, error) {
 	err := s.db.tx(ctx, func(tx *sql.Tx) error {
 		if err := lockRow(ctx, tx, "voip_connections", orgID, id); err != nil {
 			return err
@@ -153,7 +153,7 @@ func (s *Store) UpdateVoIPConnection(ctx context.Context, orgID, id int64, fn fu
 
 // DeleteVoIPConnection deletes connection id of orgID; ErrInUse while
 // phone numbers are on it.
-func (s *Store) DeleteVoIPConnection(ctx context.Context, orgID, id int64) error {
+func (s *NumberStore) DeleteVoIPConnection(ctx context.Context, orgID, id int64) error {
 	return s.db.tx(ctx, func(tx *sql.Tx) error {
 		if err := lockRow(ctx, tx, "voip_connections", orgID, id); err != nil {
 			return err

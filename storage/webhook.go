@@ -6,6 +6,11 @@ import (
 	"time"
 )
 
+// WebhookStore keeps where an organization's webhook events go: the legacy
+// URL (one per org, its secret sealed) and the webhook endpoints. The
+// events and deliveries themselves are the outbox, on Store.
+type WebhookStore struct{ *base }
+
 // Webhook is an org's legacy single-URL webhook.
 type Webhook struct {
 	OrgID     int64
@@ -16,7 +21,7 @@ type Webhook struct {
 }
 
 // GetWebhook returns orgID's legacy webhook; ErrNotFound if none is set.
-func (s *Store) GetWebhook(ctx context.Context, orgID int64) (Webhook, error) {
+func (s *WebhookStore) GetWebhook(ctx context.Context, orgID int64) (Webhook, error) {
 	w := Webhook{OrgID: orgID}
 	var sealed string
 	var c, u int64
@@ -35,7 +40,7 @@ func (s *Store) GetWebhook(ctx context.Context, orgID int64) (Webhook, error) {
 // SetWebhook sets orgID's legacy webhook URL. A new secret is generated when
 // the row is created or when rotate is true (PUT); otherwise (PATCH) the
 // secret is kept.
-func (s *Store) SetWebhook(ctx context.Context, orgID int64, url string, rotate bool) (Webhook, error) {
+func (s *WebhookStore) SetWebhook(ctx context.Context, orgID int64, url string, rotate bool) (Webhook, error) {
 	sealed, err := s.seal("whsec_" + randomHex(24))
 	if err != nil {
 		return Webhook{}, err

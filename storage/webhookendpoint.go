@@ -44,7 +44,7 @@ func secretHint(secret string) string {
 
 const endpointSelect = `SELECT id, org_id, label, url, events, status, secret_enc, secret_hint, created_at, updated_at FROM webhook_endpoints`
 
-func (s *Store) scanEndpoint(r interface{ Scan(...any) error }) (WebhookEndpoint, error) {
+func (s *WebhookStore) scanEndpoint(r interface{ Scan(...any) error }) (WebhookEndpoint, error) {
 	var e WebhookEndpoint
 	var events, sealed string
 	var c, u int64
@@ -72,7 +72,7 @@ func eventsJSON(events []string) string {
 }
 
 // CreateWebhookEndpoint registers an active endpoint with a new secret.
-func (s *Store) CreateWebhookEndpoint(ctx context.Context, orgID int64, label, url string, events []string) (WebhookEndpoint, error) {
+func (s *WebhookStore) CreateWebhookEndpoint(ctx context.Context, orgID int64, label, url string, events []string) (WebhookEndpoint, error) {
 	secret := randomHex(24)
 	sealed, err := s.seal(secret)
 	if err != nil {
@@ -93,12 +93,12 @@ func (s *Store) CreateWebhookEndpoint(ctx context.Context, orgID int64, label, u
 }
 
 // WebhookEndpoints lists orgID's endpoints, oldest first.
-func (s *Store) WebhookEndpoints(ctx context.Context, orgID int64) ([]WebhookEndpoint, error) {
+func (s *WebhookStore) WebhookEndpoints(ctx context.Context, orgID int64) ([]WebhookEndpoint, error) {
 	return scanAll(ctx, s.db.DB, s.scanEndpoint, endpointSelect+` WHERE org_id = $1 ORDER BY created_at, id`, orgID)
 }
 
 // WebhookEndpoint returns one of orgID's endpoints.
-func (s *Store) WebhookEndpoint(ctx context.Context, orgID int64, id string) (WebhookEndpoint, error) {
+func (s *WebhookStore) WebhookEndpoint(ctx context.Context, orgID int64, id string) (WebhookEndpoint, error) {
 	return s.scanEndpoint(s.db.QueryRowContext(ctx, endpointSelect+` WHERE org_id = $1 AND id = $2`, orgID, id))
 }
 
@@ -113,7 +113,7 @@ type EndpointPatch struct {
 }
 
 // UpdateWebhookEndpoint applies p to one of orgID's endpoints.
-func (s *Store) UpdateWebhookEndpoint(ctx context.Context, orgID int64, id string, p EndpointPatch) (WebhookEndpoint, error) {
+func (s *WebhookStore) UpdateWebhookEndpoint(ctx context.Context, orgID int64, id string, p EndpointPatch) (WebhookEndpoint, error) {
 	var e WebhookEndpoint
 	now := s.nowMS()
 	err := s.db.tx(ctx, func(tx *sql.Tx) error {
@@ -150,7 +150,7 @@ func (s *Store) UpdateWebhookEndpoint(ctx context.Context, orgID int64, id strin
 
 // DeleteWebhookEndpoint removes an endpoint and, with it, every delivery
 // still pending for it: in-flight retries are abandoned.
-func (s *Store) DeleteWebhookEndpoint(ctx context.Context, orgID int64, id string) error {
+func (s *WebhookStore) DeleteWebhookEndpoint(ctx context.Context, orgID int64, id string) error {
 	return s.db.tx(ctx, func(tx *sql.Tx) error {
 		// Explicit, not only ON DELETE CASCADE: SQLite enforces foreign keys
 		// per connection, and this must hold whatever the pragma.

@@ -59,7 +59,7 @@ func background(ctx context.Context, c *config, store *storage.Store, billSweep 
 		if err != nil {
 			return nil, fmt.Errorf("stripe: %w", err)
 		}
-		if reloader, err = billing.NewReloader(billing.Config{}, log.With("component", "auto_reload"), store, st); err != nil {
+		if reloader, err = billing.NewReloader(billing.Config{}, log.With("component", "auto_reload"), store.Billing, st); err != nil {
 			return nil, err
 		}
 	}
@@ -76,7 +76,7 @@ func background(ctx context.Context, c *config, store *storage.Store, billSweep 
 			t := time.NewTicker(time.Hour)
 			defer t.Stop()
 			for {
-				if r, err := store.ChargeNumberFees(ctx, time.Now(), c.NumberFeeCents); err != nil && ctx.Err() == nil {
+				if r, err := store.Billing.ChargeNumberFees(ctx, time.Now(), c.NumberFeeCents); err != nil && ctx.Err() == nil {
 					log.Warn("number fee sweep", "err", err.Error())
 				} else if r.Charged > 0 || r.Due > 0 {
 					log.Info("number fees", "charged", r.Charged, "due", r.Due)

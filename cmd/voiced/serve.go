@@ -92,7 +92,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if s, ok := control.SlotsOf(env.coord); ok {
 		slots = s
 	}
-	x := webhook.NewExchanger(env.store, c.WebhookAllowLoopback, time.Now, log)
+	x := webhook.NewExchanger(env.store.Webhooks, c.WebhookAllowLoopback, time.Now, log)
 	rt, err := node.Connect(call.Control{Admit: calls, Record: calls, Finish: calls, Tools: x, Trunks: calls, Credentials: srv}, slots)
 	if err != nil {
 		ln.Close()

@@ -1,4 +1,6 @@
-// Package billing runs the background side of prepaid billing: the
+// Package billing serves the /v1/billing routes (the account, auto-reload
+// settings, top-ups, saved cards, the ledger and the payment provider's
+// events) and runs the background side of prepaid billing: the
 // auto-reload worker, which drains the reload queue that debits fill in
 // storage (at most one reload in flight per org, enforced there), and
 // charges each attempt off-session through the payment provider.

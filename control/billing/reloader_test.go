@@ -59,20 +59,20 @@ func (c *clock) Add(d time.Duration) {
 func reloadOrg(t *testing.T, s *storage.Store, balance, minimum, amount int64) int64 {
 	t.Helper()
 	ctx := context.Background()
-	u, err := s.CreateUser(ctx, "reload-"+storage.NewUUID()+"@example.com", "R", "Eload")
+	u, err := s.Orgs.CreateUser(ctx, "reload-"+storage.NewUUID()+"@example.com", "R", "Eload")
 	require.NoError(t, err)
-	o, err := s.CreateOrg(ctx, u.ID, "Reload")
+	o, err := s.Orgs.CreateOrg(ctx, u.ID, "Reload")
 	require.NoError(t, err)
 	if balance > 0 {
-		_, err = s.Post(ctx, o.ID, storage.TxAdjustment, balance, "seed", "")
+		_, err = s.Billing.Post(ctx, o.ID, storage.TxAdjustment, balance, "seed", "")
 		require.NoError(t, err)
 	}
-	_, err = s.SetProviderCustomer(ctx, o.ID, "cus_reload")
+	_, err = s.Billing.SetProviderCustomer(ctx, o.ID, "cus_reload")
 	require.NoError(t, err)
-	_, err = s.SetDefaultPaymentMethod(ctx, o.ID, "pm_card_visa")
+	_, err = s.Billing.SetDefaultPaymentMethod(ctx, o.ID, "pm_card_visa")
 	require.NoError(t, err)
 	on := true
-	_, err = s.UpdateAutoReload(ctx, o.ID, storage.AutoReloadPatch{Enabled: &on, MinimumCents: &minimum, AmountCents: &amount})
+	_, err = s.Billing.UpdateAutoReload(ctx, o.ID, storage.AutoReloadPatch{Enabled: &on, MinimumCents: &minimum, AmountCents: &amount})
 	require.NoError(t, err)
 	return o.ID
 }
@@ -92,7 +92,7 @@ func TestReloadAgainstStripeMock(t *testing.T) {
 		st, err := payment.NewStripe(payment.Config{APIKey: "sk_test_voiced", APIBase: base})
 		require.NoError(t, err)
 		charger := &counting{Charger: st}
-		r, err := billing.NewReloader(billing.Config{}, nil, s, charger)
+		r, err := billing.NewReloader(billing.Config{}, nil, s.Billing, charger)
 		require.NoError(t, err)
 		org := reloadOrg(t, s, 1500, 1000, 2500)
 
@@ -101,7 +101,7 @@ func TestReloadAgainstStripeMock(t *testing.T) {
 		var wg sync.WaitGroup
 		for i := range 50 {
 			wg.Go(func() {
-				if _, err := s.Post(ctx, org, storage.TxCallUsage, -20, "call", fmt.Sprint("call-", i)); err != nil {
+				if _, err := s.Billing.Post(ctx, org, storage.TxCallUsage, -20, "call", fmt.Sprint("call-", i)); err != nil {
 					t.Error(err)
 				}
 			})
@@ -115,20 +115,20 @@ func TestReloadAgainstStripeMock(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, int64(1500-1000+2500), bal)
 
-		rs, err := s.Reloads(ctx, org)
+		rs, err := s.Billing.Reloads(ctx, org)
 		require.NoError(t, err)
 		require.Len(t, rs, 1)
 		require.Equal(t, storage.ReloadSucceeded, rs[0].Status)
-		txs, _ := s.Transactions(ctx, org, 1, 0)
+		txs, _ := s.Billing.Transactions(ctx, org, 1, 0)
 		require.Equal(t, storage.TxTopUp, txs[0].Kind)
 		require.Equal(t, rs[0].PaymentIntentID, txs[0].Reference)
-		a, _ := s.BillingAccount(ctx, org)
+		a, _ := s.Billing.BillingAccount(ctx, org)
 		require.True(t, a.HasEverToppedUp)
 
 		// The provider's own payment-succeeded event, delivered twice,
 		// changes nothing.
 		for range 2 {
-			_, err = s.ApplyProviderEvent(ctx, storage.ProviderEvent{ID: "evt_" + rs[0].PaymentIntentID, Kind: storage.EventPaymentSucceeded,
+			_, err = s.Billing.ApplyProviderEvent(ctx, storage.ProviderEvent{ID: "evt_" + rs[0].PaymentIntentID, Kind: storage.EventPaymentSucceeded,
 				PaymentID: rs[0].PaymentIntentID, AmountCents: 2500, OrgID: org, Purpose: storage.PurposeAutoReload, ReloadID: rs[0].ID})
 			require.NoError(t, err)
 		}
@@ -148,7 +148,7 @@ func TestReloadOutcomes(t *testing.T) {
 	t.Run("transient errors retry the same attempt, then give up", func(t *testing.T) {
 		org := reloadOrg(t, s, 0, 100, 500)
 		ch := &scripted{err: payment.Unavailable(errors.New("connection refused"))}
-		r, _ := billing.NewReloader(billing.Config{Now: clk.Now, Backoff: []time.Duration{time.Minute, 5 * time.Minute}}, nil, s, ch)
+		r, _ := billing.NewReloader(billing.Config{Now: clk.Now, Backoff: []time.Duration{time.Minute, 5 * time.Minute}}, nil, s.Billing, ch)
 		n, err := r.ReloadDue(ctx)
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
@@ -162,32 +162,32 @@ func TestReloadOutcomes(t *testing.T) {
 		require.Equal(t, 1, n)
 		require.Len(t, ch.keys, 3)
 		require.Equal(t, ch.keys[0], ch.keys[2], "one attempt, one idempotency key")
-		rs, _ := s.Reloads(ctx, org)
+		rs, _ := s.Billing.Reloads(ctx, org)
 		require.Equal(t, storage.ReloadFailed, rs[0].Status)
 		require.Equal(t, payment.CodeProviderUnavailable, rs[0].ErrorCode)
-		a, _ := s.BillingAccount(ctx, org)
+		a, _ := s.Billing.BillingAccount(ctx, org)
 		require.Nil(t, a.AutoReloadFailedAt, "an outage is not the user's to fix")
 	})
 
 	t.Run("a decline turns auto-reload off until the card changes", func(t *testing.T) {
 		org := reloadOrg(t, s, 0, 100, 500)
 		ch := &scripted{err: &payment.Error{Status: 402, Code: payment.CodeCardDeclined}}
-		r, _ := billing.NewReloader(billing.Config{Now: clk.Now}, nil, s, ch)
+		r, _ := billing.NewReloader(billing.Config{Now: clk.Now}, nil, s.Billing, ch)
 		_, err := r.ReloadDue(ctx)
 		require.NoError(t, err)
-		rs, _ := s.Reloads(ctx, org)
+		rs, _ := s.Billing.Reloads(ctx, org)
 		require.Equal(t, storage.ReloadFailed, rs[0].Status)
-		a, _ := s.BillingAccount(ctx, org)
+		a, _ := s.Billing.BillingAccount(ctx, org)
 		require.NotNil(t, a.AutoReloadFailedAt)
 	})
 
 	t.Run("an intent that needs the user fails off-session", func(t *testing.T) {
 		org := reloadOrg(t, s, 0, 100, 500)
 		ch := &scripted{intent: payment.Intent{ID: "pi_3ds", Status: "requires_action"}}
-		r, _ := billing.NewReloader(billing.Config{Now: clk.Now}, nil, s, ch)
+		r, _ := billing.NewReloader(billing.Config{Now: clk.Now}, nil, s.Billing, ch)
 		_, err := r.ReloadDue(ctx)
 		require.NoError(t, err)
-		rs, _ := s.Reloads(ctx, org)
+		rs, _ := s.Billing.Reloads(ctx, org)
 		require.Equal(t, storage.ReloadFailed, rs[0].Status)
 		require.Equal(t, payment.CodeAuthenticationRequired, rs[0].ErrorCode)
 		bal, _ := s.Balance(ctx, org)
@@ -197,14 +197,14 @@ func TestReloadOutcomes(t *testing.T) {
 	t.Run("a processing payment is settled by the provider's event", func(t *testing.T) {
 		org := reloadOrg(t, s, 0, 100, 500)
 		ch := &scripted{intent: payment.Intent{ID: "pi_slow", Status: "processing"}}
-		r, _ := billing.NewReloader(billing.Config{Now: clk.Now}, nil, s, ch)
+		r, _ := billing.NewReloader(billing.Config{Now: clk.Now}, nil, s.Billing, ch)
 		_, err := r.ReloadDue(ctx)
 		require.NoError(t, err)
-		rs, _ := s.Reloads(ctx, org)
+		rs, _ := s.Billing.Reloads(ctx, org)
 		require.Equal(t, storage.ReloadProcessing, rs[0].Status)
-		_, err = s.ApplyProviderEvent(ctx, storage.ProviderEvent{ID: "evt_slow", Kind: storage.EventPaymentSucceeded, PaymentID: "pi_slow", AmountCents: 500})
+		_, err = s.Billing.ApplyProviderEvent(ctx, storage.ProviderEvent{ID: "evt_slow", Kind: storage.EventPaymentSucceeded, PaymentID: "pi_slow", AmountCents: 500})
 		require.NoError(t, err)
-		rs, _ = s.Reloads(ctx, org)
+		rs, _ = s.Billing.Reloads(ctx, org)
 		require.Equal(t, storage.ReloadSucceeded, rs[0].Status)
 		bal, _ := s.Balance(ctx, org)
 		require.Equal(t, int64(500), bal)

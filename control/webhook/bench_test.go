@@ -21,7 +21,7 @@ func BenchmarkDeliveries(b *testing.B) {
 			org := newOrg(b, s)
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
 			defer srv.Close()
-			if _, err := s.CreateWebhookEndpoint(ctx, org, "bench", srv.URL, nil); err != nil {
+			if _, err := s.Webhooks.CreateWebhookEndpoint(ctx, org, "bench", srv.URL, nil); err != nil {
 				b.Fatal(err)
 			}
 			w, err := webhook.New(webhook.Config{AllowLoopback: true, Concurrency: 32}, nil, s)

@@ -1,5 +1,8 @@
 // Package webhook delivers webhook events to the URLs organizations
-// register, and runs the legacy URL's blocking exchanges.
+// register, and runs the legacy URL's blocking exchanges. It also serves
+// the routes that manage them: the endpoints (EndpointRoutes, whose test
+// route makes the first attempt itself) and the legacy /v1/webhook row
+// (LegacyRoutes).
 //
 // Delivery (spec sections 6.2 and 8) is at-least-once from a durable outbox
 // in the database: storage writes an event and one delivery per destination

@@ -20,7 +20,7 @@ func TestExchanger(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t, sqltest.New(t, "sqlite"), nil)
 	org := newOrg(t, s)
-	x := webhook.NewExchanger(s, true, nil, nil)
+	x := webhook.NewExchanger(s.Webhooks, true, nil, nil)
 
 	_, err := x.Incoming(ctx, org, webhook.IncomingRequest{CallID: 1})
 	require.ErrorIs(t, err, webhook.ErrNoLegacyWebhook)
@@ -49,7 +49,7 @@ func TestExchanger(t *testing.T) {
 		answer(w, body)
 	}))
 	defer srv.Close()
-	wh, err := s.SetWebhook(ctx, org, srv.URL, false)
+	wh, err := s.Webhooks.SetWebhook(ctx, org, srv.URL, false)
 	require.NoError(t, err)
 	mu.Lock()
 	secret = wh.Secret

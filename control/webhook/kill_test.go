@@ -92,7 +92,7 @@ func testSIGKILL(t *testing.T, d migrations.Dialect) {
 	t.Cleanup(srv.Close)
 	t.Cleanup(func() { close(release) })
 
-	_, err = s.CreateWebhookEndpoint(ctx, org, "r", srv.URL, nil)
+	_, err = s.Webhooks.CreateWebhookEndpoint(ctx, org, "r", srv.URL, nil)
 	require.NoError(t, err)
 	ev, err := s.Emit(ctx, org, "call.graded", map[string]any{"call_id": 1})
 	require.NoError(t, err)

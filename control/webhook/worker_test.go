@@ -49,9 +49,9 @@ func newStore(t testing.TB, db *storage.DB, now func() time.Time) *storage.Store
 func newOrg(t testing.TB, s *storage.Store) int64 {
 	t.Helper()
 	ctx := context.Background()
-	u, err := s.CreateUser(ctx, "hooks-"+storage.NewUUID()+"@example.com", "H", "Ooks")
+	u, err := s.Orgs.CreateUser(ctx, "hooks-"+storage.NewUUID()+"@example.com", "H", "Ooks")
 	require.NoError(t, err)
-	o, err := s.CreateOrg(ctx, u.ID, "Hooks")
+	o, err := s.Orgs.CreateOrg(ctx, u.ID, "Hooks")
 	require.NoError(t, err)
 	return o.ID
 }
@@ -138,9 +138,9 @@ func TestDeliverySchedule(t *testing.T) {
 
 		down := newReceiver(t, always(http.StatusServiceUnavailable))
 		up := newReceiver(t, always(http.StatusNoContent))
-		epDown, err := s.CreateWebhookEndpoint(ctx, org, "down", down.URL+"/hook", nil)
+		epDown, err := s.Webhooks.CreateWebhookEndpoint(ctx, org, "down", down.URL+"/hook", nil)
 		require.NoError(t, err)
-		epUp, err := s.CreateWebhookEndpoint(ctx, org, "up", up.URL+"/hook", []string{"call.graded"})
+		epUp, err := s.Webhooks.CreateWebhookEndpoint(ctx, org, "up", up.URL+"/hook", []string{"call.graded"})
 		require.NoError(t, err)
 		down.setSecret(epDown.Secret)
 		up.setSecret(epUp.Secret)
@@ -191,10 +191,10 @@ func TestDeliverySchedule(t *testing.T) {
 		require.Equal(t, storage.DeliveryDelivered, ds[1].Status)
 		require.Equal(t, w.Stats(), webhook.Stats{Attempts: 9, Delivered: 1, Failed: 1})
 
-		got, err := s.WebhookEndpoint(ctx, org, epDown.ID)
+		got, err := s.Webhooks.WebhookEndpoint(ctx, org, epDown.ID)
 		require.NoError(t, err)
 		require.Equal(t, storage.EndpointFailing, got.Status, "failing after 8")
-		got, _ = s.WebhookEndpoint(ctx, org, epUp.ID)
+		got, _ = s.Webhooks.WebhookEndpoint(ctx, org, epUp.ID)
 		require.Equal(t, storage.EndpointActive, got.Status)
 
 		// A failing endpoint gets no traffic; its new events wait.
@@ -208,7 +208,7 @@ func TestDeliverySchedule(t *testing.T) {
 		// The receiver is fixed; PATCH active resumes the pending retries.
 		down.status = always(http.StatusOK)
 		active := storage.EndpointActive
-		_, err = s.UpdateWebhookEndpoint(ctx, org, epDown.ID, storage.EndpointPatch{Status: &active})
+		_, err = s.Webhooks.UpdateWebhookEndpoint(ctx, org, epDown.ID, storage.EndpointPatch{Status: &active})
 		require.NoError(t, err)
 		n, err = w.DeliverDue(ctx)
 		require.NoError(t, err)
@@ -222,7 +222,7 @@ func TestDeliverySchedule(t *testing.T) {
 		// Disabled is the user's: the server never changes it, and nothing
 		// is created or sent for it.
 		disabled := storage.EndpointDisabled
-		_, err = s.UpdateWebhookEndpoint(ctx, org, epDown.ID, storage.EndpointPatch{Status: &disabled})
+		_, err = s.Webhooks.UpdateWebhookEndpoint(ctx, org, epDown.ID, storage.EndpointPatch{Status: &disabled})
 		require.NoError(t, err)
 		ev3, _ := s.Emit(ctx, org, "alert.triggered", map[string]any{"n": 3})
 		ds, _ = s.EventDeliveries(ctx, ev3.ID)
@@ -240,7 +240,7 @@ func TestDeliveryEdges(t *testing.T) {
 		org := newOrg(t, s)
 		w, _ := webhook.New(webhook.Config{AllowLoopback: true, Now: clk.Now}, nil, s)
 		rcv := newReceiver(t, always(http.StatusInternalServerError))
-		wh, err := s.SetWebhook(ctx, org, rcv.URL, false)
+		wh, err := s.Webhooks.SetWebhook(ctx, org, rcv.URL, false)
 		require.NoError(t, err)
 		rcv.setSecret(wh.Secret)
 		ev, err := s.Emit(ctx, org, "telephony.complete", map[string]any{"call_id": 1})
@@ -267,7 +267,7 @@ func TestDeliveryEdges(t *testing.T) {
 			http.Redirect(rw, r, target.URL, http.StatusTemporaryRedirect)
 		}))
 		defer hop.Close()
-		_, err := s.CreateWebhookEndpoint(ctx, org, "hop", hop.URL, nil)
+		_, err := s.Webhooks.CreateWebhookEndpoint(ctx, org, "hop", hop.URL, nil)
 		require.NoError(t, err)
 		ev, _ := s.Emit(ctx, org, "alert.triggered", map[string]any{})
 		_, err = w.DeliverDue(ctx)
@@ -282,7 +282,7 @@ func TestDeliveryEdges(t *testing.T) {
 		org := newOrg(t, s)
 		w, _ := webhook.New(webhook.Config{Now: clk.Now}, nil, s)
 		rcv := newReceiver(t, always(200))
-		_, err := s.CreateWebhookEndpoint(ctx, org, "local", rcv.URL, nil)
+		_, err := s.Webhooks.CreateWebhookEndpoint(ctx, org, "local", rcv.URL, nil)
 		require.NoError(t, err)
 		ev, _ := s.Emit(ctx, org, "alert.triggered", map[string]any{})
 		_, err = w.DeliverDue(ctx)
@@ -294,7 +294,7 @@ func TestDeliveryEdges(t *testing.T) {
 		// "localhost" by name works once allowed.
 		w2, _ := webhook.New(webhook.Config{AllowLoopback: true, Now: clk.Now}, nil, s)
 		rcv2 := newReceiver(t, always(200))
-		e2, _ := s.CreateWebhookEndpoint(ctx, org, "localhost", strings.Replace(rcv2.URL, "127.0.0.1", "localhost", 1), nil)
+		e2, _ := s.Webhooks.CreateWebhookEndpoint(ctx, org, "localhost", strings.Replace(rcv2.URL, "127.0.0.1", "localhost", 1), nil)
 		rcv2.setSecret(e2.Secret)
 		clk.Set(clk.Now().Add(2 * time.Minute)) // the first endpoint's retry is due too
 		_, err = w2.DeliverDue(ctx)
@@ -314,7 +314,7 @@ func TestDeliveryEdges(t *testing.T) {
 		slow := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-release }))
 		defer slow.Close()
 		defer close(release)
-		_, err := s.CreateWebhookEndpoint(ctx, org, "slow", slow.URL, nil)
+		_, err := s.Webhooks.CreateWebhookEndpoint(ctx, org, "slow", slow.URL, nil)
 		require.NoError(t, err)
 		ev, _ := s.Emit(ctx, org, "alert.triggered", map[string]any{})
 		start := time.Now()
@@ -334,7 +334,7 @@ func TestRunDeliversPromptly(t *testing.T) {
 	s := newStore(t, db, nil)
 	org := newOrg(t, s)
 	rcv := newReceiver(t, always(200))
-	e, _ := s.CreateWebhookEndpoint(ctx, org, "r", rcv.URL, nil)
+	e, _ := s.Webhooks.CreateWebhookEndpoint(ctx, org, "r", rcv.URL, nil)
 	rcv.setSecret(e.Secret)
 	w, err := webhook.New(webhook.Config{AllowLoopback: true, Poll: time.Hour}, nil, s)
 	require.NoError(t, err)

@@ -1,0 +1,40 @@
+package api
+
+import (
+	"github.com/gofiber/fiber/v3"
+
+	"github.com/voiced/voiced/storage"
+)
+
+// Auth says what credential a route needs.
+type Auth int
+
+// The credentials a route may need.
+const (
+	AuthNone Auth = iota // public
+	AuthUser             // any credential; an org is optional (personal tokens)
+	AuthOrg              // a credential acting in an org
+)
+
+// Handler serves an authenticated route; p is nil on AuthNone routes.
+type Handler func(c fiber.Ctx, p *storage.Principal) error
+
+// Route is one endpoint. The router and the OpenAPI document are both
+// built from the routes, so everything the document says is here.
+type Route struct {
+	Method, Path string
+	Summary, Tag string
+	Auth         Auth
+	MinRole      storage.Role
+	// ReqSchema and ResSchema name components in the OpenAPI document;
+	// ResStatus is the success status (0 means 200).
+	ReqSchema, ResSchema string
+	ResList              bool
+	ResStatus            int
+	Errors               []int
+	// PaymentErrors says 402/422/502/503 may carry a payment error body.
+	PaymentErrors bool
+	Handler       Handler
+	// Raw serves routes that need no principal, such as CORS preflights.
+	Raw fiber.Handler
+}
