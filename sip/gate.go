@@ -308,7 +308,8 @@ func inspect(data []byte, stream bool, o *gateOpts) gateResult {
 		case cl > len(body):
 			ge = &gateError{code: 400, why: "Content-Length is larger than the body"}
 		case cl < 0 && stream:
-			cl = 0
+			// RFC 3261 18.3: a stream cannot be framed without it.
+			ge = &gateError{code: 400, why: "no Content-Length on a stream"}
 		}
 	}
 	if ge != nil {
@@ -452,11 +453,22 @@ func checkRequestLine(s []byte) ([]byte, *gateError) {
 	if why := checkURI(uri); why != "" {
 		return method, &gateError{code: 400, why: "Request-URI " + why}
 	}
+	if !supportedScheme(uri) {
+		// RFC 3261 8.2.2.1.
+		return method, &gateError{code: 416, why: "Request-URI scheme not supported"}
+	}
 	if hasURIHeaders(uri) {
 		// RFC 3261 19.1.5: headers are not allowed in a Request-URI.
 		return method, &gateError{code: 400, why: "Request-URI has headers"}
 	}
 	return method, nil
+}
+
+// supportedScheme reports whether a Request-URI is sip, sips or tel.
+func supportedScheme(u []byte) bool {
+	colon := bytes.IndexByte(u, ':')
+	s := u[:colon]
+	return eqFold(s, "sip") || eqFold(s, "sips") || eqFold(s, "tel")
 }
 
 // isVersion: "SIP" "/" 1*DIGIT "." 1*DIGIT.
@@ -844,9 +856,12 @@ func reject(sc *scratch, ge *gateError, o *gateOpts) gateResult {
 	res := make([]byte, 0, 512)
 	res = append(res, "SIP/2.0 "...)
 	res = strconv.AppendInt(res, int64(ge.code), 10)
-	if ge.code == 505 {
+	switch ge.code {
+	case 416:
+		res = append(res, " Unsupported URI Scheme\r\n"...)
+	case 505:
 		res = append(res, " Version Not Supported\r\n"...)
-	} else {
+	default:
 		res = append(res, " Bad Request\r\n"...)
 	}
 	// RFC 3261 8.2.6.2: every Via in order, From, To (with our tag),

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/emiago/sipgo/sip"
 )
@@ -84,8 +85,8 @@ var errTooLarge = errors.New("sip: message over the size limit")
 
 // gatedConn frames a stream into messages by Content-Length (RFC 3261
 // 18.3), gates each, and hands sipgo the good ones. A message whose
-// Content-Length cannot frame it gets its 400 and closes the stream:
-// nothing after it can be found.
+// Content-Length cannot frame it gets its 400 and the stream is closed
+// a moment later: nothing after it can be found.
 type gatedConn struct {
 	net.Conn
 	s *Server
@@ -95,7 +96,14 @@ type gatedConn struct {
 	r, w int    // unread octets are buf[r:w]
 	out  []byte // what the next Read returns
 	err  error  // returned once buf and out are empty
+	// discard: the stream lost its framing; what is read is dropped
+	// until the read deadline closes it.
+	discard bool
 }
+
+// unframeableGrace is how long a stream that lost its framing stays
+// open, for the responses to the requests before the fault.
+const unframeableGrace = time.Second
 
 const streamReadSize = 16 << 10
 
@@ -112,17 +120,26 @@ func (c *gatedConn) Read(p []byte) (int, error) {
 			in := c.buf[c.r:c.w]
 			// CRLFs between messages: keep-alives (RFC 5626 3.5.1),
 			// each run handed on alone so sipgo answers a ping.
-			if k := crlfRun(in); k > 0 {
+			// A partial run waits for the rest (a ping may arrive one
+			// octet at a time).
+			if k := crlfRun(in); k > 0 && (k == 4 || k < len(in)) {
 				c.r += k
 				c.out = in[:k]
 				continue
 			}
 			total, bad := frameLen(in, c.s.cfg.MaxMessageSize)
+			if in[0] == '\r' || in[0] == '\n' {
+				total, bad = 0, false
+			}
 			switch {
 			case bad:
+				// Nothing after this can be framed: answer it if we
+				// can, give the requests before it a moment to be
+				// answered, then close.
 				c.r = c.w
 				c.refuse(inspect(in[:headerEnd(in)], true, &c.s.gate))
-				c.err = io.EOF
+				c.discard = true
+				c.Conn.SetReadDeadline(time.Now().Add(unframeableGrace))
 				continue
 			case total > 0:
 				c.r += total
@@ -140,6 +157,12 @@ func (c *gatedConn) Read(p []byte) (int, error) {
 		}
 		if err := c.fill(); err != nil {
 			c.err = err
+			if c.discard {
+				c.err = io.EOF
+			}
+		}
+		if c.discard {
+			c.r = c.w
 		}
 	}
 }
@@ -200,8 +223,8 @@ func headerEnd(b []byte) int {
 }
 
 // frameLen is the length of the message at the start of b: 0 while it
-// is incomplete; bad when its Content-Length is not one number (missing
-// is 0) or the message is over max.
+// is incomplete; bad when its Content-Length is missing or not one
+// number, or the message is over max.
 func frameLen(b []byte, max int) (total int, bad bool) {
 	i := bytes.Index(b, crlfcrlf)
 	if i < 0 {
@@ -226,10 +249,10 @@ func frameLen(b []byte, max int) (total int, bad bool) {
 		}
 		cl = n
 	}
-	total = i + 4 + cl
 	if cl < 0 {
-		total = i + 4
+		return 0, true
 	}
+	total = i + 4 + cl
 	if total > len(b) {
 		return 0, false
 	}

@@ -437,9 +437,9 @@ func reasonHeader(code int, text string) sip.Header {
 }
 
 // guard answers requests sipgo parsed but RFC 3261 refuses: another SIP
-// version (505, section 21.5.6) or a missing mandatory
-// header (400, section 8.1.1). A malformed ACK is dropped: ACKs get no
-// response.
+// version (505, section 21.5.6), a missing mandatory header (400,
+// section 8.1.1), an option tag in Require we lack (420, 8.2.2.3). A
+// malformed ACK is dropped: ACKs get no response.
 func (s *Server) guard(h sipgo.RequestHandler) sipgo.RequestHandler {
 	return func(req *sip.Request, tx sip.ServerTransaction) {
 		bad := ""
@@ -469,6 +469,14 @@ func (s *Server) guard(h sipgo.RequestHandler) sipgo.RequestHandler {
 				s.respond(req, tx, 400, "Bad Request", nil, sip.NewHeader("Warning", `399 voiced "missing or bad `+bad+`"`))
 			}
 			return
+		}
+		// RFC 3261 8.2.2.3, for every request but ACK and CANCEL; an
+		// INVITE is checked after its 100 Trying (inbound).
+		if !req.IsAck() && !req.IsCancel() && !req.IsInvite() {
+			if bad := unsupportedRequire(req); bad != "" {
+				s.respond(req, tx, 420, "Bad Extension", nil, sip.NewHeader("Unsupported", bad))
+				return
+			}
 		}
 		h(req, tx)
 	}

@@ -58,8 +58,8 @@ var tortureCases = []tortureCase{
 	tc("longreq", []int{100, 404}, false),
 	// Over UDP the INVITE is noise after the REGISTER's body (18.3).
 	// Over TCP it is a request of its own: 400 for it lacks a Contact,
-	// and its body is 5 octets longer than its Content-Length, so those
-	// are a message that cannot be read (counted).
+	// and its body is 3 octets longer than its Content-Length, so those
+	// (and the CRLF after) are no message (counted).
 	{name: "dblreq", udp: []int{405}, tcp: []int{100, 400, 405}, countTCP: true},
 	tc("semiuri", []int{200}, false),
 	tc("transports", []int{200}, false),
@@ -87,6 +87,24 @@ var tortureCases = []tortureCase{
 	tc("mismatch01", []int{400}, false),
 	tc("mismatch02", []int{400}, false),
 	tc("bigcode", none, true),
+	// 3.2, 3.3, 3.4
+	tc("badbranch", []int{200}, false),
+	tc("insuf", []int{400}, false),
+	tc("unkscm", []int{416}, false),
+	tc("novelsc", []int{416}, false),
+	tc("unksm2", []int{405}, false),
+	tc("bext01", []int{420}, false),
+	tc("invut", []int{100, 415}, false),
+	tc("regaut01", []int{405}, false),
+	tc("multi01", []int{400}, false),
+	tc("mcl01", []int{400}, false),
+	tc("bcast", none, false),
+	tc("zeromf", []int{200}, false),
+	tc("cparam01", []int{405}, false),
+	tc("cparam02", []int{405}, false),
+	tc("regescrt", []int{405}, false),
+	tc("sdp01", []int{100, 404}, false),
+	tc("inv2543", []int{400}, false),
 }
 
 const tortureDir = "testdata/rfc4475"
