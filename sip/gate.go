@@ -587,17 +587,17 @@ var kindName = [...]string{hVia: "Via", hFrom: "From", hTo: "To", hCallID: "Call
 func checkCSeq(v, method []byte, isResponse bool) string {
 	sp := bytes.IndexAny(v, " \t")
 	if sp < 0 {
-		return "bad CSeq"
+		return "bad value"
 	}
 	num, m := v[:sp], skipWS(v[sp:])
 	if !digitsBelow(num, 1<<32-1) {
-		return "CSeq number is not a 32-bit unsigned integer"
+		return "number is not a 32-bit unsigned integer"
 	}
 	if !isToken(m) {
-		return "bad CSeq method"
+		return "bad method"
 	}
 	if !isResponse && !bytes.Equal(m, method) && string(method) != "ACK" && string(method) != "CANCEL" {
-		return "CSeq method is not the request's"
+		return "method is not the request's"
 	}
 	return ""
 }
@@ -653,7 +653,7 @@ func viaList(w, v []byte) ([]byte, string) {
 		}
 		var why string
 		if w, v, why = params(w, v); why != "" {
-			return w, "Via " + why
+			return w, why
 		}
 		if len(v) == 0 {
 			return w, ""
