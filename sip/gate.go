@@ -354,26 +354,26 @@ func inspect(data []byte, stream bool, o *gateOpts) gateResult {
 }
 
 // splitHeaders splits a header section into fields, unfolding
-// continuation lines. A line with no colon becomes a field with an
-// empty name, which checkHeaders refuses.
+// continuation lines. A line that is no "name: value" becomes a field
+// with no name, which checkHeaders refuses.
 func splitHeaders(b []byte, sc *scratch) {
 	for len(b) > 0 {
 		// One field: up to a line end not followed by SP or HT.
-		end, next := 0, len(b)
+		end, next := len(b), len(b)
 		folded := false
-		for i := 0; i < len(b); i++ {
-			if b[i] != '\n' {
-				continue
+		for from := 0; ; {
+			i := bytes.IndexByte(b[from:], '\n')
+			if i < 0 {
+				break
 			}
+			i += from
 			if i+1 < len(b) && isWS(b[i+1]) {
 				folded = true
+				from = i + 1
 				continue
 			}
 			end, next = i, i+1
 			break
-		}
-		if next == len(b) && (len(b) == 0 || b[len(b)-1] != '\n') {
-			end = len(b)
 		}
 		line := b[:end]
 		b = b[next:]
@@ -381,24 +381,18 @@ func splitHeaders(b []byte, sc *scratch) {
 		if len(trimWS(line)) == 0 {
 			continue
 		}
-		colon := bytes.IndexByte(line, ':')
-		if colon < 0 {
-			sc.hdrs = append(sc.hdrs, hdr{kind: hOther, value: line})
+		// field-name HCOLON: a token, optional whitespace, a colon.
+		n := tokenLen(line)
+		rest := skipWS(line[n:])
+		if n == 0 || len(rest) == 0 || rest[0] != ':' {
+			sc.hdrs = append(sc.hdrs, hdr{value: line}) // refused below
 			continue
 		}
-		name := line[:colon]
-		for len(name) > 0 && isWS(name[len(name)-1]) {
-			name = name[:len(name)-1]
-		}
-		value := line[colon+1:]
+		name, value := line[:n], rest[1:]
 		if folded {
 			value = unfold(value)
 		}
-		value = trimWS(value)
-		if !isToken(name) {
-			name = nil // refused below
-		}
-		sc.hdrs = append(sc.hdrs, hdr{kind: kindOf(name), name: name, value: value})
+		sc.hdrs = append(sc.hdrs, hdr{kind: kindOf(name), name: name, value: trimWS(value)})
 	}
 }
 
