@@ -127,12 +127,19 @@ func (c *gatedConn) Read(p []byte) (int, error) {
 				c.out = in[:k]
 				continue
 			}
-			total, bad := frameLen(in, c.s.cfg.MaxMessageSize)
+			total, fr := frameLen(in, c.s.cfg.MaxMessageSize)
 			if in[0] == '\r' || in[0] == '\n' {
-				total, bad = 0, false
+				fr = frameMore
 			}
-			switch {
-			case bad:
+			switch fr {
+			case frameTooLarge:
+				// As sipgo's parser does over its MaxMessageLength:
+				// the stream closes, counted with the size limit's.
+				c.s.lim.dropped.Add(1)
+				c.r, c.w = 0, 0
+				c.err = errTooLarge
+				continue
+			case frameBad:
 				// Nothing after this can be framed: answer it if we
 				// can, give the requests before it a moment to be
 				// answered, then close.
@@ -141,7 +148,7 @@ func (c *gatedConn) Read(p []byte) (int, error) {
 				c.discard = true
 				c.Conn.SetReadDeadline(time.Now().Add(unframeableGrace))
 				continue
-			case total > 0:
+			case frameOK:
 				c.r += total
 				r := inspect(in[:total], true, &c.s.gate)
 				if r.action == gatePass {
@@ -222,13 +229,22 @@ func headerEnd(b []byte) int {
 	return len(b)
 }
 
-// frameLen is the length of the message at the start of b: 0 while it
-// is incomplete; bad when its Content-Length is missing or not one
-// number, or the message is over max.
-func frameLen(b []byte, max int) (total int, bad bool) {
+// frame results.
+const (
+	frameMore     = iota // incomplete
+	frameOK              // a whole message of total octets
+	frameBad             // Content-Length missing or not one number
+	frameTooLarge        // over the size limit
+)
+
+// frameLen frames the message at the start of b.
+func frameLen(b []byte, max int) (total, result int) {
 	i := bytes.Index(b, crlfcrlf)
 	if i < 0 {
-		return 0, len(b) > max
+		if len(b) > max {
+			return 0, frameTooLarge
+		}
+		return 0, frameMore
 	}
 	cl := -1
 	for line := range bytes.SplitSeq(b[:i], []byte("\r\n")) {
@@ -237,26 +253,30 @@ func frameLen(b []byte, max int) (total int, bad bool) {
 			continue
 		}
 		v := trimWS(line[colon+1:])
+		if !isDigits(v) {
+			return 0, frameBad
+		}
 		if !digitsBelow(v, uint64(max)) {
-			return 0, true
+			return 0, frameTooLarge
 		}
 		n := 0
 		for _, d := range v {
 			n = n*10 + int(d-'0')
 		}
 		if cl >= 0 && cl != n {
-			return 0, true
+			return 0, frameBad
 		}
 		cl = n
 	}
-	if cl < 0 {
-		return 0, true
+	switch total = i + 4 + cl; {
+	case cl < 0:
+		return 0, frameBad
+	case total > max:
+		return 0, frameTooLarge
+	case total > len(b):
+		return 0, frameMore
 	}
-	total = i + 4 + cl
-	if total > len(b) {
-		return 0, false
-	}
-	return total, false
+	return total, frameOK
 }
 
 func init() {

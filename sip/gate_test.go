@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -155,4 +156,19 @@ func BenchmarkGate(b *testing.B) {
 			p.ParseSIP(data)
 		}
 	})
+}
+
+// TestStreamTooLarge: a message over the size limit closes the stream
+// unanswered, however it arrives.
+func TestStreamTooLarge(t *testing.T) {
+	s := &Server{cfg: Config{}.withDefaults(), log: discardLogger()}
+	s.lim = newLimiter(1, 1, 1, s.cfg.MaxMessageSize, nil, time.Now)
+	huge := bytes.Replace([]byte(typicalInvite), []byte("Max-Forwards"), []byte("X-Junk: "+strings.Repeat("a", 20000)+"\r\nMax-Forwards"), 1)
+	for _, chunk := range []int{1000, len(huge)} {
+		p := &pipeConn{in: huge, chunk: chunk}
+		c := &gatedConn{Conn: p, s: s}
+		_, err := c.Read(make([]byte, 65536))
+		require.ErrorIs(t, err, errTooLarge, "chunk %d", chunk)
+		require.Empty(t, p.out)
+	}
 }
