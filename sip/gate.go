@@ -659,6 +659,17 @@ func viaList(w, v []byte) ([]byte, string) {
 	}
 }
 
+// wordLen is tokenLen for a display name's words, which may also
+// hold UTF-8: RFC 3261 wants such a name quoted, but unquoted it is
+// not ambiguous (a comma is, baddn), and phones send it.
+func wordLen(b []byte) int {
+	n := 0
+	for n < len(b) && (tokenChar[b[n]] || b[n] >= 0x80) {
+		n++
+	}
+	return n
+}
+
 func tokenLen(b []byte) int {
 	n := 0
 	for n < len(b) && tokenChar[b[n]] {
@@ -764,7 +775,7 @@ func nameAddrList(w, v []byte, list bool) ([]byte, string) {
 			}
 		} else {
 			for {
-				n := tokenLen(v)
+				n := wordLen(v)
 				rest := v[n:]
 				if n > 0 && len(rest) > 0 && rest[0] == ':' && len(startDisplay) == len(v) {
 					// scheme ":" - an addr-spec.

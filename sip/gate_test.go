@@ -82,6 +82,10 @@ func TestGateRejects(t *testing.T) {
 	// To is copied as the request has it: it is the malformed one.
 	require.Contains(t, string(r.res), "To: Watson, Thomas <sip:t.watson@example.org>\r\n")
 
+	// An unquoted UTF-8 display name passes (not a comma: baddn).
+	r = inspect([]byte(strings.Replace(typicalInvite, `"Alice"`, "Jos\u00e9 Garc\u00eda", 1)), false, &gateOpts{})
+	require.Equal(t, gatePass, r.action, r.why)
+
 	// A well-formed To gets our tag.
 	r = inspect([]byte(bytes.Replace([]byte(typicalInvite), []byte("CSeq: 1 INVITE"), []byte("CSeq: 1 BYE"), 1)), false, &gateOpts{})
 	require.Equal(t, gateReject, r.action)
