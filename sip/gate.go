@@ -723,15 +723,33 @@ func params(w, v []byte) ([]byte, []byte, string) {
 			v = v[q:]
 			continue
 		}
-		// gen-value: token / host (IPv6 references hold colons).
-		if n = hostLen(v); n == 0 {
-			if n = tokenLen(v); n == 0 {
-				return w, v, "has an empty parameter value"
-			}
+		// gen-value is a token or a host; taken more loosely (up to a
+		// separator) since peers put URNs and the like there unquoted,
+		// which is no ambiguity.
+		if n = valueLen(v); n == 0 {
+			return w, v, "has an empty parameter value"
 		}
 		w = append(w, v[:n]...)
 		v = v[n:]
 	}
+}
+
+// valueLen is the length of a parameter value at the start of v: up
+// to whitespace, a separator, a quote or an angle bracket.
+func valueLen(v []byte) int {
+	n := 0
+	for n < len(v) {
+		switch c := v[n]; c {
+		case ';', ',', ' ', '\t', '\r', '\n', '"', '<', '>':
+			return n
+		default:
+			if c < ' ' || c == 0x7f {
+				return n
+			}
+		}
+		n++
+	}
+	return n
 }
 
 // quotedLen is the length of the quoted-string at the start of v

@@ -86,6 +86,10 @@ func TestGateRejects(t *testing.T) {
 	r = inspect([]byte(strings.Replace(typicalInvite, `"Alice"`, "Jos\u00e9 Garc\u00eda", 1)), false, &gateOpts{})
 	require.Equal(t, gatePass, r.action, r.why)
 
+	// So does an unquoted URN in a Contact parameter.
+	r = inspect([]byte(strings.Replace(typicalInvite, ";transport=udp>", ";transport=udp>;+sip.instance=urn:uuid:00000000-0000-1000-8000-000A95A0E128", 1)), false, &gateOpts{})
+	require.Equal(t, gatePass, r.action, r.why)
+
 	// A well-formed To gets our tag.
 	r = inspect([]byte(bytes.Replace([]byte(typicalInvite), []byte("CSeq: 1 INVITE"), []byte("CSeq: 1 BYE"), 1)), false, &gateOpts{})
 	require.Equal(t, gateReject, r.action)
