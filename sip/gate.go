@@ -22,14 +22,17 @@ import (
 //     rewritten with that whitespace removed. Extra octets after the
 //     Content-Length's body of a datagram are cut (RFC 3261 18.3).
 //   - reject: a request that breaks the grammar gets the response RFC
-//     4475 names (400, or 505 for another SIP version), built from its
-//     raw Via, From, To, Call-ID and CSeq, with a Warning saying what is
-//     wrong; sipgo never sees it.
-//   - drop: a bad response, or a request with no Via to answer, or an
-//     ACK; counted in Server.Unparseable.
+//     4475 names (400, 505 for another SIP version, 416 for a
+//     Request-URI scheme we do not route), built from its raw Via, From,
+//     To, Call-ID and CSeq, with a Warning saying what is wrong; sipgo
+//     never sees it.
+//   - drop: a response with a bad status line or CSeq (other faults in
+//     a response are sipgo's to judge: it may answer our own request), a
+//     request with no Via to answer, a malformed ACK; counted in
+//     Server.Unparseable.
 //
-// A good message costs one scan of its header section and no
-// allocation.
+// A good message costs a few passes over its header section and no
+// allocation (BenchmarkGate).
 
 type gateAction uint8
 
