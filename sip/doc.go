@@ -1,7 +1,12 @@
 // Package sip is voiced's telephony front door: SIP signalling on
 // github.com/emiago/sipgo for inbound and outbound phone calls.
 //
-// A Server listens on UDP, TCP and TLS. An inbound INVITE goes through,
+// A Server listens on UDP, TCP and TLS. Every message first passes a
+// gate (gate.go) that checks it against RFC 3261's grammar before
+// sipgo parses it: a malformed request gets 400 (505 for another SIP
+// version, 416 for a URI scheme we do not route) from the gate itself,
+// a malformed response is dropped and counted (Unparseable); RFC 4475's
+// torture messages are its tests. An inbound INVITE then goes through,
 // in order: the per-source rate limit and message size limit (dropped
 // silently when over), 100 Trying, codec selection (488 when the offer
 // has nothing we speak), the trunk source check for numbers on a VoIP

@@ -1,12 +1,14 @@
 package sip
 
 import (
+	"bytes"
 	"testing"
 	"time"
 
 	"github.com/emiago/sipgo/sip"
 	"github.com/stretchr/testify/require"
 
+	"github.com/voiced/voiced/sip/internal/torture"
 	"github.com/voiced/voiced/sip/sdp"
 )
 
@@ -54,5 +56,40 @@ func FuzzSIPRequest(f *testing.F) {
 			parseDTMFRelay(string(body))
 			sipfragCode(body)
 		}
+	})
+}
+
+// FuzzGate runs the gate on arbitrary bytes as a datagram and as a
+// framed stream message: it never panics, a message it passes
+// rewritten still parses when the input did, and a refusal is a
+// well-formed response.
+func FuzzGate(f *testing.F) {
+	for _, name := range []string{"wsinv", "intmeth", "esc01", "longreq", "dblreq", "mpart01", "unreason", "badinv01",
+		"quotbal", "ltgtruri", "lwsruri", "trws", "baddn", "badaspec", "regbadct", "scalar02", "bigcode", "mcl01"} {
+		data, err := torture.Load("testdata/rfc4475", name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	parser := sip.NewParser()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, stream := range []bool{false, true} {
+			r := inspect(data, stream, &gateOpts{userAgent: "voiced"})
+			switch r.action {
+			case gatePass:
+				if _, err := parser.ParseSIP(data); err == nil && &r.msg[0] != &data[0] {
+					_, err := parser.ParseSIP(r.msg)
+					require.NoError(t, err, "the rewrite broke a message sipgo parsed")
+				}
+			case gateReject:
+				// It copies the request's headers, malformed or not:
+				// only its own lines are checked.
+				line, _, _ := bytes.Cut(r.res, []byte("\r\n"))
+				require.Nil(t, checkStatusLine(line), "%q", r.res)
+				require.True(t, bytes.HasSuffix(r.res, []byte("\r\nContent-Length: 0\r\n\r\n")), "%q", r.res)
+			}
+		}
+		frameLen(data, 1<<16)
 	})
 }

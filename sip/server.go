@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/emiago/sipgo"
@@ -40,6 +41,10 @@ type Server struct {
 	sg   *sipgo.Server
 	lim  *limiter
 	now  func() time.Time
+	gate gateOpts
+
+	// unparseable counts messages the gate dropped (Unparseable).
+	unparseable atomic.Uint64
 
 	// ctx is the server's lifetime; Close cancels it.
 	ctx    context.Context
@@ -85,7 +90,7 @@ func New(cfg Config, log *slog.Logger, deps Deps) (*Server, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{cfg: cfg, log: log, deps: deps, now: time.Now, tports: map[string]*tport{}, calls: map[string]*Call{},
-		regs: map[string]*registration{}}
+		regs: map[string]*registration{}, gate: gateOpts{userAgent: cfg.UserAgent}}
 	s.lim = newLimiter(cfg.RatePerSecond, cfg.Burst, cfg.MaxConnsPerIP, cfg.MaxMessageSize, cfg.Trusted, s.now)
 	sipLog := slog.New(newQuietHandler(log.Handler(), 10*time.Second, s.now)).With("component", "sipgo")
 	parser := sip.NewParser()
@@ -142,7 +147,7 @@ func (s *Server) ListenUDP(addr string) (netip.AddrPort, error) {
 		pc.Close()
 		return netip.AddrPort{}, err
 	}
-	s.wg.Go(func() { s.sg.ServeUDP(pc) })
+	s.wg.Go(func() { s.sg.ServeUDP(&gatedPacketConn{PacketConn: pc, s: s}) })
 	// Requests we send leave from this socket: wait until sipgo has it,
 	// or the first of them would try to bind the port a second time.
 	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
@@ -160,7 +165,7 @@ func (s *Server) ListenTCP(addr string) (netip.AddrPort, error) {
 		return netip.AddrPort{}, fmt.Errorf("sip: listen tcp %s: %w", addr, err)
 	}
 	ap := ln.Addr().(*net.TCPAddr).AddrPort()
-	wrapped := &listener{Listener: ln, l: s.lim}
+	wrapped := &gatedListener{Listener: &listener{Listener: ln, l: s.lim}, s: s}
 	if err := s.addTransport("TCP", ap, wrapped); err != nil {
 		ln.Close()
 		return netip.AddrPort{}, err
@@ -180,7 +185,7 @@ func (s *Server) ListenTLS(addr string, conf *tls.Config) (netip.AddrPort, error
 		return netip.AddrPort{}, fmt.Errorf("sip: listen tls %s: %w", addr, err)
 	}
 	ap := ln.Addr().(*net.TCPAddr).AddrPort()
-	tl := tls.NewListener(&listener{Listener: ln, l: s.lim}, conf)
+	tl := &gatedListener{Listener: tls.NewListener(&listener{Listener: ln, l: s.lim}, conf), s: s}
 	if err := s.addTransport("TLS", ap, tl); err != nil {
 		ln.Close()
 		return netip.AddrPort{}, err
@@ -432,9 +437,9 @@ func reasonHeader(code int, text string) sip.Header {
 }
 
 // guard answers requests sipgo parsed but RFC 3261 refuses: another SIP
-// version (505, section 21.5.6) or a missing mandatory
-// header (400, section 8.1.1). A malformed ACK is dropped: ACKs get no
-// response.
+// version (505, section 21.5.6), a missing mandatory header (400,
+// section 8.1.1), an option tag in Require we lack (420, 8.2.2.3). A
+// malformed ACK is dropped: ACKs get no response.
 func (s *Server) guard(h sipgo.RequestHandler) sipgo.RequestHandler {
 	return func(req *sip.Request, tx sip.ServerTransaction) {
 		bad := ""
@@ -454,7 +459,9 @@ func (s *Server) guard(h sipgo.RequestHandler) sipgo.RequestHandler {
 			bad = "To"
 		case req.CSeq() == nil:
 			bad = "CSeq"
-		case req.CSeq().MethodName != req.Method && !req.IsAck() && !req.IsCancel():
+		// sipgo upper-cases the request's method: compare without case
+		// (the gate has compared them exactly).
+		case !strings.EqualFold(string(req.CSeq().MethodName), string(req.Method)) && !req.IsAck() && !req.IsCancel():
 			bad = "CSeq method"
 		}
 		if bad != "" {
@@ -462,6 +469,14 @@ func (s *Server) guard(h sipgo.RequestHandler) sipgo.RequestHandler {
 				s.respond(req, tx, 400, "Bad Request", nil, sip.NewHeader("Warning", `399 voiced "missing or bad `+bad+`"`))
 			}
 			return
+		}
+		// RFC 3261 8.2.2.3, for every request but ACK and CANCEL; an
+		// INVITE is checked after its 100 Trying (inbound).
+		if !req.IsAck() && !req.IsCancel() && !req.IsInvite() {
+			if bad := unsupportedRequire(req); bad != "" {
+				s.respond(req, tx, 420, "Bad Extension", nil, sip.NewHeader("Unsupported", bad))
+				return
+			}
 		}
 		h(req, tx)
 	}
@@ -482,4 +497,15 @@ func (s *Server) onCancel(req *sip.Request, tx sip.ServerTransaction) {
 	// A CANCEL that matched an INVITE transaction never gets here (the
 	// transaction layer answers it and the INVITE gets 487).
 	s.respond(req, tx, 481, "Call/Transaction Does Not Exist", nil)
+}
+
+// Unparseable counts messages the gate dropped because no response
+// could be addressed to them: malformed responses, requests without a
+// usable Via, malformed ACKs.
+func (s *Server) Unparseable() uint64 { return s.unparseable.Load() }
+
+// dropUnparseable counts and logs a message dropped by the gate.
+func (s *Server) dropUnparseable(src net.Addr, why string) {
+	s.unparseable.Add(1)
+	s.log.Debug("sip: dropped an unparseable message", "src", src.String(), "why", why)
 }
