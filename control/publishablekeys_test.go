@@ -220,8 +220,10 @@ func TestPublishableKeys(t *testing.T) {
 			_, err = a.store.AddMember(ctx, high.ID, w.admin.ID, storage.RoleAdmin)
 			require.NoError(t, err)
 
+			ownerHigh := fmt.Sprint(w.ownerT, "|", high.ID)
+			highAgent := id(a.agent(ownerHigh, "High desk", nil))
 			for _, body := range []map[string]any{{}, {"target_org_id": high.ID}, {"target_org_id": high.ID, "mode": "clone"}, {"mode": "copy"},
-				{"target_org_id": w.org.ID, "mode": "copy"}, {"target_org_id": high.ID, "mode": "copy", "name": ""}} {
+				{"target_org_id": w.org.ID, "mode": "copy", "agent_id": highAgent}, {"target_org_id": high.ID, "mode": "copy", "name": "", "agent_id": highAgent}} {
 				r := a.do("POST", path, w.adminK, body)
 				require.Equal(t, 400, r.status, "%v: %s", body, r.body)
 			}
@@ -230,38 +232,65 @@ func TestPublishableKeys(t *testing.T) {
 			require.Equal(t, 403, r.status, "member of the target: %s", r.body)
 			r = a.do("POST", path, w.adminK, map[string]any{"target_org_id": 999999999, "mode": "copy"})
 			require.Equal(t, 403, r.status, "not a member of the target: %s", r.body)
+			// A key in agent mode needs an agent of the target (spec 2.5:
+			// agent_id is required in agent mode); another org's is refused.
+			for _, body := range []map[string]any{{"target_org_id": high.ID, "mode": "copy"}, {"target_org_id": high.ID, "mode": "move", "agent_id": id(ag)}} {
+				r = a.do("POST", path, w.adminK, body)
+				require.Equal(t, 400, r.status, "%v: %s", body, r.body)
+				require.Contains(t, r.obj(t), "agent_id")
+			}
+			require.Empty(t, a.do("GET", "/v1/publishable-key", ownerHigh, nil).list(t), "nothing stored from a refused transfer")
 
 			// Copy: a new key in the target; the original is untouched.
-			r = a.do("POST", path, w.adminK, map[string]any{"target_org_id": high.ID, "mode": "copy", "name": "Copied"})
+			r = a.do("POST", path, w.adminK, map[string]any{"target_org_id": high.ID, "mode": "copy", "name": "Copied", "agent_id": highAgent})
 			require.Equal(t, 200, r.status, string(r.body))
 			tr := r.obj(t)
 			require.Equal(t, "copy", tr["mode"])
-			require.Equal(t, true, tr["cleared_agent_assignment"])
+			require.Equal(t, true, tr["cleared_agent_assignments"], "the same field name as the number transfer")
 			cp := tr["publishable_key"].(map[string]any)
 			require.NotEqual(t, k["id"], cp["id"])
 			require.NotEqual(t, k["key"], cp["key"])
 			require.Equal(t, "Copied", cp["name"])
-			require.Nil(t, cp["agent_id"])
+			require.Equal(t, "agent", cp["mode"])
+			require.Equal(t, float64(highAgent), cp["agent_id"])
+			require.Equal(t, "High desk", cp["agent_name"])
 			require.Equal(t, k["allowed_domains"], cp["allowed_domains"])
 			require.Equal(t, 200, a.do("GET", fmt.Sprintf("/v1/publishable-key/%d", id(k)), w.ownerK, nil).status)
-			ownerHigh := fmt.Sprint(w.ownerT, "|", high.ID)
 			require.Len(t, a.do("GET", "/v1/publishable-key", ownerHigh, nil).list(t), 1)
 
 			// Move: the same key (id and value) now belongs to the target.
-			r = a.do("POST", path, w.adminK, map[string]any{"target_org_id": high.ID, "mode": "move"})
+			r = a.do("POST", path, w.adminK, map[string]any{"target_org_id": high.ID, "mode": "move", "agent_id": highAgent})
 			require.Equal(t, 200, r.status, string(r.body))
 			mv := r.obj(t)["publishable_key"].(map[string]any)
 			require.Equal(t, k["id"], mv["id"])
 			require.Equal(t, k["key"], mv["key"])
 			require.Equal(t, "Site", mv["name"])
+			require.Equal(t, float64(highAgent), mv["agent_id"])
 			require.Equal(t, 404, a.do("GET", fmt.Sprintf("/v1/publishable-key/%d", id(k)), w.ownerK, nil).status)
 			require.Len(t, a.do("GET", "/v1/publishable-key", ownerHigh, nil).list(t), 2)
 			require.Empty(t, a.do("GET", "/v1/publishable-key", w.ownerK, nil).list(t))
 
 			// A deactivated key cannot be transferred.
 			require.Equal(t, 204, a.do("DELETE", fmt.Sprintf("/v1/publishable-key/%d", id(cp)), ownerHigh, nil).status)
-			r = a.do("POST", fmt.Sprintf("/v1/publishable-key/%d/transfer", id(cp)), ownerHigh, map[string]any{"target_org_id": w.org.ID, "mode": "move"})
+			r = a.do("POST", fmt.Sprintf("/v1/publishable-key/%d/transfer", id(cp)), ownerHigh, map[string]any{"target_org_id": w.org.ID, "mode": "move", "agent_id": id(ag)})
 			require.Equal(t, 409, r.status, string(r.body))
+
+			// A key in webhook mode may take a fallback agent of the target,
+			// or none.
+			hr := a.do("POST", "/v1/publishable-key", w.adminK, map[string]any{"name": "Hooked", "mode": "webhook", "webhook_url": "https://hooks.example/pk", "allowed_domains": []string{"b.example"}})
+			require.Equal(t, 201, hr.status, string(hr.body))
+			hook := hr.obj(t)
+			hookPath := fmt.Sprintf("/v1/publishable-key/%d/transfer", id(hook))
+			r = a.do("POST", hookPath, w.adminK, map[string]any{"target_org_id": high.ID, "mode": "copy", "agent_id": id(ag)})
+			require.Equal(t, 400, r.status, "the source org's agent: %s", r.body)
+			require.Contains(t, r.obj(t), "agent_id")
+			r = a.do("POST", hookPath, w.adminK, map[string]any{"target_org_id": high.ID, "mode": "copy", "agent_id": highAgent})
+			require.Equal(t, 200, r.status, string(r.body))
+			require.Equal(t, float64(highAgent), r.obj(t)["publishable_key"].(map[string]any)["agent_id"])
+			r = a.do("POST", hookPath, w.adminK, map[string]any{"target_org_id": high.ID, "mode": "copy"})
+			require.Equal(t, 200, r.status, string(r.body))
+			require.Equal(t, false, r.obj(t)["cleared_agent_assignments"])
+			require.Equal(t, "webhook", r.obj(t)["publishable_key"].(map[string]any)["mode"])
 		})
 	})
 }
