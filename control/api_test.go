@@ -174,6 +174,20 @@ func TestAPI(t *testing.T) {
 			ln.Close()
 			require.Equal(t, 404, a.do("GET", "/v1/nothing-here", w.ownerK, nil).status)
 			require.Equal(t, 405, a.do("PUT", fmt.Sprintf("/v1/orgs/%d/", w.org.ID), w.ownerK, map[string]any{}).status)
+			// A method a known path does not serve is 405 with Allow,
+			// before any credential check; unknown paths stay 404.
+			for _, tc := range []struct{ method, path, allow string }{
+				{"PUT", "/v1/developer/api-keys", "GET, HEAD, POST"},
+				{"DELETE", "/v1/healthz", "GET, HEAD"},
+				{"POST", "/v1/agents/123", "DELETE, GET, HEAD, PATCH"},
+				{"PUT", "/v1/members/7/role", "PATCH"},
+			} {
+				r := a.do(tc.method, tc.path, "", nil)
+				require.Equal(t, 405, r.status, "%s %s: %s", tc.method, tc.path, r.body)
+				require.Equal(t, tc.allow, r.header.Get("Allow"), "%s %s", tc.method, tc.path)
+				require.Contains(t, r.obj(t), "detail")
+			}
+			require.Equal(t, 404, a.do("PUT", "/v1/agents/123/nothing", w.ownerK, nil).status)
 		})
 	})
 }

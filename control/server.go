@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -115,8 +116,56 @@ func New(cfg Config, log *slog.Logger, store *storage.Store, limiter Limiter, op
 	})
 	s.app.Use(s.observe)
 	s.registerRoutes()
-	s.app.Use(func(c fiber.Ctx) error { return errNotFound })
+	s.app.Use(s.unrouted)
 	return s, nil
+}
+
+// unrouted answers a request no route took: 405 with Allow when the path
+// is known under other methods, else 404.
+func (s *Server) unrouted(c fiber.Ctx) error {
+	if allow := s.allowed(c.Path()); allow != "" {
+		c.Set(fiber.HeaderAllow, allow)
+		return apiErr(http.StatusMethodNotAllowed, "Method not allowed.")
+	}
+	return errNotFound
+}
+
+// allowed lists the methods the routes serve at path, as an Allow header
+// ("" for an unknown path). GET routes answer HEAD too.
+func (s *Server) allowed(path string) string {
+	var methods []string
+	for _, r := range s.routes {
+		if pathMatches(r.path, path) && !slices.Contains(methods, r.method) {
+			methods = append(methods, r.method)
+			if r.method == fiber.MethodGet && !slices.Contains(methods, fiber.MethodHead) {
+				methods = append(methods, fiber.MethodHead)
+			}
+		}
+	}
+	slices.Sort(methods)
+	return strings.Join(methods, ", ")
+}
+
+// pathMatches reports whether a request path matches a route pattern in
+// Fiber's syntax: ":name" is one non-empty segment, "*" the rest.
+func pathMatches(pattern, path string) bool {
+	pp := strings.Split(strings.Trim(pattern, "/"), "/")
+	ps := strings.Split(strings.Trim(path, "/"), "/")
+	for i, seg := range pp {
+		switch {
+		case seg == "*":
+			return true
+		case i >= len(ps):
+			return false
+		case strings.HasPrefix(seg, ":"):
+			if ps[i] == "" {
+				return false
+			}
+		case seg != ps[i]:
+			return false
+		}
+	}
+	return len(pp) == len(ps)
 }
 
 // App returns the Fiber application (tests drive it with App().Test).

@@ -208,8 +208,9 @@ type PublishableTransfer struct {
 	// Key is the key as it now is in the target organization: the moved
 	// key (same id and value) or the copy (new id and value).
 	Key PublishableKey
-	// ClearedAgent says an agent assignment was dropped: agents belong to
-	// one organization, so the key must be given one of the target's.
+	// ClearedAgent says the key's agent in the source organization was
+	// unassigned (agents belong to one organization; the key now has the
+	// target's agent it was given).
 	ClearedAgent bool
 }
 
@@ -218,9 +219,12 @@ type PublishableTransfer struct {
 // ErrNotMember). A move keeps the id and the value, so pages that embed
 // the key keep working and bill the new organization; a copy gets a new id
 // and value and leaves the original alone. name, when not nil, names the
-// result. The agent assignment is dropped either way (agents do not cross
-// organizations). A deactivated key gives ErrKeyInactive.
-func (s *PublishableKeyStore) TransferPublishableKey(ctx context.Context, fromOrg, toOrg, id, userID int64, copy bool, name *string) (PublishableTransfer, error) {
+// result. Agents do not cross organizations: a key in agent mode takes
+// agentID, an agent of toOrg (ErrAgentRequired without one,
+// ErrAgentNotInOrg for another org's), so it is never in agent mode
+// without an agent (spec 2.5); for a key in webhook mode agentID is the
+// optional fallback agent. A deactivated key gives ErrKeyInactive.
+func (s *PublishableKeyStore) TransferPublishableKey(ctx context.Context, fromOrg, toOrg, id, userID int64, copy bool, name *string, agentID *int64) (PublishableTransfer, error) {
 	if fromOrg == toOrg {
 		return PublishableTransfer{}, ErrSameOrg
 	}
@@ -243,8 +247,14 @@ func (s *PublishableKeyStore) TransferPublishableKey(ctx context.Context, fromOr
 		if !k.IsActive {
 			return ErrKeyInactive
 		}
+		if k.Mode == PublishableModeAgent && agentID == nil {
+			return ErrAgentRequired
+		}
+		if err := agentInOrgTx(ctx, tx, toOrg, agentID); err != nil {
+			return err
+		}
 		out.ClearedAgent = k.AgentID != nil
-		k.OrgID, k.AgentID, k.AgentName = toOrg, nil, nil
+		k.OrgID, k.AgentID, k.AgentName = toOrg, agentID, nil
 		if name != nil {
 			k.Name = *name
 		}
@@ -252,8 +262,8 @@ func (s *PublishableKeyStore) TransferPublishableKey(ctx context.Context, fromOr
 			out.Key, err = s.insertPublishableKeyTx(ctx, tx, k)
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE publishable_keys SET org_id = $1, name = $2, agent_id = NULL, updated_at = $3 WHERE id = $4`,
-			toOrg, k.Name, s.nowMS(), id); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE publishable_keys SET org_id = $1, name = $2, agent_id = $3, updated_at = $4 WHERE id = $5`,
+			toOrg, k.Name, agentID, s.nowMS(), id); err != nil {
 			return translate(err)
 		}
 		out.Key, err = scanPublishableKey(tx.QueryRowContext(ctx, pkSelect+` WHERE k.id = $1`, id))

@@ -8,6 +8,9 @@ var (
 	// ErrAgentNotInOrg means an agent id given for an assignment is not an
 	// agent of the number's organization.
 	ErrAgentNotInOrg = errors.New("storage: agent is not in the organization")
+	// ErrAgentRequired means a publishable key in agent mode was moved or
+	// copied to another organization without naming one of its agents.
+	ErrAgentRequired = errors.New("storage: a key in agent mode needs an agent of the target organization")
 	// ErrNoneAvailable means every candidate (such as a demo number) was
 	// already taken.
 	ErrNoneAvailable = errors.New("storage: none available")

@@ -24,7 +24,7 @@ type KeyStore interface {
 
 // Transfers copies and moves publishable keys between organizations.
 type Transfers interface {
-	TransferPublishableKey(ctx context.Context, fromOrg, toOrg, id, userID int64, copy bool, name *string) (storage.PublishableTransfer, error)
+	TransferPublishableKey(ctx context.Context, fromOrg, toOrg, id, userID int64, copy bool, name *string, agentID *int64) (storage.PublishableTransfer, error)
 }
 
 type keyHandlers struct {
@@ -41,7 +41,7 @@ func KeyRoutes(store KeyStore, transfers Transfers) []api.Route {
 		{Method: "GET", Path: "/v1/publishable-key/:key_id", Summary: "Get a publishable key", Tag: "publishable-keys", Auth: api.AuthOrg, ResSchema: "PublishableKey", Errors: []int{404}, Handler: h.getPublishableKey},
 		{Method: "PATCH", Path: "/v1/publishable-key/:key_id", Summary: "Change a publishable key; switching mode needs the new mode's field (admin+)", Tag: "publishable-keys", Auth: api.AuthOrg, MinRole: storage.RoleAdmin, ReqSchema: "PublishableKeyPatch", ResSchema: "PublishableKey", Errors: []int{400, 403, 404, 409}, Handler: h.patchPublishableKey},
 		{Method: "DELETE", Path: "/v1/publishable-key/:key_id", Summary: "Deactivate a publishable key: is_active becomes false and it stays listed (admin+)", Tag: "publishable-keys", Auth: api.AuthOrg, MinRole: storage.RoleAdmin, ResStatus: 204, Errors: []int{403, 404}, Handler: h.deletePublishableKey},
-		{Method: "POST", Path: "/v1/publishable-key/:key_id/transfer", Summary: "Copy or move a publishable key to another organization (admin+ in both); the agent assignment is cleared", Tag: "publishable-keys", Auth: api.AuthOrg, MinRole: storage.RoleAdmin, ReqSchema: "PublishableKeyTransferInput", ResSchema: "PublishableKeyTransfer", Errors: []int{400, 403, 404, 409}, Handler: h.transferPublishableKey},
+		{Method: "POST", Path: "/v1/publishable-key/:key_id/transfer", Summary: "Copy or move a publishable key to another organization (admin+ in both); a key in agent mode takes agent_id, an agent of the target (a webhook-mode key's optional fallback)", Tag: "publishable-keys", Auth: api.AuthOrg, MinRole: storage.RoleAdmin, ReqSchema: "PublishableKeyTransferInput", ResSchema: "PublishableKeyTransfer", Errors: []int{400, 403, 404, 409}, Handler: h.transferPublishableKey},
 	}
 }
 
@@ -304,6 +304,7 @@ type pkTransferInput struct {
 	TargetOrgID *int64  `json:"target_org_id"`
 	Mode        *string `json:"mode"`
 	Name        *string `json:"name"`
+	AgentID     *int64  `json:"agent_id"`
 }
 
 func (h *keyHandlers) transferPublishableKey(c fiber.Ctx, p *storage.Principal) error {
@@ -330,8 +331,12 @@ func (h *keyHandlers) transferPublishableKey(c fiber.Ctx, p *storage.Principal) 
 	if err := f.Err(); err != nil {
 		return err
 	}
-	tr, err := h.transfers.TransferPublishableKey(c.Context(), p.OrgID, *in.TargetOrgID, id, p.UserID, *in.Mode == "copy", name)
+	tr, err := h.transfers.TransferPublishableKey(c.Context(), p.OrgID, *in.TargetOrgID, id, p.UserID, *in.Mode == "copy", name, in.AgentID)
 	switch {
+	case errors.Is(err, storage.ErrAgentRequired):
+		return api.FieldErr("agent_id", "This field is required for a key in agent mode: an agent of the target organization.")
+	case errors.Is(err, storage.ErrAgentNotInOrg):
+		return api.FieldErr("agent_id", "Agent not found in the target organization.")
 	case errors.Is(err, storage.ErrSameOrg):
 		return api.FieldErr("target_org_id", "The key already belongs to this organization.")
 	case errors.Is(err, storage.ErrNotMember), errors.Is(err, storage.ErrRole):
@@ -340,5 +345,5 @@ func (h *keyHandlers) transferPublishableKey(c fiber.Ctx, p *storage.Principal) 
 		return pkErr(err)
 	}
 	return c.JSON(fiber.Map{"source_org_id": p.OrgID, "target_org_id": *in.TargetOrgID, "mode": *in.Mode,
-		"cleared_agent_assignment": tr.ClearedAgent, "publishable_key": viewPublishableKey(tr.Key)})
+		"cleared_agent_assignments": tr.ClearedAgent, "publishable_key": viewPublishableKey(tr.Key)})
 }

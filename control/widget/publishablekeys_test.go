@@ -221,8 +221,10 @@ func TestPublishableKeys(t *testing.T) {
 			_, err = a.Store.Orgs.AddMember(ctx, high.ID, w.Admin.ID, storage.RoleAdmin)
 			require.NoError(t, err)
 
+			ownerHigh := fmt.Sprint(w.OwnerT, "|", high.ID)
+			highAgent := controltest.ID(a.Agent(ownerHigh, "High desk", nil))
 			for _, body := range []map[string]any{{}, {"target_org_id": high.ID}, {"target_org_id": high.ID, "mode": "clone"}, {"mode": "copy"},
-				{"target_org_id": w.Org.ID, "mode": "copy"}, {"target_org_id": high.ID, "mode": "copy", "name": ""}} {
+				{"target_org_id": w.Org.ID, "mode": "copy", "agent_id": highAgent}, {"target_org_id": high.ID, "mode": "copy", "name": "", "agent_id": highAgent}} {
 				r := a.Do("POST", path, w.AdminK, body)
 				require.Equal(t, 400, r.Status, "%v: %s", body, r.Body)
 			}
@@ -231,38 +233,65 @@ func TestPublishableKeys(t *testing.T) {
 			require.Equal(t, 403, r.Status, "member of the target: %s", r.Body)
 			r = a.Do("POST", path, w.AdminK, map[string]any{"target_org_id": 999999999, "mode": "copy"})
 			require.Equal(t, 403, r.Status, "not a member of the target: %s", r.Body)
+			// A key in agent mode needs an agent of the target (spec 2.5:
+			// agent_id is required in agent mode); another org's is refused.
+			for _, body := range []map[string]any{{"target_org_id": high.ID, "mode": "copy"}, {"target_org_id": high.ID, "mode": "move", "agent_id": controltest.ID(ag)}} {
+				r = a.Do("POST", path, w.AdminK, body)
+				require.Equal(t, 400, r.Status, "%v: %s", body, r.Body)
+				require.Contains(t, r.Obj(t), "agent_id")
+			}
+			require.Empty(t, a.Do("GET", "/v1/publishable-key", ownerHigh, nil).List(t), "nothing stored from a refused transfer")
 
 			// Copy: a new key in the target; the original is untouched.
-			r = a.Do("POST", path, w.AdminK, map[string]any{"target_org_id": high.ID, "mode": "copy", "name": "Copied"})
+			r = a.Do("POST", path, w.AdminK, map[string]any{"target_org_id": high.ID, "mode": "copy", "name": "Copied", "agent_id": highAgent})
 			require.Equal(t, 200, r.Status, string(r.Body))
 			tr := r.Obj(t)
 			require.Equal(t, "copy", tr["mode"])
-			require.Equal(t, true, tr["cleared_agent_assignment"])
+			require.Equal(t, true, tr["cleared_agent_assignments"], "the same field name as the number transfer")
 			cp := tr["publishable_key"].(map[string]any)
 			require.NotEqual(t, k["id"], cp["id"])
 			require.NotEqual(t, k["key"], cp["key"])
 			require.Equal(t, "Copied", cp["name"])
-			require.Nil(t, cp["agent_id"])
+			require.Equal(t, "agent", cp["mode"])
+			require.Equal(t, float64(highAgent), cp["agent_id"])
+			require.Equal(t, "High desk", cp["agent_name"])
 			require.Equal(t, k["allowed_domains"], cp["allowed_domains"])
 			require.Equal(t, 200, a.Do("GET", fmt.Sprintf("/v1/publishable-key/%d", controltest.ID(k)), w.OwnerK, nil).Status)
-			ownerHigh := fmt.Sprint(w.OwnerT, "|", high.ID)
 			require.Len(t, a.Do("GET", "/v1/publishable-key", ownerHigh, nil).List(t), 1)
 
 			// Move: the same key (id and value) now belongs to the target.
-			r = a.Do("POST", path, w.AdminK, map[string]any{"target_org_id": high.ID, "mode": "move"})
+			r = a.Do("POST", path, w.AdminK, map[string]any{"target_org_id": high.ID, "mode": "move", "agent_id": highAgent})
 			require.Equal(t, 200, r.Status, string(r.Body))
 			mv := r.Obj(t)["publishable_key"].(map[string]any)
 			require.Equal(t, k["id"], mv["id"])
 			require.Equal(t, k["key"], mv["key"])
 			require.Equal(t, "Site", mv["name"])
+			require.Equal(t, float64(highAgent), mv["agent_id"])
 			require.Equal(t, 404, a.Do("GET", fmt.Sprintf("/v1/publishable-key/%d", controltest.ID(k)), w.OwnerK, nil).Status)
 			require.Len(t, a.Do("GET", "/v1/publishable-key", ownerHigh, nil).List(t), 2)
 			require.Empty(t, a.Do("GET", "/v1/publishable-key", w.OwnerK, nil).List(t))
 
 			// A deactivated key cannot be transferred.
 			require.Equal(t, 204, a.Do("DELETE", fmt.Sprintf("/v1/publishable-key/%d", controltest.ID(cp)), ownerHigh, nil).Status)
-			r = a.Do("POST", fmt.Sprintf("/v1/publishable-key/%d/transfer", controltest.ID(cp)), ownerHigh, map[string]any{"target_org_id": w.Org.ID, "mode": "move"})
+			r = a.Do("POST", fmt.Sprintf("/v1/publishable-key/%d/transfer", controltest.ID(cp)), ownerHigh, map[string]any{"target_org_id": w.Org.ID, "mode": "move", "agent_id": controltest.ID(ag)})
 			require.Equal(t, 409, r.Status, string(r.Body))
+
+			// A key in webhook mode may take a fallback agent of the target,
+			// or none.
+			hr := a.Do("POST", "/v1/publishable-key", w.AdminK, map[string]any{"name": "Hooked", "mode": "webhook", "webhook_url": "https://hooks.example/pk", "allowed_domains": []string{"b.example"}})
+			require.Equal(t, 201, hr.Status, string(hr.Body))
+			hook := hr.Obj(t)
+			hookPath := fmt.Sprintf("/v1/publishable-key/%d/transfer", controltest.ID(hook))
+			r = a.Do("POST", hookPath, w.AdminK, map[string]any{"target_org_id": high.ID, "mode": "copy", "agent_id": controltest.ID(ag)})
+			require.Equal(t, 400, r.Status, "the source org's agent: %s", r.Body)
+			require.Contains(t, r.Obj(t), "agent_id")
+			r = a.Do("POST", hookPath, w.AdminK, map[string]any{"target_org_id": high.ID, "mode": "copy", "agent_id": highAgent})
+			require.Equal(t, 200, r.Status, string(r.Body))
+			require.Equal(t, float64(highAgent), r.Obj(t)["publishable_key"].(map[string]any)["agent_id"])
+			r = a.Do("POST", hookPath, w.AdminK, map[string]any{"target_org_id": high.ID, "mode": "copy"})
+			require.Equal(t, 200, r.Status, string(r.Body))
+			require.Equal(t, false, r.Obj(t)["cleared_agent_assignments"])
+			require.Equal(t, "webhook", r.Obj(t)["publishable_key"].(map[string]any)["mode"])
 		})
 	})
 }
