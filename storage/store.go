@@ -26,6 +26,8 @@ type Store struct {
 	*base
 	// Keys holds API keys and personal tokens.
 	Keys *KeyStore
+	// Incidents holds the platform's monitoring incidents.
+	Incidents *IncidentStore
 }
 
 // base is what every domain store shares: the database, the secret sealer
@@ -63,7 +65,7 @@ func NewStore(db *DB, cfg StoreConfig) (*Store, error) {
 		now = time.Now
 	}
 	b := &base{db: db, aead: aead, now: now}
-	return &Store{base: b, Keys: &KeyStore{b}}, nil
+	return &Store{base: b, Keys: &KeyStore{b}, Incidents: &IncidentStore{b}}, nil
 }
 
 // DB returns the underlying database.
