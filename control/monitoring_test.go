@@ -72,6 +72,7 @@ func TestStatusHeartbeat(t *testing.T) {
 			r := a.do("GET", "/v1/status/heartbeat", "", nil)
 			require.Equal(t, 200, r.status)
 			require.Equal(t, "public, max-age=5", r.header.Get("Cache-Control"))
+			require.Equal(t, "*", r.header.Get("Access-Control-Allow-Origin"))
 			st, by := heartbeat(t, a)
 			require.Equal(t, monitoring.Operational, st.Status)
 			require.Empty(t, st.Incidents)

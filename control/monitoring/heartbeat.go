@@ -49,6 +49,10 @@ const (
 	outageRate          = 0.75
 )
 
+// maxListed caps the incidents the heartbeat lists (oldest first); all of
+// them still count in the verdicts.
+const maxListed = 20
+
 // Pinger reaches the database (*storage.DB).
 type Pinger interface {
 	PingContext(ctx context.Context) error
@@ -203,7 +207,9 @@ func (h *heartbeat) compute(ctx context.Context, now time.Time) Status {
 		if incs, err := h.incidents.ActiveIncidents(ctx); err == nil {
 			for _, inc := range incs {
 				mark(Degraded, ReasonIncident, inc.Product)
-				views = append(views, publicIncident(inc))
+				if len(views) < maxListed {
+					views = append(views, publicIncident(inc))
+				}
 			}
 		}
 	}

@@ -132,6 +132,9 @@ func (m *Monitor) checkToken(c fiber.Ctx) error {
 
 func (m *Monitor) heartbeat(c fiber.Ctx, _ *storage.Principal) error {
 	c.Set(fiber.HeaderCacheControl, "public, max-age="+strconv.Itoa(int(m.cfg.CacheTTL/time.Second)))
+	// A status page on another origin may read it: it is public and
+	// carries no credential.
+	c.Set(fiber.HeaderAccessControlAllowOrigin, "*")
 	return c.JSON(m.hb.status(c.Context()))
 }
 
