@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
@@ -141,6 +142,29 @@ func TestStatusHeartbeat(t *testing.T) {
 				require.NoError(t, err)
 				require.Equal(t, int64(1), n)
 			}
+		})
+
+		t.Run("at most 20 incidents are listed; all of them count", func(t *testing.T) {
+			a, _ := newMonitorAPI(t, db, control.Config{})
+			var rules []string
+			for i := range 21 {
+				rule := fmt.Sprintf("flood-%d", i)
+				product := "api"
+				if i == 20 {
+					product = "realtime"
+				}
+				_, _, err := a.store.Incidents.RecordAlert(ctx, storage.Alert{Source: "glitchtip", Key: rule, Rule: rule, Product: product, Severity: "info", Title: rule,
+					At: time.Date(2026, 11, 28, 0, i, 0, 0, time.UTC)}, nil)
+				require.NoError(t, err)
+				rules = append(rules, rule)
+			}
+			st, by := heartbeat(t, a)
+			require.Len(t, st.Incidents, 20)
+			require.Equal(t, "api", st.Incidents[0].Product, "oldest first")
+			require.Equal(t, monitoring.Degraded, by["realtime"].Status, "the 21st, unlisted, still counts")
+			n, err := a.store.Incidents.AckIncidentsByRule(ctx, rules)
+			require.NoError(t, err)
+			require.Equal(t, int64(21), n)
 		})
 
 		t.Run("database down is an outage everywhere", func(t *testing.T) {
