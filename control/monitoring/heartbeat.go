@@ -21,12 +21,15 @@ const (
 	Outage      Verdict = "outage"
 )
 
+// worse is the worse of two verdicts.
 func worse(a, b Verdict) Verdict {
-	rank := map[Verdict]int{Operational: 0, Degraded: 1, Outage: 2}
-	if rank[b] > rank[a] {
-		return b
+	if a == Outage || b == Outage {
+		return Outage
 	}
-	return a
+	if a == Degraded || b == Degraded {
+		return Degraded
+	}
+	return Operational
 }
 
 // The reason codes a verdict may carry: coarse on purpose (no host, no
