@@ -74,6 +74,9 @@ func (s *Server) openapi() map[string]any {
 		for _, m := range paramRe.FindAllStringSubmatch(r.path, -1) {
 			params = append(params, map[string]any{"name": m[1], "in": "path", "required": true, "schema": str})
 		}
+		for _, q := range r.query {
+			params = append(params, map[string]any{"name": q, "in": "query", "required": true, "schema": str})
+		}
 		if strings.Contains(r.path, "*") {
 			params = append(params, map[string]any{"name": "rest", "in": "path", "required": true, "schema": str})
 		}

@@ -16,6 +16,7 @@ func allSchemas() map[string]any {
 	maps.Copy(out, billingSchemas)
 	maps.Copy(out, browserSchemas)
 	maps.Copy(out, realtimeSchemas)
+	maps.Copy(out, monitoringSchemas)
 	return out
 }
 

@@ -42,6 +42,7 @@ type route struct {
 	// resStatus is the success status.
 	reqSchema, resSchema string
 	resList              bool
+	query                []string
 	resStatus            int
 	errors               []int
 	// paymentErrors says 402/422/502/503 may carry a payment error body.
@@ -88,6 +89,8 @@ func (s *Server) registerRoutes() {
 	s.add(route{method: "GET", path: "/v1/healthz", summary: "Liveness and database reachability", tag: "health", resSchema: "Health", errors: []int{503}, raw: s.healthz})
 	s.add(route{method: "GET", path: "/metrics", summary: "Prometheus metrics", tag: "health", raw: adaptor.HTTPHandler(s.metrics.handler().(http.Handler))})
 	s.add(route{method: "GET", path: "/v1/openapi.json", summary: "This OpenAPI 3.1 document", tag: "health", raw: s.openapiHandler})
+
+	s.mount(s.monitor.Routes())
 
 	st := s.store
 	s.mount(orgs.Routes(st.Orgs, s.auth))
@@ -158,7 +161,7 @@ func (s *Server) healthz(c fiber.Ctx) error {
 func (s *Server) mount(rs []api.Route) {
 	for _, r := range rs {
 		s.add(route{method: r.Method, path: r.Path, summary: r.Summary, tag: r.Tag, auth: authMode(r.Auth), minRole: r.MinRole,
-			reqSchema: r.ReqSchema, resSchema: r.ResSchema, resList: r.ResList, resStatus: r.ResStatus, errors: r.Errors,
+			reqSchema: r.ReqSchema, resSchema: r.ResSchema, resList: r.ResList, query: r.Query, resStatus: r.ResStatus, errors: r.Errors,
 			paymentErrors: r.PaymentErrors, handler: r.Handler, raw: r.Raw})
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/gofiber/fiber/v3"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/voiced/voiced/control/monitoring"
 	"github.com/voiced/voiced/control/numbers"
 	"github.com/voiced/voiced/control/payment"
 	"github.com/voiced/voiced/control/webhook"
@@ -49,6 +50,9 @@ type Config struct {
 	// Webhooks configures the first attempt the test endpoint makes
 	// itself (AllowLoopback, Timeout); the delivery worker runs apart.
 	Webhooks webhook.Config
+	// MonitoringToken is the shared token of the monitoring receivers
+	// (?token=); empty turns them off (404). See control/monitoring.
+	MonitoringToken string
 }
 
 func (c Config) withDefaults() Config {
@@ -90,6 +94,10 @@ type Server struct {
 	started time.Time
 	res     *resources
 	numbers *numbers.Service
+	monitor *monitoring.Monitor
+	// providers counts the AI and payment providers' recent outcomes for
+	// the status heartbeat (ProviderErrors).
+	providers *monitoring.Window
 }
 
 // New builds the server and its routes. Call Close to stop its background
@@ -104,6 +112,9 @@ func New(cfg Config, log *slog.Logger, store *storage.Store, limiter Limiter, op
 	s.metrics = newMetrics()
 	s.auth = newAuthenticator(store, store.Keys, store.Orgs, cfg.AuthCacheTTL, cfg.KeyTouchInterval, log)
 	if err := s.initResources(opts); err != nil {
+		return nil, err
+	}
+	if err := s.initMonitoring(); err != nil {
 		return nil, err
 	}
 	s.app = fiber.New(fiber.Config{

@@ -102,7 +102,7 @@ func (s *Store) Emit(ctx context.Context, orgID int64, typ string, data any) (Ev
 	return ev, err
 }
 
-func (s *Store) emitTx(ctx context.Context, tx *sql.Tx, orgID int64, typ string, data []byte, now int64) (Event, error) {
+func (s *base) emitTx(ctx context.Context, tx *sql.Tx, orgID int64, typ string, data []byte, now int64) (Event, error) {
 	ev := Event{ID: NewUUID(), OrgID: orgID, Type: typ, Data: data, CreatedAt: fromMS(now)}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO webhook_events (id, org_id, type, data, created_at) VALUES ($1, $2, $3, $4, $5)`,
 		ev.ID, orgID, typ, string(data), now); err != nil {

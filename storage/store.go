@@ -38,6 +38,8 @@ type Store struct {
 	Billing *BillingStore
 	// Numbers holds phone numbers, number labels and VoIP connections.
 	Numbers *NumberStore
+	// Incidents holds the platform's monitoring incidents.
+	Incidents *IncidentStore
 }
 
 // base is what every domain store shares: the database, the secret sealer
@@ -75,7 +77,7 @@ func NewStore(db *DB, cfg StoreConfig) (*Store, error) {
 		now = time.Now
 	}
 	b := &base{db: db, aead: aead, now: now}
-	return &Store{base: b, Keys: &KeyStore{b}, Orgs: &OrgStore{b}, Onboarding: &OnboardingStore{b}, PublishableKeys: &PublishableKeyStore{b}, Webhooks: &WebhookStore{b}, Billing: &BillingStore{b}, Numbers: &NumberStore{b}}, nil
+	return &Store{base: b, Keys: &KeyStore{b}, Orgs: &OrgStore{b}, Onboarding: &OnboardingStore{b}, PublishableKeys: &PublishableKeyStore{b}, Webhooks: &WebhookStore{b}, Billing: &BillingStore{b}, Numbers: &NumberStore{b}, Incidents: &IncidentStore{b}}, nil
 }
 
 // DB returns the underlying database.

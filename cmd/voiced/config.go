@@ -50,6 +50,7 @@ type config struct {
 	StripeAPIBase        string
 	StripeWebhookSecret  string
 	WebhookAllowLoopback bool
+	MonitoringToken      string
 
 	RealtimeDeltaMs            int64
 	WebRTCPublicIP, WebRTCTURN string
@@ -102,6 +103,7 @@ func bindFlags(fs *flag.FlagSet, c *config, names ...string) []flagSpec {
 		{"stripe-api-key", "VOICED_STRIPE_API_KEY", "", "Stripe secret key (sk_live_..., sk_test_... or a restricted rk_...); empty = no payment provider (top-ups answer 503; add credit with voiced admin add-credit)", &c.StripeAPIKey},
 		{"stripe-api-base", "VOICED_STRIPE_API_BASE", "", "Stripe API base URL; empty = https://api.stripe.com; http://127.0.0.1:12111 for stripe-mock", &c.StripeAPIBase},
 		{"stripe-webhook-secret", "VOICED_STRIPE_WEBHOOK_SECRET", "", "signing secret (whsec_...) of the Stripe events posted to /v1/billing/provider-events; empty refuses them", &c.StripeWebhookSecret},
+		{"monitoring-token", "VOICED_MONITORING_TOKEN", "", "shared token the monitoring receivers (/v1/monitoring/azure-alert, glitchtip-alert, auto-ack) require as ?token=; empty turns them off (404)", &c.MonitoringToken},
 		{"webhook-allow-loopback", "VOICED_WEBHOOK_ALLOW_LOOPBACK", "true", "let webhook deliveries reach http://localhost and 127.0.0.1 (other private and internal addresses are always refused); turn off on shared servers", &c.WebhookAllowLoopback},
 		{"llm-base-url", "VOICED_LLM_BASE_URL", "", "OpenAI-compatible chat completions API root up to /v1 (OpenAI, Ollama, vLLM, llama.cpp); empty = the offline echo model that repeats the caller", &c.prov.LLMBaseURL},
 		{"llm-api-key", "VOICED_LLM_API_KEY", "", "API key for --llm-base-url (empty for local servers)", &c.prov.LLMAPIKey},

@@ -30,8 +30,10 @@ type Route struct {
 	// ResStatus is the success status (0 means 200).
 	ReqSchema, ResSchema string
 	ResList              bool
-	ResStatus            int
-	Errors               []int
+	// Query names required string query parameters (a shared token).
+	Query     []string
+	ResStatus int
+	Errors    []int
 	// PaymentErrors says 402/422/502/503 may carry a payment error body.
 	PaymentErrors bool
 	Handler       Handler
