@@ -7,6 +7,9 @@
 #   A=/tmp/voiced-old B=./bin/voiced bench/voicebench-ab.sh
 #
 # A and B are voiced binaries (default B: a fresh build of the tree).
+# MODE=sip (default; S1 with CODEC), ws (realtime WebSocket sessions,
+# PCM16 at 16 kHz) or webrtc (browser calls through mic sessions) picks
+# the front door; every mode talks to the loopback agent.
 # Knobs (environment): ROUNDS=2 N=200 HOLD=20s CODEC=PCMU SUT_CPU=0
 # GEN_CPU=1 KNEE=0 (1: also --find-max per build, START=100 FACTOR=1.4
 # WINDOW=15s MAX=4000) NICE (as in voicebench-full.sh) OUT=/tmp/voicebench-ab.
@@ -27,6 +30,7 @@ FACTOR=${FACTOR:-1.4}
 WINDOW=${WINDOW:-15s}
 MAX=${MAX:-4000}
 OUT=${OUT:-/tmp/voicebench-ab}
+MODE=${MODE:-sip}
 : "${A:?A=path to the reference voiced binary}"
 if [ -z "${B:-}" ]; then
   go build -tags nolibopusfile -o bin/voiced ./cmd/voiced
@@ -51,7 +55,14 @@ run() {
   # shellcheck disable=SC2086
   VOICED_BIN=$bin start_voiced "$work/$name" taskset -c "$SUT_CPU" $NICE
   log "$name ($bin, load average $(cut -d' ' -f1-3 /proc/loadavg)): $*"
-  "${gen[@]}" --out "$OUT/$name" --mode sip --sip "$VOICED_SIP" --to "$VOICED_NUMBER" --codec "$CODEC" \
+  local target
+  case "$MODE" in
+  sip) target=(--mode sip --sip "$VOICED_SIP" --to "$VOICED_NUMBER" --codec "$CODEC") ;;
+  ws) target=(--mode ws --url "ws://$VOICED_HTTP/v1/realtime" --api-key "$VOICED_KEY") ;;
+  webrtc) target=(--mode webrtc --api "http://$VOICED_HTTP" --agent-id "$VOICED_AGENT" --api-key "$VOICED_KEY") ;;
+  *) echo "MODE must be sip, ws or webrtc" >&2; exit 2 ;;
+  esac
+  "${gen[@]}" --out "$OUT/$name" "${target[@]}" \
     --pid "$VOICED_PID" "$@" >"$OUT/$name.log" 2>&1 || { log "$name failed:"; tail -5 "$OUT/$name.log" >&2; }
   tail -n +2 "$OUT/$name.log" | sed 's/^/    /' >&2
   stop_voiced
@@ -79,7 +90,7 @@ cmp() { # SCENARIO TITLE
   ./bin/voicebench compare --out "$OUT/$1.md" --title "$2" --ratio B:A "${args[@]}"
   cat "$OUT/$1.md"
 }
-echo "A=$A B=$B ROUNDS=$ROUNDS N=$N HOLD=$HOLD CODEC=$CODEC"
-cmp fixed "$CODEC, $N calls, A=$A, B=$B"
+echo "A=$A B=$B MODE=$MODE ROUNDS=$ROUNDS N=$N HOLD=$HOLD CODEC=$CODEC"
+cmp fixed "$MODE $CODEC, $N calls, A=$A, B=$B"
 [ "$KNEE" = 1 ] && cmp knee "$CODEC, largest sustained N, A=$A, B=$B"
 exit 0

@@ -3,7 +3,7 @@
 #
 #   start_voiced DIR [PREFIX...]   start serve (PREFIX e.g. "taskset -c 0 nice -n -10"),
 #                                  set VOICED_PID, VOICED_KEY, VOICED_NUMBER,
-#                                  VOICED_SIP, VOICED_HTTP
+#                                  VOICED_AGENT, VOICED_SIP, VOICED_HTTP
 #   stop_voiced                    stop it
 #   log MESSAGE...                 a timestamped line on stderr
 #
@@ -53,11 +53,11 @@ start_voiced() {
     cat "$dir/stderr" >&2
     return 1
   fi
-  local conn agent num
+  local conn num
   conn=$(voiced_api POST /v1/voip-connections '{"host":"127.0.0.1","port":5099,"allowed_inbound_addresses":["127.0.0.1"],"codecs":["PCMU","PCMA","opus"]}' | jq -r .id)
-  agent=$(voiced_api POST /v1/agents '{"name":"voicebench loopback","max_call_duration_seconds":14400}' | jq -r .id)
+  VOICED_AGENT=$(voiced_api POST /v1/agents '{"name":"voicebench loopback","max_call_duration_seconds":14400}' | jq -r .id)
   num=$(voiced_api POST /v1/phone-numbers "{\"source\":\"voip\",\"number\":\"$VOICED_NUMBER\",\"voip_connection_id\":$conn}" | jq -r .id)
-  voiced_api PATCH "/v1/phone-numbers/$num" "{\"inbound_agent_id\":$agent}" | jq -e '.inbound_agent_id' >/dev/null
+  voiced_api PATCH "/v1/phone-numbers/$num" "{\"inbound_agent_id\":$VOICED_AGENT}" | jq -e '.inbound_agent_id' >/dev/null
 }
 
 voiced_api() { # METHOD PATH [BODY]
