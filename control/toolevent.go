@@ -26,7 +26,7 @@ type ToolRun struct {
 
 // ToolEvent emits the tool webhook event of one tool run of call callID:
 // telephony.tool for phone calls (inbound and outbound), web.tool for web
-// calls (docs/decisions.md, "Tool events"). Endpoint deliveries are
+// calls (docs/decisions.md, "Tool webhook events"). Endpoint deliveries are
 // fire-and-forget; the legacy URL already had the blocking exchange of
 // webhook-routed tools and gets nothing here.
 func (l *CallLog) ToolEvent(ctx context.Context, callID int64, r ToolRun) error {
