@@ -36,6 +36,8 @@ type Store struct {
 	Webhooks *WebhookStore
 	// Billing holds billing accounts, the ledger, payments, auto-reloads and number fees.
 	Billing *BillingStore
+	// Knowledge holds knowledge documents, chunks and bases.
+	Knowledge *KnowledgeStore
 }
 
 // base is what every domain store shares: the database, the secret sealer
@@ -73,7 +75,7 @@ func NewStore(db *DB, cfg StoreConfig) (*Store, error) {
 		now = time.Now
 	}
 	b := &base{db: db, aead: aead, now: now}
-	return &Store{base: b, Keys: &KeyStore{b}, Orgs: &OrgStore{b}, Onboarding: &OnboardingStore{b}, PublishableKeys: &PublishableKeyStore{b}, Webhooks: &WebhookStore{b}, Billing: &BillingStore{b}}, nil
+	return &Store{base: b, Keys: &KeyStore{b}, Orgs: &OrgStore{b}, Onboarding: &OnboardingStore{b}, PublishableKeys: &PublishableKeyStore{b}, Webhooks: &WebhookStore{b}, Billing: &BillingStore{b}, Knowledge: &KnowledgeStore{b}}, nil
 }
 
 // DB returns the underlying database.
