@@ -22,10 +22,10 @@ type KnowledgeQuery struct {
 
 // KnowledgeHit is one chunk found by a search.
 type KnowledgeHit struct {
-	ChunkID                    int64
-	DocumentID, DocumentName   string
-	Position                   int
-	Context, Text              string
+	ChunkID                  int64
+	DocumentID, DocumentName string
+	Position                 int
+	Context, Text            string
 	// Score is higher for better matches: -bm25() on SQLite, ts_rank_cd
 	// (normalized by log length) on PostgreSQL. Compare scores within one
 	// response, not across databases.
