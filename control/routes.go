@@ -1,6 +1,7 @@
 package control
 
 import (
+	"io"
 	"net/http"
 	"strings"
 
@@ -39,8 +40,11 @@ type route struct {
 	errors               []int
 	// paymentErrors says 402/422/502/503 may carry a payment error body.
 	paymentErrors bool
-	handler       func(c fiber.Ctx, p *storage.Principal) error
-	raw           fiber.Handler // for routes that need no principal (healthz, metrics)
+	// streamBody routes read their body as a stream and bound it
+	// themselves; others are refused bodies past Config.BodyLimit.
+	streamBody bool
+	handler    func(c fiber.Ctx, p *storage.Principal) error
+	raw        fiber.Handler // for routes that need no principal (healthz, metrics)
 }
 
 func (s *Server) add(r route) {
@@ -52,7 +56,34 @@ func (s *Server) add(r route) {
 	if h == nil {
 		h = s.wrap(r)
 	}
+	if !r.streamBody {
+		h = s.limitBody(h)
+	}
 	s.app.Add([]string{r.method}, r.path, h)
+}
+
+// limitBody enforces Config.BodyLimit. The server streams request bodies
+// (so uploads are never buffered whole), which makes fasthttp hand larger
+// bodies to handlers instead of refusing them; routes that do not read a
+// stream get the limit back here, as a 400 like any too-large body.
+func (s *Server) limitBody(next fiber.Handler) fiber.Handler {
+	return func(c fiber.Ctx) error {
+		req := c.Request()
+		if req.Header.ContentLength() > s.cfg.BodyLimit {
+			return fiber.ErrRequestEntityTooLarge
+		}
+		if st := req.BodyStream(); st != nil && req.Header.ContentLength() < 0 { // chunked: read it through the limit
+			b, err := io.ReadAll(io.LimitReader(st, int64(s.cfg.BodyLimit)+1))
+			if err != nil {
+				return fiber.ErrBadRequest
+			}
+			if len(b) > s.cfg.BodyLimit {
+				return fiber.ErrRequestEntityTooLarge
+			}
+			req.SetBodyRaw(b)
+		}
+		return next(c)
+	}
 }
 
 // wrap authenticates and authorizes before calling the handler.
@@ -95,6 +126,7 @@ func (s *Server) registerRoutes() {
 	s.registerWebhookRoutes()
 	s.registerRealtimeRoutes()
 	s.registerPublishableKeyRoutes()
+	s.mount(s.knowledge.Routes())
 }
 
 // legacyOrgPath answers the removed /v1/orgs/<id>/... paths with 410 and
@@ -122,6 +154,6 @@ func (s *Server) mount(rs []api.Route) {
 	for _, r := range rs {
 		s.add(route{method: r.Method, path: r.Path, summary: r.Summary, tag: r.Tag, auth: authMode(r.Auth), minRole: r.MinRole,
 			reqSchema: r.ReqSchema, resSchema: r.ResSchema, resList: r.ResList, resStatus: r.ResStatus, errors: r.Errors,
-			paymentErrors: r.PaymentErrors, handler: r.Handler, raw: r.Raw})
+			paymentErrors: r.PaymentErrors, streamBody: r.StreamBody, handler: r.Handler, raw: r.Raw})
 	}
 }
