@@ -171,7 +171,7 @@ func (s *Service) Routes() []api.Route {
 		r("DELETE", doc, "Delete a document and its chunks (admin+)", "", "", 204, []int{403, 404}, s.deleteDocument),
 		r("POST", doc+"/retry", "Re-queue a failed document (admin+)", "", "KnowledgeDocumentDetail", 0, []int{400, 403, 404}, s.retryDocument),
 		r("GET", doc+"/original", "The uploaded file: a stream (download=1 for an attachment), or {url, expires_in} with Accept: application/json", "", "KnowledgeOriginalURL", 0, []int{404}, s.original),
-		stream(r("POST", doc+"/replace", "Replace the file (multipart file); re-queues ingestion (admin+)", "", "KnowledgeReplaceResult", 0, []int{400, 403, 404}, s.replaceDocument)),
+		stream(r("POST", doc+"/replace", "Replace the file (multipart file); re-queues ingestion (admin+)", "KnowledgeFileInput", "KnowledgeReplaceResult", 0, []int{400, 403, 404}, s.replaceDocument)),
 		{Method: "GET", Path: "/v1/knowledge/originals/:document_id", Summary: "An original file through a signed URL (expires, sig); no credential", Tag: "knowledge", Errors: []int{401, 404}, Raw: s.signedOriginal},
 		r("POST", "/v1/knowledge/search", "BM25 search over the org's chunks", "KnowledgeSearchInput", "KnowledgeSearchResult", 0, []int{400}, s.search),
 

@@ -30,6 +30,7 @@ func Schemas() map[string]any {
 			"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string", "minLength": 1, "maxLength": 255}, "content": map[string]any{"type": "string", "minLength": 1}}, "required": []string{"name", "content"}},
 		"KnowledgeDocumentPatch": map[string]any{"description": "JSON {name?, content?} (content for text documents), or multipart/form-data with a file part.",
 			"type": "object", "properties": map[string]any{"name": str, "content": str}},
+		"KnowledgeFileInput":     map[string]any{"description": "multipart/form-data with one file part (and an optional name part); JSON is not accepted.", "type": "object"},
 		"KnowledgeUploadResult":  obj(map[string]any{"documents": map[string]any{"type": "array", "items": ref("KnowledgeDocumentDetail")}, "warnings": map[string]any{"type": "array", "items": warning}}, "documents", "warnings"),
 		"KnowledgeReplaceResult": obj(map[string]any{"document": ref("KnowledgeDocumentDetail"), "warnings": map[string]any{"type": "array", "items": warning}}, "document", "warnings"),
 		"KnowledgeOriginalURL":   obj(map[string]any{"url": str, "expires_in": map[string]any{"type": "integer", "description": "seconds"}}, "url", "expires_in"),
