@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"time"
 
 	"github.com/voiced/voiced/storage"
 )
@@ -63,4 +64,24 @@ func (b blobs) remove(key string) {
 	if p := b.path(key); p != "" {
 		_ = os.Remove(p)
 	}
+}
+
+// sweepSpool removes spool files older than age: uploads a crashed or
+// killed process was still reading. Live uploads are younger than any
+// request timeout.
+func (b blobs) sweepSpool(age time.Duration, now time.Time) int {
+	d := filepath.Join(b.dir, "knowledge", "tmp")
+	entries, err := os.ReadDir(d)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil && !e.IsDir() && now.Sub(info.ModTime()) > age {
+			if os.Remove(filepath.Join(d, e.Name())) == nil {
+				n++
+			}
+		}
+	}
+	return n
 }

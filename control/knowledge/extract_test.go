@@ -2,6 +2,8 @@ package knowledge
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -105,4 +107,18 @@ func TestChunkBlocks(t *testing.T) {
 		require.Equal(t, words(4, "r")+"\n"+words(4, "r"), ch[0].Text)
 		require.Equal(t, "h", ch[2].Context)
 	})
+}
+
+func TestSweepSpool(t *testing.T) {
+	b := blobs{t.TempDir()}
+	dir, err := b.spoolDir()
+	require.NoError(t, err)
+	old, fresh := filepath.Join(dir, "upload-old"), filepath.Join(dir, "upload-new")
+	require.NoError(t, os.WriteFile(old, []byte("x"), 0o600))
+	require.NoError(t, os.WriteFile(fresh, []byte("x"), 0o600))
+	now := time.Now()
+	require.NoError(t, os.Chtimes(old, now.Add(-2*time.Hour), now.Add(-2*time.Hour)))
+	require.Equal(t, 1, b.sweepSpool(time.Hour, now))
+	require.NoFileExists(t, old)
+	require.FileExists(t, fresh)
 }

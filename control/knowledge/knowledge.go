@@ -138,8 +138,14 @@ func New(cfg Config, log *slog.Logger, store Store) (*Service, error) {
 	return &Service{cfg: cfg, log: log, store: store, blobs: blobs{cfg.BlobDir}, worker: newWorker(cfg, log, store)}, nil
 }
 
-// Run runs the ingestion worker until ctx ends.
-func (s *Service) Run(ctx context.Context) error { return s.worker.Run(ctx) }
+// Run runs the ingestion worker until ctx ends, after removing spool
+// files a killed process left behind.
+func (s *Service) Run(ctx context.Context) error {
+	if n := s.blobs.sweepSpool(time.Hour, time.Now()); n > 0 {
+		s.log.Info("removed abandoned upload spool files", "count", n)
+	}
+	return s.worker.Run(ctx)
+}
 
 // Worker is the service's ingestion worker.
 func (s *Service) Worker() *Worker { return s.worker }
