@@ -57,8 +57,9 @@ CREATE TABLE knowledge_base_documents (
 CREATE INDEX knowledge_base_documents_doc ON knowledge_base_documents (document_id);
 
 -- A chunk's searchable text is context (the headings above it, or a CSV
--- header row) plus text. SQLite indexes it in an FTS5 table kept by
--- triggers; PostgreSQL in a generated tsvector with a GIN index.
+-- header row) plus text. SQLite indexes it in an FTS5 table (filled by the
+-- store, emptied by a trigger); PostgreSQL in a generated tsvector with a
+-- GIN index.
 CREATE TABLE knowledge_chunks (
     id {{ID}},
     org_id BIGINT NOT NULL,
