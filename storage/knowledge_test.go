@@ -129,6 +129,28 @@ func TestKnowledgeSearch(t *testing.T) {
 		require.NoError(t, err)
 		require.Empty(t, hits)
 
+		// Another org's better matches fill the top of the index: the
+		// org's own best match is still found (SQLite falls back from the
+		// top-rows query to joining every match).
+		crowd, err := s.Knowledge.CreateDocuments(ctx, other, 0, []storage.KnowledgeDocument{textDoc("crowd", "z")})
+		require.NoError(t, err)
+		var many []string
+		for range 30 {
+			many = append(many, "refunds refunds")
+		}
+		ingest(t, s, many...)
+		hits, err = s.Knowledge.Search(ctx, org, storage.KnowledgeQuery{Text: "refunds", Limit: 1})
+		require.NoError(t, err)
+		require.Len(t, hits, 1)
+		require.Equal(t, docs[0].ID, hits[0].DocumentID)
+		hits, err = s.Knowledge.Search(ctx, other, storage.KnowledgeQuery{Text: "refunds", Limit: 3})
+		require.NoError(t, err)
+		require.Len(t, hits, 3)
+		for _, h := range hits {
+			require.NotEqual(t, docs[0].ID, h.DocumentID)
+		}
+		require.Equal(t, crowd[0].ID, hits[2].DocumentID)
+
 		require.NoError(t, s.Knowledge.DeleteBase(ctx, org, kb.ID))
 		_, err = s.Knowledge.Document(ctx, org, docs[1].ID)
 		require.NoError(t, err, "deleting a base keeps its documents")
