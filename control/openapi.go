@@ -89,7 +89,12 @@ func (s *Server) openapi() map[string]any {
 			op["security"] = []any{}
 		}
 		if r.reqSchema != "" {
-			op["requestBody"] = map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{"schema": ref(r.reqSchema)}}}
+			content := map[string]any{"application/json": map[string]any{"schema": ref(r.reqSchema)}}
+			if r.streamBody { // uploads: files as multipart parts
+				bin := map[string]any{"type": "string", "format": "binary"}
+				content["multipart/form-data"] = map[string]any{"schema": obj(map[string]any{"files[]": map[string]any{"type": "array", "items": bin}, "file": bin, "name": str})}
+			}
+			op["requestBody"] = map[string]any{"required": true, "content": content}
 		}
 		res := map[string]any{}
 		ok := map[string]any{"description": http.StatusText(r.resStatus)}

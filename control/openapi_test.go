@@ -45,3 +45,14 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 		require.Contains(t, schemas, m[1])
 	}
 }
+
+func TestOpenAPIUploadsAreMultipart(t *testing.T) {
+	a := newAPI(t, sqltest.New(t, migrations.SQLite))
+	doc := a.do("GET", "/v1/openapi.json", "", nil).obj(t)
+	post := doc["paths"].(map[string]any)["/v1/knowledge/documents"].(map[string]any)["post"].(map[string]any)
+	content := post["requestBody"].(map[string]any)["content"].(map[string]any)
+	require.Contains(t, content, "multipart/form-data")
+	require.Contains(t, content, "application/json")
+	get := doc["paths"].(map[string]any)["/v1/knowledge/documents"].(map[string]any)["get"].(map[string]any)
+	require.NotContains(t, get, "requestBody")
+}

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/voiced/voiced/control/knowledge"
 	"github.com/voiced/voiced/control/numbers"
 )
 
@@ -17,6 +18,7 @@ func allSchemas() map[string]any {
 	maps.Copy(out, browserSchemas)
 	maps.Copy(out, realtimeSchemas)
 	maps.Copy(out, monitoringSchemas)
+	maps.Copy(out, knowledge.Schemas())
 	return out
 }
 

@@ -2,6 +2,7 @@ package control
 
 import (
 	"errors"
+	"io"
 	"net/http"
 	"strings"
 
@@ -47,8 +48,11 @@ type route struct {
 	errors               []int
 	// paymentErrors says 402/422/502/503 may carry a payment error body.
 	paymentErrors bool
-	handler       func(c fiber.Ctx, p *storage.Principal) error
-	raw           fiber.Handler // for routes that need no principal (healthz, metrics)
+	// streamBody routes read their body as a stream and bound it
+	// themselves; others are refused bodies past Config.BodyLimit.
+	streamBody bool
+	handler    func(c fiber.Ctx, p *storage.Principal) error
+	raw        fiber.Handler // for routes that need no principal (healthz, metrics)
 }
 
 func (s *Server) add(r route) {
@@ -60,7 +64,34 @@ func (s *Server) add(r route) {
 	if h == nil {
 		h = s.wrap(r)
 	}
+	if !r.streamBody {
+		h = s.limitBody(h)
+	}
 	s.app.Add([]string{r.method}, r.path, h)
+}
+
+// limitBody enforces Config.BodyLimit. The server streams request bodies
+// (so uploads are never buffered whole), which makes fasthttp hand larger
+// bodies to handlers instead of refusing them; routes that do not read a
+// stream get the limit back here, as a 400 like any too-large body.
+func (s *Server) limitBody(next fiber.Handler) fiber.Handler {
+	return func(c fiber.Ctx) error {
+		req := c.Request()
+		if req.Header.ContentLength() > s.cfg.BodyLimit {
+			return fiber.ErrRequestEntityTooLarge
+		}
+		if st := req.BodyStream(); st != nil && req.Header.ContentLength() < 0 { // chunked: read it through the limit
+			b, err := io.ReadAll(io.LimitReader(st, int64(s.cfg.BodyLimit)+1))
+			if err != nil {
+				return fiber.ErrBadRequest
+			}
+			if len(b) > s.cfg.BodyLimit {
+				return fiber.ErrRequestEntityTooLarge
+			}
+			req.SetBodyRaw(b)
+		}
+		return next(c)
+	}
 }
 
 // wrap authenticates and authorizes before calling the handler.
@@ -122,6 +153,7 @@ func (s *Server) registerRoutes() {
 	ex := webhook.NewExchanger(widget.HookStore{Legacy: st.Webhooks}, s.cfg.Webhooks.AllowLoopback, nil, s.log)
 	s.mount(widget.Routes(s.log, st.PublishableKeys, s.limiter, ex, widgetCalls{s}))
 	s.registerMicSessionRoutes()
+	s.mount(s.knowledge.Routes())
 }
 
 // paymentProvider is the configured payment provider, or nil: without one
@@ -162,6 +194,6 @@ func (s *Server) mount(rs []api.Route) {
 	for _, r := range rs {
 		s.add(route{method: r.Method, path: r.Path, summary: r.Summary, tag: r.Tag, auth: authMode(r.Auth), minRole: r.MinRole,
 			reqSchema: r.ReqSchema, resSchema: r.ResSchema, resList: r.ResList, query: r.Query, resStatus: r.ResStatus, errors: r.Errors,
-			paymentErrors: r.PaymentErrors, handler: r.Handler, raw: r.Raw})
+			paymentErrors: r.PaymentErrors, streamBody: r.StreamBody, handler: r.Handler, raw: r.Raw})
 	}
 }

@@ -3,6 +3,7 @@ package control
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/voiced/voiced/control/monitoring"
+	"github.com/voiced/voiced/control/knowledge"
 	"github.com/voiced/voiced/control/numbers"
 	"github.com/voiced/voiced/control/payment"
 	"github.com/voiced/voiced/control/webhook"
@@ -98,6 +101,10 @@ type Server struct {
 	// providers counts the AI and payment providers' recent outcomes for
 	// the status heartbeat (ProviderErrors).
 	providers *monitoring.Window
+	// knowledge serves /v1/knowledge; its ingestion worker runs from New
+	// until Close or Shutdown (stopIngest waits for it).
+	knowledge  *knowledge.Service
+	stopIngest func()
 }
 
 // New builds the server and its routes. Call Close to stop its background
@@ -111,23 +118,38 @@ func New(cfg Config, log *slog.Logger, store *storage.Store, limiter Limiter, op
 	s := &Server{cfg: cfg, log: log, store: store, limiter: limiter, started: time.Now()}
 	s.metrics = newMetrics()
 	s.auth = newAuthenticator(store, store.Keys, store.Orgs, cfg.AuthCacheTTL, cfg.KeyTouchInterval, log)
-	if err := s.initResources(opts); err != nil {
+	err := s.initResources(opts)
+	if err != nil {
 		return nil, err
 	}
 	if err := s.initMonitoring(); err != nil {
 		return nil, err
 	}
+	if s.knowledge, err = knowledge.New(knowledge.Config{BlobDir: s.res.cfg.BlobDir, PublicURL: cfg.PublicURL, SigningKey: s.res.signKey}, log, store.Knowledge); err != nil {
+		return nil, fmt.Errorf("control: %w", err)
+	}
 	s.app = fiber.New(fiber.Config{
-		AppName:      "voiced",
-		BodyLimit:    cfg.BodyLimit,
-		ErrorHandler: s.errorHandler,
-		ReadTimeout:  30 * time.Second,
-		WriteTimeout: 30 * time.Second,
-		IdleTimeout:  120 * time.Second,
+		AppName:   "voiced",
+		BodyLimit: cfg.BodyLimit,
+		// Bodies are streamed so uploads are read through their limits,
+		// never buffered whole; limitBody restores BodyLimit elsewhere.
+		StreamRequestBody:            true,
+		DisablePreParseMultipartForm: true,
+		ErrorHandler:                 s.errorHandler,
+		ReadTimeout:                  30 * time.Second,
+		WriteTimeout:                 30 * time.Second,
+		IdleTimeout:                  120 * time.Second,
 	})
 	s.app.Use(s.observe)
 	s.registerRoutes()
 	s.app.Use(s.unrouted)
+	ictx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = s.knowledge.Run(ictx)
+	}()
+	s.stopIngest = sync.OnceFunc(func() { cancel(); <-done })
 	return s, nil
 }
 
@@ -196,11 +218,12 @@ func (s *Server) Serve(ln net.Listener) error {
 func (s *Server) Shutdown(ctx context.Context) error {
 	err := s.app.ShutdownWithContext(ctx)
 	s.auth.close(ctx)
+	s.stopIngest()
 	return err
 }
 
 // Close stops background work without serving (tests).
-func (s *Server) Close() { s.auth.close(context.Background()) }
+func (s *Server) Close() { s.auth.close(context.Background()); s.stopIngest() }
 
 const (
 	localPrincipal = "voiced.principal"

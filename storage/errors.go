@@ -62,4 +62,7 @@ var (
 	ErrIsOwner = errors.New("storage: the owner cannot do this")
 	// ErrGone means the row existed but is used, expired or revoked.
 	ErrGone = errors.New("storage: gone")
+	// ErrWrongState means the row is not in a state the operation allows
+	// (retrying a knowledge document that has not failed).
+	ErrWrongState = errors.New("storage: wrong state")
 )

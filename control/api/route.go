@@ -37,6 +37,11 @@ type Route struct {
 	// PaymentErrors says 402/422/502/503 may carry a payment error body.
 	PaymentErrors bool
 	Handler       Handler
+	// StreamBody says the handler reads the body as a stream
+	// (c.Request().BodyStream()) and enforces its own limits, such as
+	// uploads of many megabytes; every other route is refused a body
+	// larger than the server's BodyLimit.
+	StreamBody bool
 	// Raw serves routes that need no principal, such as CORS preflights.
 	Raw fiber.Handler
 }

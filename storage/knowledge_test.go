@@ -1,0 +1,163 @@
+package storage_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/voiced/voiced/storage"
+	"github.com/voiced/voiced/storage/sqltest"
+)
+
+func textDoc(name, content string) storage.KnowledgeDocument {
+	return storage.KnowledgeDocument{Name: name, SourceType: "text", MimeType: "text/plain", ByteCount: int64(len(content)),
+		Content: content, TextSHA: storage.TextHash(content)}
+}
+
+// ingest claims the next job and completes it with one chunk per text.
+func ingest(t *testing.T, s *storage.Store, texts ...string) storage.IngestJob {
+	t.Helper()
+	ctx := context.Background()
+	job, ok, err := s.Knowledge.ClaimIngestion(ctx, "w1", time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok)
+	var chunks []storage.KnowledgeChunk
+	for i, tx := range texts {
+		chunks = append(chunks, storage.KnowledgeChunk{Position: i, Text: tx})
+	}
+	require.NoError(t, s.Knowledge.CompleteIngestion(ctx, job, job.Content, chunks))
+	return job
+}
+
+func TestKnowledgeIngestionQueue(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		c := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+		s, org := billingOrg(t, db, c, 0)
+		docs, err := s.Knowledge.CreateDocuments(ctx, org, 0, []storage.KnowledgeDocument{textDoc("a", "alpha text")})
+		require.NoError(t, err)
+		require.Equal(t, storage.DocPending, docs[0].Status)
+
+		job, ok, err := s.Knowledge.ClaimIngestion(ctx, "w1", time.Minute)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, docs[0].ID, job.DocumentID)
+		_, ok, err = s.Knowledge.ClaimIngestion(ctx, "w2", time.Minute)
+		require.NoError(t, err)
+		require.False(t, ok, "a leased job is not claimed twice")
+
+		// The first worker dies (kill -9): its lease runs out and another
+		// worker takes the job over; the dead worker's late result is refused.
+		c.add(2 * time.Minute)
+		job2, ok, err := s.Knowledge.ClaimIngestion(ctx, "w2", time.Minute)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, job.DocumentID, job2.DocumentID)
+		require.EqualValues(t, 2, job2.Attempts)
+		require.ErrorIs(t, s.Knowledge.CompleteIngestion(ctx, job, "x", nil), storage.ErrConflict)
+		require.NoError(t, s.Knowledge.CompleteIngestion(ctx, job2, "alpha text", []storage.KnowledgeChunk{{Text: "alpha text"}}))
+		d, err := s.Knowledge.Document(ctx, org, job.DocumentID)
+		require.NoError(t, err)
+		require.Equal(t, storage.DocReady, d.Status)
+		require.EqualValues(t, 1, d.ChunkCount)
+
+		// A transient failure goes back to pending until its retry time.
+		name := "renamed"
+		_, _, err = s.Knowledge.UpdateDocument(ctx, org, d.ID, storage.DocumentChange{Name: &name})
+		require.NoError(t, err)
+		job3, ok, err := s.Knowledge.ClaimIngestion(ctx, "w3", time.Minute)
+		require.NoError(t, err)
+		require.True(t, ok)
+		at := c.now().Add(30 * time.Second)
+		require.NoError(t, s.Knowledge.FailIngestion(ctx, job3, "", &at))
+		_, ok, _ = s.Knowledge.ClaimIngestion(ctx, "w3", time.Minute)
+		require.False(t, ok, "not before its retry time")
+		c.add(31 * time.Second)
+		job4, ok, _ := s.Knowledge.ClaimIngestion(ctx, "w3", time.Minute)
+		require.True(t, ok)
+		require.NoError(t, s.Knowledge.FailIngestion(ctx, job4, "The PDF is encrypted.", nil))
+		d, _ = s.Knowledge.Document(ctx, org, d.ID)
+		require.Equal(t, storage.DocFailed, d.Status)
+		require.Equal(t, "The PDF is encrypted.", d.Error)
+		n, _ := s.Knowledge.ChunkCount(ctx, d.ID)
+		require.Zero(t, n, "a failed document has no chunks")
+
+		_, err = s.Knowledge.RetryDocument(ctx, org, d.ID)
+		require.NoError(t, err)
+		_, err = s.Knowledge.RetryDocument(ctx, org, d.ID)
+		require.ErrorIs(t, err, storage.ErrWrongState)
+	})
+}
+
+func TestKnowledgeSearch(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		s, org := billingOrg(t, db, nil, 0)
+		_, other := billingOrg(t, db, nil, 0)
+		docs, err := s.Knowledge.CreateDocuments(ctx, org, 0, []storage.KnowledgeDocument{textDoc("refunds", "x"), textDoc("shipping", "y")})
+		require.NoError(t, err)
+		ingest(t, s, "Refunds are issued within 14 days of purchase.", "Our office is open Monday to Friday.")
+		ingest(t, s, "Shipping takes three days; refunds for shipping are not issued.", "Parcels are tracked.")
+		_, err = s.Knowledge.CreateDocuments(ctx, other, 0, []storage.KnowledgeDocument{textDoc("foreign", "z")})
+		require.NoError(t, err)
+		ingest(t, s, "refunds refunds refunds")
+
+		hits, err := s.Knowledge.Search(ctx, org, storage.KnowledgeQuery{Text: "How are REFUNDS issued?", Limit: 10})
+		require.NoError(t, err)
+		require.Len(t, hits, 2, "only this org's chunks, only matching ones")
+		require.Equal(t, docs[0].ID, hits[0].DocumentID, "the chunk about refunds ranks first")
+		require.Equal(t, "refunds", hits[0].DocumentName)
+		require.Greater(t, hits[0].Score, hits[1].Score)
+		require.Greater(t, hits[1].Score, 0.0)
+
+		hits, err = s.Knowledge.Search(ctx, org, storage.KnowledgeQuery{Text: "refunds", Limit: 10, DocumentIDs: []string{docs[1].ID}})
+		require.NoError(t, err)
+		require.Len(t, hits, 1)
+		require.Equal(t, docs[1].ID, hits[0].DocumentID)
+
+		kb, err := s.Knowledge.CreateBase(ctx, org, "Support", "")
+		require.NoError(t, err)
+		require.NoError(t, s.Knowledge.AttachDocument(ctx, org, kb.ID, docs[1].ID))
+		hits, err = s.Knowledge.Search(ctx, org, storage.KnowledgeQuery{Text: "refund", Limit: 10, BaseIDs: []string{kb.ID}})
+		require.NoError(t, err)
+		require.Len(t, hits, 1, "stemming: refund matches refunds")
+		require.Equal(t, docs[1].ID, hits[0].DocumentID)
+
+		hits, err = s.Knowledge.Search(ctx, org, storage.KnowledgeQuery{Text: `"); DROP TABLE x; -- *`, Limit: 10})
+		require.NoError(t, err)
+		require.Empty(t, hits)
+
+		// Another org's better matches fill the top of the index: the
+		// org's own best match is still found (SQLite falls back from the
+		// top-rows query to joining every match).
+		crowd, err := s.Knowledge.CreateDocuments(ctx, other, 0, []storage.KnowledgeDocument{textDoc("crowd", "z")})
+		require.NoError(t, err)
+		var many []string
+		for range 30 {
+			many = append(many, "refunds refunds")
+		}
+		ingest(t, s, many...)
+		hits, err = s.Knowledge.Search(ctx, org, storage.KnowledgeQuery{Text: "refunds", Limit: 1})
+		require.NoError(t, err)
+		require.Len(t, hits, 1)
+		require.Equal(t, docs[0].ID, hits[0].DocumentID)
+		hits, err = s.Knowledge.Search(ctx, other, storage.KnowledgeQuery{Text: "refunds", Limit: 3})
+		require.NoError(t, err)
+		require.Len(t, hits, 3)
+		for _, h := range hits {
+			require.NotEqual(t, docs[0].ID, h.DocumentID)
+		}
+		require.Equal(t, crowd[0].ID, hits[2].DocumentID)
+
+		require.NoError(t, s.Knowledge.DeleteBase(ctx, org, kb.ID))
+		_, err = s.Knowledge.Document(ctx, org, docs[1].ID)
+		require.NoError(t, err, "deleting a base keeps its documents")
+		_, err = s.Knowledge.DeleteDocument(ctx, org, docs[0].ID)
+		require.NoError(t, err)
+		hits, err = s.Knowledge.Search(ctx, org, storage.KnowledgeQuery{Text: "refunds", Limit: 10})
+		require.NoError(t, err)
+		require.Len(t, hits, 1, "a deleted document's chunks are gone from the index")
+	})
+}
