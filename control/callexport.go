@@ -36,7 +36,7 @@ func (s *Server) exportCalls(c fiber.Ctx, p *storage.Principal) error {
 		return err
 	}
 	ctx := c.Context()
-	calls, total, err := s.store.Calls(ctx, f)
+	calls, total, err := s.store.Calls.Calls(ctx, f)
 	if err != nil {
 		return err
 	}
@@ -44,7 +44,7 @@ func (s *Server) exportCalls(c fiber.Ctx, p *storage.Principal) error {
 	for i, cl := range calls {
 		ids[i] = cl.ID
 	}
-	events, err := s.store.CallEvents(ctx, ids, EventTurn)
+	events, err := s.store.Calls.CallEvents(ctx, ids, EventTurn)
 	if err != nil {
 		return err
 	}

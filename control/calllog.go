@@ -73,7 +73,7 @@ func (l *CallLog) Admit(ctx context.Context, r AdmitRequest) (Admission, error) 
 	var refusal error
 	switch r.Direction {
 	case storage.DirectionInbound:
-		n, err := st.PhoneNumberByE164(ctx, r.To)
+		n, err := st.Calls.PhoneNumberByE164(ctx, r.To)
 		if errors.Is(err, storage.ErrNotFound) {
 			return Admission{}, ErrUnknownNumber
 		}
@@ -103,7 +103,7 @@ func (l *CallLog) Admit(ctx context.Context, r AdmitRequest) (Admission, error) 
 	var cfg AgentConfig
 	var adm Admission
 	if refusal == nil {
-		a, err := st.Agent(ctx, c.OrgID, *c.AgentID)
+		a, err := st.Agents.Agent(ctx, c.OrgID, *c.AgentID)
 		switch {
 		case errors.Is(err, storage.ErrNotFound) && r.Direction != storage.DirectionInbound:
 			return Admission{}, ErrUnknownAgent
@@ -119,7 +119,7 @@ func (l *CallLog) Admit(ctx context.Context, r AdmitRequest) (Admission, error) 
 		}
 	}
 	if refusal == nil {
-		bal, err := st.Balance(ctx, c.OrgID)
+		bal, err := st.Billing.Balance(ctx, c.OrgID)
 		if err != nil {
 			return Admission{}, err
 		}
@@ -135,7 +135,7 @@ func (l *CallLog) Admit(ctx context.Context, r AdmitRequest) (Admission, error) 
 		c.Status, c.EndTime, c.DurationSeconds = storage.CallFailed, &now, &zero
 		c.EndReason, c.EndDetail = optStr(refusalReason(refusal)), refusal.Error()
 	}
-	c, err := st.CreateCall(ctx, c)
+	c, err := st.Calls.CreateCall(ctx, c)
 	if err != nil {
 		return Admission{}, err
 	}
@@ -302,11 +302,11 @@ func (l *CallLog) Append(ctx context.Context, callID int64, events []CallEvent) 
 			recStart = &at
 		}
 	}
-	if _, err := l.s.store.AppendCallEvents(ctx, callID, rows); err != nil {
+	if _, err := l.s.store.Calls.AppendCallEvents(ctx, callID, rows); err != nil {
 		return err
 	}
 	if recStart != nil {
-		_, _, err := l.s.store.UpdateCall(ctx, callID, func(c *storage.Call) error {
+		_, _, err := l.s.store.Calls.UpdateCall(ctx, callID, func(c *storage.Call) error {
 			if c.RecordingStartedAt == nil {
 				c.RecordingStartedAt = recStart
 			}
@@ -448,7 +448,7 @@ func (l *CallLog) Finish(ctx context.Context, callID int64, end CallEnd) error {
 	if end.At.IsZero() {
 		end.At = time.Now()
 	}
-	_, _, err = l.s.store.UpdateCall(ctx, callID, func(c *storage.Call) error {
+	_, _, err = l.s.store.Calls.UpdateCall(ctx, callID, func(c *storage.Call) error {
 		if c.Status != storage.CallInProgress {
 			return nil
 		}

@@ -150,7 +150,7 @@ func (s *Server) listCalls(c fiber.Ctx, p *storage.Principal) error {
 	if err != nil {
 		return err
 	}
-	calls, total, err := s.store.Calls(c.Context(), f)
+	calls, total, err := s.store.Calls.Calls(c.Context(), f)
 	if err != nil {
 		return err
 	}
@@ -167,7 +167,7 @@ func (s *Server) orgCall(c fiber.Ctx, p *storage.Principal) (storage.Call, error
 	if err != nil {
 		return storage.Call{}, err
 	}
-	cl, err := s.store.Call(c.Context(), p.OrgID, id)
+	cl, err := s.store.Calls.Call(c.Context(), p.OrgID, id)
 	return cl, storeErr(err)
 }
 
@@ -221,7 +221,7 @@ func (s *Server) callTranscript(c fiber.Ctx, p *storage.Principal) error {
 	if err != nil {
 		return err
 	}
-	events, err := s.store.CallEvents(c.Context(), []int64{cl.ID}, EventTurn)
+	events, err := s.store.Calls.CallEvents(c.Context(), []int64{cl.ID}, EventTurn)
 	if err != nil {
 		return err
 	}
@@ -254,7 +254,7 @@ func (s *Server) callHistory(c fiber.Ctx, p *storage.Principal) error {
 	if err != nil {
 		return err
 	}
-	events, err := s.store.CallEvents(c.Context(), []int64{cl.ID})
+	events, err := s.store.Calls.CallEvents(c.Context(), []int64{cl.ID})
 	if err != nil {
 		return err
 	}
@@ -309,7 +309,7 @@ func (s *Server) callGrade(c fiber.Ctx, p *storage.Principal) error {
 	if err != nil {
 		return err
 	}
-	g, err := s.store.LatestCallGrade(c.Context(), p.OrgID, cl.ID)
+	g, err := s.store.Calls.LatestCallGrade(c.Context(), p.OrgID, cl.ID)
 	if err != nil {
 		if err = storeErr(err); err == errNotFound {
 			return apiErr(http.StatusNotFound, "This call has not been graded.")

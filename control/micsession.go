@@ -59,7 +59,7 @@ func (s *Server) createMicSession(c fiber.Ctx, p *storage.Principal) error {
 	time.AfterFunc(micTokenTTL+10*time.Second, func() {
 		fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		cl, err := s.store.CallByID(fctx, adm.CallID)
+		cl, err := s.store.Calls.CallByID(fctx, adm.CallID)
 		if err != nil || cl.MediaRoomSID != nil {
 			return
 		}
@@ -146,7 +146,7 @@ func (s *Server) connectMicSession(c fiber.Ctx, _ *storage.Principal) error {
 	}
 	// The token is single use: the first connect takes the room.
 	sid := "pc-" + storage.NewUUID()
-	_, cl, err := s.store.UpdateCall(ctx, callID, func(cl *storage.Call) error {
+	_, cl, err := s.store.Calls.UpdateCall(ctx, callID, func(cl *storage.Call) error {
 		switch {
 		case cl.Direction != storage.DirectionTest:
 			return errRoomUsed
@@ -183,7 +183,7 @@ func (s *Server) admissionOf(ctx context.Context, cl storage.Call) (Admission, e
 		return Admission{}, apiErr(http.StatusNotFound, "Agent not found.")
 	}
 	adm.AgentID = *cl.AgentID
-	a, err := s.store.Agent(ctx, cl.OrgID, adm.AgentID)
+	a, err := s.store.Agents.Agent(ctx, cl.OrgID, adm.AgentID)
 	if errors.Is(err, storage.ErrNotFound) {
 		return Admission{}, apiErr(http.StatusNotFound, "Agent not found.")
 	}
@@ -193,7 +193,7 @@ func (s *Server) admissionOf(ctx context.Context, cl storage.Call) (Admission, e
 	if adm.Agent, err = s.res.decodeConfig(a.Config); err != nil {
 		return Admission{}, err
 	}
-	bal, err := s.store.Balance(ctx, cl.OrgID)
+	bal, err := s.store.Billing.Balance(ctx, cl.OrgID)
 	if err != nil {
 		return Admission{}, err
 	}

@@ -116,7 +116,7 @@ func (s *Server) AuthenticateAPIKey(ctx context.Context, key string) (int64, err
 	if !strings.HasPrefix(key, storage.APIKeyPrefix) {
 		return 0, ErrInvalidCredential
 	}
-	p, err := s.store.AuthAPIKey(ctx, storage.HashToken(key))
+	p, err := s.store.Keys.AuthAPIKey(ctx, storage.HashToken(key))
 	if errors.Is(err, storage.ErrNotFound) {
 		return 0, ErrInvalidCredential
 	}
@@ -202,7 +202,7 @@ func (l *CallLog) admitInline(ctx context.Context, orgID int64, cfg AgentConfig,
 	c := storage.Call{Direction: storage.DirectionWeb, OrgID: orgID, FromNumber: "internal:web", ToNumber: "agent:inline",
 		Status: storage.CallInProgress, MediaRoomName: optStr(roomName)}
 	snapshotConfig(&c, cfg)
-	bal, err := st.Balance(ctx, orgID)
+	bal, err := st.Billing.Balance(ctx, orgID)
 	if err != nil {
 		return Admission{}, err
 	}
@@ -215,7 +215,7 @@ func (l *CallLog) admitInline(ctx context.Context, orgID int64, cfg AgentConfig,
 		c.Status, c.EndTime, c.DurationSeconds = storage.CallFailed, &now, &zero
 		c.EndReason, c.EndDetail = optStr(refusalReason(refusal)), refusal.Error()
 	}
-	c, err = st.CreateCall(ctx, c)
+	c, err = st.Calls.CreateCall(ctx, c)
 	if err != nil {
 		return Admission{}, err
 	}
@@ -310,7 +310,7 @@ func (s *Server) issueRealtimeToken(ctx context.Context, g RealtimeGrant) (strin
 	if err != nil {
 		return "", time.Time{}, err
 	}
-	if err := s.store.CreateRealtimeSessionToken(ctx, storage.RealtimeSessionToken{CallID: g.CallID, OrgID: g.OrgID,
+	if err := s.store.Calls.CreateRealtimeSessionToken(ctx, storage.RealtimeSessionToken{CallID: g.CallID, OrgID: g.OrgID,
 		NonceHash: storage.HashToken(nonce), Grant: grant, ExpiresAt: exp}); err != nil {
 		return "", time.Time{}, err
 	}
@@ -325,7 +325,7 @@ func (s *Server) issueRealtimeToken(ctx context.Context, g RealtimeGrant) (strin
 func (s *Server) expireRealtimeTokens() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	ids, err := s.store.ExpireRealtimeSessionTokens(ctx)
+	ids, err := s.store.Calls.ExpireRealtimeSessionTokens(ctx)
 	if err != nil {
 		if s.log != nil {
 			s.log.Warn("expired realtime session tokens not swept", "err", err)
@@ -371,7 +371,7 @@ func (s *Server) ClaimRealtimeToken(ctx context.Context, token string) (Realtime
 	if err1 != nil || err2 != nil || time.Now().Unix() > exp {
 		return RealtimeGrant{}, ErrInvalidCredential
 	}
-	t, err := s.store.ClaimRealtimeSessionToken(ctx, id, storage.HashToken(parts[2]))
+	t, err := s.store.Calls.ClaimRealtimeSessionToken(ctx, id, storage.HashToken(parts[2]))
 	if errors.Is(err, storage.ErrNotFound) {
 		return RealtimeGrant{}, ErrInvalidCredential
 	}

@@ -74,7 +74,7 @@ func (s *Server) serveRecording(c fiber.Ctx) error {
 	if !hmac.Equal([]byte(want), []byte(c.Query("sig"))) || time.Now().Unix() > exp {
 		return errBadSignature
 	}
-	cl, err := s.store.CallByID(c.Context(), id)
+	cl, err := s.store.Calls.CallByID(c.Context(), id)
 	if err != nil {
 		return storeErr(err)
 	}

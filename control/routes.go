@@ -106,7 +106,7 @@ func (s *Server) registerRoutes() {
 	for i, p := range s.res.cfg.Products {
 		products[i] = agents.Product{Name: p.Name, CentsPerMinute: p.CentsPerMinute, Default: p.Name == s.res.cfg.DefaultProduct}
 	}
-	s.mount(agents.Routes[AgentConfig](st, agentSchema{s.res}, products))
+	s.mount(agents.Routes[AgentConfig](st.Agents, agentSchema{s.res}, products))
 	s.mount(voices.Routes(s.res.catalog))
 	s.mount(s.numbers.Routes())
 	s.registerCallRoutes()
@@ -114,8 +114,8 @@ func (s *Server) registerRoutes() {
 
 	s.mount(billing.Routes(s.log, st.Billing, st.Billing, s.paymentProvider()))
 	// webhook.New fails only without a store, and New has checked it.
-	first, _ := webhook.New(s.cfg.Webhooks, s.log, st)
-	s.mount(webhook.EndpointRoutes(st.Webhooks, st, first))
+	first, _ := webhook.New(s.cfg.Webhooks, s.log, st.Outbox)
+	s.mount(webhook.EndpointRoutes(st.Webhooks, st.Outbox, first))
 	s.registerRealtimeRoutes()
 
 	s.mount(widget.KeyRoutes(st.PublishableKeys, st.PublishableKeys))

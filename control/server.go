@@ -110,7 +110,7 @@ func New(cfg Config, log *slog.Logger, store *storage.Store, limiter Limiter, op
 	cfg = cfg.withDefaults()
 	s := &Server{cfg: cfg, log: log, store: store, limiter: limiter, started: time.Now()}
 	s.metrics = newMetrics()
-	s.auth = newAuthenticator(store, store.Keys, store.Orgs, cfg.AuthCacheTTL, cfg.KeyTouchInterval, log)
+	s.auth = newAuthenticator(store.Keys, store.Keys, store.Orgs, cfg.AuthCacheTTL, cfg.KeyTouchInterval, log)
 	if err := s.initResources(opts); err != nil {
 		return nil, err
 	}
