@@ -6,12 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"path"
 	"regexp"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/voiced/voiced/control/calls"
 	"github.com/voiced/voiced/storage"
 )
 
@@ -173,15 +172,15 @@ func optStr(s string) *string {
 	return &s
 }
 
-// Event kinds a call records.
+// Event kinds a call records; package calls owns their stored form.
 const (
-	EventTurn             = "turn"
-	EventToolCall         = "tool_call"
-	EventToolResult       = "tool_result"
-	EventDTMF             = "dtmf"
-	EventTransfer         = "transfer"
-	EventRecordingStarted = "recording_started"
-	EventMachineDetection = "machine_detection"
+	EventTurn             = calls.EventTurn
+	EventToolCall         = calls.EventToolCall
+	EventToolResult       = calls.EventToolResult
+	EventDTMF             = calls.EventDTMF
+	EventTransfer         = calls.EventTransfer
+	EventRecordingStarted = calls.EventRecordingStarted
+	EventMachineDetection = calls.EventMachineDetection
 )
 
 // CallEvent is one thing that happened during a call. ID, when set, is
@@ -215,20 +214,7 @@ type CallEvent struct {
 }
 
 // eventData is a CallEvent's stored form; times are Unix milliseconds.
-type eventData struct {
-	Role        string          `json:"role,omitempty"`
-	Text        string          `json:"text,omitempty"`
-	Start       int64           `json:"start,omitempty"`
-	End         int64           `json:"end,omitempty"`
-	Interrupted bool            `json:"interrupted,omitempty"`
-	ToolCallID  string          `json:"tool_call_id,omitempty"`
-	ToolName    string          `json:"tool_name,omitempty"`
-	Arguments   json.RawMessage `json:"arguments,omitempty"`
-	Output      string          `json:"output,omitempty"`
-	IsError     bool            `json:"is_error,omitempty"`
-	Digits      string          `json:"digits,omitempty"`
-	Destination string          `json:"destination,omitempty"`
-}
+type eventData = calls.EventData
 
 var dtmfRe = regexp.MustCompile(`^[0-9*#A-D]+$`)
 
@@ -482,7 +468,4 @@ func (l *CallLog) Finish(ctx context.Context, callID int64, end CallEnd) error {
 }
 
 // validBlobKey accepts clean relative slash paths without ".." segments.
-func validBlobKey(k string) bool {
-	return k != "" && len(k) <= 512 && !strings.HasPrefix(k, "/") && path.Clean(k) == k && k != "." &&
-		!strings.HasPrefix(k, "../") && k != ".." && !strings.Contains(k, "\\")
-}
+func validBlobKey(k string) bool { return calls.ValidBlobKey(k) }

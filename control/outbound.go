@@ -9,6 +9,7 @@ import (
 
 	"github.com/gofiber/fiber/v3"
 
+	"github.com/voiced/voiced/control/calls"
 	"github.com/voiced/voiced/storage"
 )
 
@@ -149,5 +150,5 @@ func (s *Server) placeCall(c fiber.Ctx, p *storage.Principal) error {
 	if call, err = st.Calls.Call(ctx, p.OrgID, call.ID); err != nil {
 		return err
 	}
-	return c.Status(http.StatusCreated).JSON(viewCall(call))
+	return c.Status(http.StatusCreated).JSON(calls.ViewOf(call))
 }

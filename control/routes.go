@@ -11,6 +11,7 @@ import (
 	"github.com/voiced/voiced/control/agents"
 	"github.com/voiced/voiced/control/api"
 	"github.com/voiced/voiced/control/billing"
+	"github.com/voiced/voiced/control/calls"
 	"github.com/voiced/voiced/control/keys"
 	"github.com/voiced/voiced/control/onboarding"
 	"github.com/voiced/voiced/control/orgs"
@@ -109,7 +110,8 @@ func (s *Server) registerRoutes() {
 	s.mount(agents.Routes[AgentConfig](st.Agents, agentSchema{s.res}, products))
 	s.mount(voices.Routes(s.res.catalog))
 	s.mount(s.numbers.Routes())
-	s.registerCallRoutes()
+	s.mount(calls.Routes(calls.Config{PublicURL: s.cfg.PublicURL, SignKey: s.res.signKey, AudioURLTTL: s.res.cfg.AudioURLTTL, BlobDir: s.res.cfg.BlobDir},
+		st.Calls, st.Calls, st.Calls, s.placeCall))
 	s.mount(onboarding.Routes(st.Onboarding))
 
 	s.mount(billing.Routes(s.log, st.Billing, st.Billing, s.paymentProvider()))
