@@ -118,12 +118,12 @@ func (s *Server) registerRoutes() {
 	// webhook.New fails only without a store, and New has checked it.
 	first, _ := webhook.New(s.cfg.Webhooks, s.log, st.Outbox)
 	s.mount(webhook.EndpointRoutes(st.Webhooks, st.Outbox, first))
-	s.registerRealtimeRoutes()
+	s.rt.register()
 
 	s.mount(widget.KeyRoutes(st.PublishableKeys, st.PublishableKeys))
 	ex := webhook.NewExchanger(widget.HookStore{Legacy: st.Webhooks}, s.cfg.Webhooks.AllowLoopback, nil, s.log)
 	s.mount(widget.Routes(s.log, st.PublishableKeys, s.limiter, ex, widgetCalls{s}))
-	s.registerMicSessionRoutes()
+	(&micSessions{s}).register()
 }
 
 // paymentProvider is the configured payment provider, or nil: without one

@@ -98,6 +98,8 @@ type Server struct {
 	// providers counts the AI and payment providers' recent outcomes for
 	// the status heartbeat (ProviderErrors).
 	providers *monitoring.Window
+	// rt serves realtime sessions (realtime.go).
+	rt *Realtime
 }
 
 // New builds the server and its routes. Call Close to stop its background
@@ -126,6 +128,7 @@ func New(cfg Config, log *slog.Logger, store *storage.Store, limiter Limiter, op
 		IdleTimeout:  120 * time.Second,
 	})
 	s.app.Use(s.observe)
+	s.rt = &Realtime{s: s}
 	s.registerRoutes()
 	s.app.Use(s.unrouted)
 	return s, nil
