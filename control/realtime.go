@@ -24,7 +24,7 @@ import (
 // The realtime front door's control-plane side: POST /v1/realtime/sessions
 // (admits a web call and mints a short-lived token), the WebSocket route
 // GET /v1/realtime (served by the media side's handler, mounted with
-// MountRealtime), and what that handler needs from here: API key
+// Realtime.Mount), and what that handler needs from here: API key
 // authentication, token redemption and inline-config admission.
 
 // Refusals of the realtime helpers.
