@@ -2,15 +2,10 @@ package control
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -18,6 +13,7 @@ import (
 	"github.com/gofiber/fiber/v3"
 	"github.com/gofiber/fiber/v3/middleware/adaptor"
 
+	"github.com/voiced/voiced/control/realtime"
 	"github.com/voiced/voiced/storage"
 )
 
@@ -37,10 +33,7 @@ var (
 // RealtimeTokenTTL is how long a session token of POST
 // /v1/realtime/sessions may wait for its socket; the call is closed as
 // failed (end_reason not_joined) when it expires unused.
-const RealtimeTokenTTL = time.Minute
-
-// realtimeTokenPrefix starts session tokens (media/realtime.TokenPrefix).
-const realtimeTokenPrefix = "rt_"
+const RealtimeTokenTTL = realtime.TokenTTL
 
 // RealtimeGrant is what a session token grants: an admitted web call and
 // whether it runs an inline configuration (no automatic behaviours).
@@ -57,7 +50,8 @@ type RealtimeGrant struct {
 // (storage.RealtimeSessionToken), where every control replica can redeem
 // them. Safe for concurrent use.
 type Realtime struct {
-	s *Server
+	s      *Server
+	tokens *realtime.Tokens
 	// handler is the mounted WebSocket handler; nil answers 503.
 	handler atomic.Pointer[fiber.Handler]
 }
@@ -251,7 +245,7 @@ func (r *Realtime) createSession(c fiber.Ctx, p *storage.Principal) error {
 	if r.handler.Load() == nil {
 		return apiErr(http.StatusServiceUnavailable, "Realtime sessions are not available on this server.")
 	}
-	room := "realtime-" + randHex(8)
+	room := "realtime-" + realtime.RandHex(8)
 	var adm Admission
 	var err error
 	if hasAgent {
@@ -267,7 +261,12 @@ func (r *Realtime) createSession(c fiber.Ctx, p *storage.Principal) error {
 	case err != nil:
 		return err
 	}
-	token, exp, err := r.issue(c.Context(), RealtimeGrant{Admission: adm, Inline: !hasAgent})
+	var token string
+	var exp time.Time
+	grant, err := json.Marshal(RealtimeGrant{Admission: adm, Inline: !hasAgent})
+	if err == nil {
+		token, exp, err = r.tokens.Issue(c.Context(), adm.CallID, adm.OrgID, grant)
+	}
 	if err != nil {
 		r.closeUnjoined(adm.CallID, "the realtime session token could not be stored")
 		return err
@@ -283,58 +282,6 @@ func (r *Realtime) createSession(c fiber.Ctx, p *storage.Principal) error {
 		"token": token, "expires_at": ts(exp)})
 }
 
-func randHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-// signRealtime signs a token payload.
-func (r *Realtime) sign(payload string) string {
-	m := hmac.New(sha256.New, r.s.res.signKey)
-	m.Write([]byte("realtime\n" + payload))
-	return hex.EncodeToString(m.Sum(nil))
-}
-
-// issueRealtimeToken stores g until its socket claims it and returns the
-// token: rt_<call id>.<expiry>.<nonce>.<HMAC-SHA256 of those>, signed with
-// the URL-signing key. The grant is stored in the database (with the
-// nonce's hash), so the socket may reach any control replica; a sweep
-// after the expiry closes the calls whose tokens were never used.
-func (r *Realtime) issue(ctx context.Context, g RealtimeGrant) (string, time.Time, error) {
-	exp := time.Now().Add(RealtimeTokenTTL)
-	nonce := randHex(12)
-	grant, err := json.Marshal(g)
-	if err != nil {
-		return "", time.Time{}, err
-	}
-	if err := r.s.store.Calls.CreateRealtimeSessionToken(ctx, storage.RealtimeSessionToken{CallID: g.CallID, OrgID: g.OrgID,
-		NonceHash: storage.HashToken(nonce), Grant: grant, ExpiresAt: exp}); err != nil {
-		return "", time.Time{}, err
-	}
-	time.AfterFunc(RealtimeTokenTTL+time.Second, r.expire)
-	payload := strconv.FormatInt(g.CallID, 10) + "." + strconv.FormatInt(exp.Unix(), 10) + "." + nonce
-	return realtimeTokenPrefix + payload + "." + r.sign(payload), exp, nil
-}
-
-// expireRealtimeTokens closes, as failed (not_joined), the calls whose
-// tokens expired unused: this replica's and any other's (a replica that
-// stopped before its sweep). Each expired token is swept by one replica.
-func (r *Realtime) expire() {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	ids, err := r.s.store.Calls.ExpireRealtimeSessionTokens(ctx)
-	if err != nil {
-		if r.s.log != nil {
-			r.s.log.Warn("expired realtime session tokens not swept", "err", err)
-		}
-		return
-	}
-	for _, id := range ids {
-		r.closeUnjoined(id, "the realtime session token expired unused")
-	}
-}
-
 // closeUnjoined ends an admitted realtime call that no socket joined.
 func (r *Realtime) closeUnjoined(id int64, detail string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -348,36 +295,15 @@ func (r *Realtime) closeUnjoined(id int64, detail string) {
 // returns the call it admitted; anything else is ErrInvalidCredential.
 // Any replica sharing the database may redeem a token another issued.
 func (r *Realtime) ClaimRealtimeToken(ctx context.Context, token string) (RealtimeGrant, error) {
-	rest, ok := strings.CutPrefix(token, realtimeTokenPrefix)
-	if !ok {
-		return RealtimeGrant{}, ErrInvalidCredential
-	}
-	i := strings.LastIndexByte(rest, '.')
-	if i < 0 {
-		return RealtimeGrant{}, ErrInvalidCredential
-	}
-	payload, sig := rest[:i], rest[i+1:]
-	if !hmac.Equal([]byte(sig), []byte(r.sign(payload))) {
-		return RealtimeGrant{}, ErrInvalidCredential
-	}
-	parts := strings.Split(payload, ".")
-	if len(parts) != 3 {
-		return RealtimeGrant{}, ErrInvalidCredential
-	}
-	id, err1 := strconv.ParseInt(parts[0], 10, 64)
-	exp, err2 := strconv.ParseInt(parts[1], 10, 64)
-	if err1 != nil || err2 != nil || time.Now().Unix() > exp {
-		return RealtimeGrant{}, ErrInvalidCredential
-	}
-	t, err := r.s.store.Calls.ClaimRealtimeSessionToken(ctx, id, storage.HashToken(parts[2]))
-	if errors.Is(err, storage.ErrNotFound) {
+	grant, err := r.tokens.Claim(ctx, token)
+	if errors.Is(err, realtime.ErrInvalidToken) {
 		return RealtimeGrant{}, ErrInvalidCredential
 	}
 	if err != nil {
 		return RealtimeGrant{}, err
 	}
 	var g RealtimeGrant
-	if err := json.Unmarshal(t.Grant, &g); err != nil {
+	if err := json.Unmarshal(grant, &g); err != nil {
 		return RealtimeGrant{}, err
 	}
 	return g, nil

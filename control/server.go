@@ -19,6 +19,7 @@ import (
 	"github.com/voiced/voiced/control/monitoring"
 	"github.com/voiced/voiced/control/numbers"
 	"github.com/voiced/voiced/control/payment"
+	"github.com/voiced/voiced/control/realtime"
 	"github.com/voiced/voiced/control/webhook"
 	"github.com/voiced/voiced/storage"
 	"github.com/voiced/voiced/storage/coord"
@@ -129,6 +130,12 @@ func New(cfg Config, log *slog.Logger, store *storage.Store, limiter Limiter, op
 	})
 	s.app.Use(s.observe)
 	s.rt = &Realtime{s: s}
+	var err error
+	if s.rt.tokens, err = realtime.NewTokens(store.Calls, s.res.signKey, log, func(id int64) {
+		s.rt.closeUnjoined(id, "the realtime session token expired unused")
+	}); err != nil {
+		return nil, err
+	}
 	s.registerRoutes()
 	s.app.Use(s.unrouted)
 	return s, nil
