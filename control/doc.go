@@ -13,9 +13,9 @@
 // provisioning), calls (the call log: lists, export, transcripts,
 // history, grades, signed recordings), onboarding, billing, webhook
 // (endpoints and the legacy row), widget (publishable keys and the
-// widget's public routes), monitoring and realtime (the session tokens
-// of POST /v1/realtime/sessions). registerRoutes mounts each one
-// with the storage field it needs. What the live call (package call)
+// widget's public routes) and monitoring; registerRoutes mounts each one
+// with the storage field it needs. realtime has no routes of its own: it
+// issues and redeems the session tokens of POST /v1/realtime/sessions. What the live call (package call)
 // reaches stays here for now, because it trades in control's Admission
 // and AgentConfig: CallLog (admission, events, end, billing), outbound
 // calls, browser and mic sessions, and the realtime sessions' routes and
