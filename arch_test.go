@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io/fs"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -121,5 +122,57 @@ func TestControlDomainsDeclareTheirStores(t *testing.T) {
 	}
 	if checked == 0 {
 		t.Fatal("no control domain package files found")
+	}
+}
+
+// TestTypesStaySmall enforces STYLE.md ("Packages and files"): no type
+// grows past about 40 methods. It counts the methods declared on each
+// receiver type (not promoted ones) in non-test files of the control
+// plane, storage and the live call, where the 100-method types were.
+func TestTypesStaySmall(t *testing.T) {
+	const max = 40
+	counts := map[string]int{}
+	fset := token.NewFileSet()
+	for _, root := range []string{"control", "storage", "call"} {
+		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return err
+			}
+			f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+			if err != nil {
+				return err
+			}
+			for _, decl := range f.Decls {
+				fd, ok := decl.(*ast.FuncDecl)
+				if !ok || fd.Recv == nil || len(fd.Recv.List) == 0 {
+					continue
+				}
+				typ := fd.Recv.List[0].Type
+				if s, ok := typ.(*ast.StarExpr); ok {
+					typ = s.X
+				}
+				switch x := typ.(type) {
+				case *ast.IndexExpr:
+					typ = x.X
+				case *ast.IndexListExpr:
+					typ = x.X
+				}
+				if id, ok := typ.(*ast.Ident); ok {
+					counts[filepath.Dir(path)+"."+id.Name]++
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if counts["control.Server"] == 0 {
+		t.Fatal("no methods of control.Server found: receivers not understood")
+	}
+	for typ, n := range counts {
+		if n > max {
+			t.Errorf("%s has %d methods; STYLE.md: no type past about %d (split it by domain)", typ, n, max)
+		}
 	}
 }

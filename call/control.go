@@ -54,7 +54,7 @@ type Credentials interface {
 
 // Control is the control plane as the live call reaches it. In serve it
 // is control.CallLog (Admit, Record, Finish, Trunks), the webhook
-// Exchanger (Tools) and control.Server (Credentials); a media node gets a
+// Exchanger (Tools) and control.Realtime (Credentials); a media node gets a
 // network client for the same interfaces.
 type Control struct {
 	Admit       Admitter

@@ -70,7 +70,7 @@ func NewNode(cfg Config, pc ProvidersConfig, log *slog.Logger) (*Node, error) {
 }
 
 // Connect wires the control plane and starts the realtime door, whose
-// handler it returns (control.Server.MountRealtime). slots bounds an
+// handler it returns (control.Realtime.Mount). slots bounds an
 // organization's realtime sessions (nil: no cap).
 func (n *Node) Connect(ctl Control, slots Slots) (http.Handler, error) {
 	n.link.Set(ctl)

@@ -69,7 +69,7 @@ func NewRealtime(cfg Config, log *slog.Logger, pacer *pace.Pacer, ctl Control, p
 	return f, nil
 }
 
-// Handler is the WebSocket endpoint (control.Server.MountRealtime).
+// Handler is the WebSocket endpoint (control.Realtime.Mount).
 func (f *Realtime) Handler() http.Handler { return f.srv }
 
 // Close ends the sessions, giving them until ctx ends.

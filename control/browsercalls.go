@@ -83,7 +83,7 @@ func WithBrowserMedia(m BrowserMedia) Option { return func(r *resources) { r.bro
 // token was never used): status failed with reason, zero duration and no
 // charge. A call that already ended is left alone.
 func (l *CallLog) Fail(ctx context.Context, callID int64, reason, detail string) error {
-	_, _, err := l.s.store.UpdateCall(ctx, callID, func(c *storage.Call) error {
+	_, _, err := l.s.store.Calls.UpdateCall(ctx, callID, func(c *storage.Call) error {
 		if c.Status != storage.CallInProgress {
 			return nil
 		}

@@ -71,7 +71,7 @@ func (r *resources) product(name *string) Product {
 // bill charges ended call id once (storage.BillCall makes it idempotent)
 // and emits its completion event with it.
 func (l *CallLog) bill(ctx context.Context, id int64) error {
-	c, err := l.s.store.CallByID(ctx, id)
+	c, err := l.s.store.Calls.CallByID(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -83,7 +83,7 @@ func (l *CallLog) bill(ctx context.Context, id int64) error {
 		voicemail := c.EndReason != nil && *c.EndReason == EndReasonVoicemail
 		cost = CallCost(time.Duration(*c.DurationSeconds)*time.Second, l.s.res.product(c.Product), voicemail)
 	}
-	_, err = l.s.store.BillCall(ctx, id, cost)
+	_, err = l.s.store.Calls.BillCall(ctx, id, cost)
 	if errors.Is(err, storage.ErrCallInProgress) {
 		return nil
 	}
@@ -94,7 +94,7 @@ func (l *CallLog) bill(ctx context.Context, id int64) error {
 // between finishing and billing them) and returns how many it billed.
 // RunBillSweep runs it periodically.
 func (l *CallLog) BillUnbilled(ctx context.Context) (int, error) {
-	cs, err := l.s.store.UnbilledCalls(ctx, 100)
+	cs, err := l.s.store.Calls.UnbilledCalls(ctx, 100)
 	if err != nil {
 		return 0, err
 	}

@@ -102,12 +102,12 @@ func TestCallBilling(t *testing.T) {
 			require.Equal(t, float64(0), c["billing_total_cents"])
 			require.Equal(t, float64(0), c["billable_minutes"])
 			require.NotNil(t, c["billed_at"])
-			bal, err := a.store.Balance(ctx, w.org.ID)
+			bal, err := a.store.Billing.Balance(ctx, w.org.ID)
 			require.NoError(t, err)
 			require.Equal(t, int64(100), bal, "nothing was debited")
 			// A completed call of the same length is charged.
 			call(w, agent, 40*time.Second, "caller_hangup")
-			bal, err = a.store.Balance(ctx, w.org.ID)
+			bal, err = a.store.Billing.Balance(ctx, w.org.ID)
 			require.NoError(t, err)
 			require.Less(t, bal, int64(100))
 		})
@@ -134,7 +134,7 @@ func TestCallBilling(t *testing.T) {
 			require.Equal(t, 1.0, c["billable_minutes"])
 			require.Equal(t, float64(9), c["billing_total_cents"])
 			require.NotNil(t, c["billed_at"])
-			bal, _ := a.store.Balance(ctx, w.org.ID)
+			bal, _ := a.store.Billing.Balance(ctx, w.org.ID)
 			require.Equal(t, int64(91), bal)
 			txs, _ := a.store.Billing.Transactions(ctx, w.org.ID, 100, 0)
 			n := 0
@@ -149,14 +149,14 @@ func TestCallBilling(t *testing.T) {
 
 			// Admission wrote web.incoming to the outbox with the call, and
 			// the bill wrote web.complete, once.
-			ds, err := a.store.EndpointDeliveries(ctx, ep)
+			ds, err := a.store.Outbox.EndpointDeliveries(ctx, ep)
 			require.NoError(t, err)
 			require.Len(t, ds, 2)
-			in, err := a.store.ClaimDelivery(ctx, ds[0].ID, time.Now(), time.Minute)
+			in, err := a.store.Outbox.ClaimDelivery(ctx, ds[0].ID, time.Now(), time.Minute)
 			require.NoError(t, err)
 			require.Equal(t, "web.incoming", in.Type)
 			require.Contains(t, string(in.Data), fmt.Sprintf(`"call_id":%d`, cid))
-			o, err := a.store.ClaimDelivery(ctx, ds[1].ID, time.Now(), time.Minute)
+			o, err := a.store.Outbox.ClaimDelivery(ctx, ds[1].ID, time.Now(), time.Minute)
 			require.NoError(t, err)
 			require.Equal(t, "web.complete", o.Type)
 			var data map[string]any
@@ -171,7 +171,7 @@ func TestCallBilling(t *testing.T) {
 			cid := call(w, agent, 40*time.Second, control.EndReasonVoicemail)
 			c := a.do("GET", fmt.Sprintf("/v1/calls/%d", cid), w.membK, nil).obj(t)
 			require.Equal(t, float64(1), c["billing_total_cents"])
-			bal, _ := a.store.Balance(ctx, w.org.ID)
+			bal, _ := a.store.Billing.Balance(ctx, w.org.ID)
 			require.Equal(t, int64(99), bal)
 		})
 
@@ -188,7 +188,7 @@ func TestCallBilling(t *testing.T) {
 			for _, cid := range ids {
 				require.NoError(t, l.Finish(ctx, cid, control.CallEnd{Status: "completed", Reason: "caller_hangup", At: start.Add(time.Minute)}))
 			}
-			bal, _ := a.store.Balance(ctx, w.org.ID)
+			bal, _ := a.store.Billing.Balance(ctx, w.org.ID)
 			require.Zero(t, bal)
 			txs, _ := a.store.Billing.Transactions(ctx, w.org.ID, 10, 0)
 			require.Equal(t, int64(-1), txs[0].AmountCents, "the second call takes what is left")
@@ -203,7 +203,7 @@ func TestCallBilling(t *testing.T) {
 			adm, err := l.Admit(ctx, control.AdmitRequest{Direction: "test", OrgID: w.org.ID, AgentID: agent, At: start})
 			require.NoError(t, err)
 			// The process died after finishing and before billing.
-			_, _, err = a.store.UpdateCall(ctx, adm.CallID, func(c *storage.Call) error {
+			_, _, err = a.store.Calls.UpdateCall(ctx, adm.CallID, func(c *storage.Call) error {
 				end, dur := start.Add(30*time.Second), int64(30)
 				c.Status, c.EndTime, c.DurationSeconds = storage.CallCompleted, &end, &dur
 				return nil
@@ -212,18 +212,18 @@ func TestCallBilling(t *testing.T) {
 			n, err := l.BillUnbilled(ctx)
 			require.NoError(t, err)
 			require.GreaterOrEqual(t, n, 1)
-			bal, _ := a.store.Balance(ctx, w.org.ID)
+			bal, _ := a.store.Billing.Balance(ctx, w.org.ID)
 			require.Equal(t, int64(100-5), bal, "30 s = 0.5 min at 9 c = 4.5, rounded up")
 			n, err = l.BillUnbilled(ctx)
 			require.NoError(t, err)
 			require.Zero(t, n)
-			_, err = a.store.BillCall(ctx, adm.CallID, storage.CallCharge{BillableMinutes: 9, TotalCents: 99})
+			_, err = a.store.Calls.BillCall(ctx, adm.CallID, storage.CallCharge{BillableMinutes: 9, TotalCents: 99})
 			require.NoError(t, err)
-			bal, _ = a.store.Balance(ctx, w.org.ID)
+			bal, _ = a.store.Billing.Balance(ctx, w.org.ID)
 			require.Equal(t, int64(95), bal, "billing again changes nothing")
 			in, err := l.Admit(ctx, control.AdmitRequest{Direction: "test", OrgID: w.org.ID, AgentID: agent})
 			require.NoError(t, err)
-			_, err = a.store.BillCall(ctx, in.CallID, storage.CallCharge{TotalCents: 1})
+			_, err = a.store.Calls.BillCall(ctx, in.CallID, storage.CallCharge{TotalCents: 1})
 			require.True(t, errors.Is(err, storage.ErrCallInProgress))
 		})
 	})

@@ -6,12 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"path"
 	"regexp"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/voiced/voiced/control/calls"
 	"github.com/voiced/voiced/storage"
 )
 
@@ -73,7 +72,7 @@ func (l *CallLog) Admit(ctx context.Context, r AdmitRequest) (Admission, error) 
 	var refusal error
 	switch r.Direction {
 	case storage.DirectionInbound:
-		n, err := st.PhoneNumberByE164(ctx, r.To)
+		n, err := st.Calls.PhoneNumberByE164(ctx, r.To)
 		if errors.Is(err, storage.ErrNotFound) {
 			return Admission{}, ErrUnknownNumber
 		}
@@ -103,7 +102,7 @@ func (l *CallLog) Admit(ctx context.Context, r AdmitRequest) (Admission, error) 
 	var cfg AgentConfig
 	var adm Admission
 	if refusal == nil {
-		a, err := st.Agent(ctx, c.OrgID, *c.AgentID)
+		a, err := st.Agents.Agent(ctx, c.OrgID, *c.AgentID)
 		switch {
 		case errors.Is(err, storage.ErrNotFound) && r.Direction != storage.DirectionInbound:
 			return Admission{}, ErrUnknownAgent
@@ -119,7 +118,7 @@ func (l *CallLog) Admit(ctx context.Context, r AdmitRequest) (Admission, error) 
 		}
 	}
 	if refusal == nil {
-		bal, err := st.Balance(ctx, c.OrgID)
+		bal, err := st.Billing.Balance(ctx, c.OrgID)
 		if err != nil {
 			return Admission{}, err
 		}
@@ -135,7 +134,7 @@ func (l *CallLog) Admit(ctx context.Context, r AdmitRequest) (Admission, error) 
 		c.Status, c.EndTime, c.DurationSeconds = storage.CallFailed, &now, &zero
 		c.EndReason, c.EndDetail = optStr(refusalReason(refusal)), refusal.Error()
 	}
-	c, err := st.CreateCall(ctx, c)
+	c, err := st.Calls.CreateCall(ctx, c)
 	if err != nil {
 		return Admission{}, err
 	}
@@ -173,15 +172,15 @@ func optStr(s string) *string {
 	return &s
 }
 
-// Event kinds a call records.
+// Event kinds a call records; package calls owns their stored form.
 const (
-	EventTurn             = "turn"
-	EventToolCall         = "tool_call"
-	EventToolResult       = "tool_result"
-	EventDTMF             = "dtmf"
-	EventTransfer         = "transfer"
-	EventRecordingStarted = "recording_started"
-	EventMachineDetection = "machine_detection"
+	EventTurn             = calls.EventTurn
+	EventToolCall         = calls.EventToolCall
+	EventToolResult       = calls.EventToolResult
+	EventDTMF             = calls.EventDTMF
+	EventTransfer         = calls.EventTransfer
+	EventRecordingStarted = calls.EventRecordingStarted
+	EventMachineDetection = calls.EventMachineDetection
 )
 
 // CallEvent is one thing that happened during a call. ID, when set, is
@@ -215,20 +214,7 @@ type CallEvent struct {
 }
 
 // eventData is a CallEvent's stored form; times are Unix milliseconds.
-type eventData struct {
-	Role        string          `json:"role,omitempty"`
-	Text        string          `json:"text,omitempty"`
-	Start       int64           `json:"start,omitempty"`
-	End         int64           `json:"end,omitempty"`
-	Interrupted bool            `json:"interrupted,omitempty"`
-	ToolCallID  string          `json:"tool_call_id,omitempty"`
-	ToolName    string          `json:"tool_name,omitempty"`
-	Arguments   json.RawMessage `json:"arguments,omitempty"`
-	Output      string          `json:"output,omitempty"`
-	IsError     bool            `json:"is_error,omitempty"`
-	Digits      string          `json:"digits,omitempty"`
-	Destination string          `json:"destination,omitempty"`
-}
+type eventData = calls.EventData
 
 var dtmfRe = regexp.MustCompile(`^[0-9*#A-D]+$`)
 
@@ -302,11 +288,11 @@ func (l *CallLog) Append(ctx context.Context, callID int64, events []CallEvent) 
 			recStart = &at
 		}
 	}
-	if _, err := l.s.store.AppendCallEvents(ctx, callID, rows); err != nil {
+	if _, err := l.s.store.Calls.AppendCallEvents(ctx, callID, rows); err != nil {
 		return err
 	}
 	if recStart != nil {
-		_, _, err := l.s.store.UpdateCall(ctx, callID, func(c *storage.Call) error {
+		_, _, err := l.s.store.Calls.UpdateCall(ctx, callID, func(c *storage.Call) error {
 			if c.RecordingStartedAt == nil {
 				c.RecordingStartedAt = recStart
 			}
@@ -448,7 +434,7 @@ func (l *CallLog) Finish(ctx context.Context, callID int64, end CallEnd) error {
 	if end.At.IsZero() {
 		end.At = time.Now()
 	}
-	_, _, err = l.s.store.UpdateCall(ctx, callID, func(c *storage.Call) error {
+	_, _, err = l.s.store.Calls.UpdateCall(ctx, callID, func(c *storage.Call) error {
 		if c.Status != storage.CallInProgress {
 			return nil
 		}
@@ -482,7 +468,4 @@ func (l *CallLog) Finish(ctx context.Context, callID int64, end CallEnd) error {
 }
 
 // validBlobKey accepts clean relative slash paths without ".." segments.
-func validBlobKey(k string) bool {
-	return k != "" && len(k) <= 512 && !strings.HasPrefix(k, "/") && path.Clean(k) == k && k != "." &&
-		!strings.HasPrefix(k, "../") && k != ".." && !strings.Contains(k, "\\")
-}
+func validBlobKey(k string) bool { return calls.ValidBlobKey(k) }

@@ -29,7 +29,7 @@ type InboundTrunk struct {
 // number is unknown or not on a VoIP connection.
 func (l *CallLog) InboundTrunk(ctx context.Context, number string) (InboundTrunk, bool, error) {
 	st := l.s.store
-	n, err := st.PhoneNumberByE164(ctx, number)
+	n, err := st.Calls.PhoneNumberByE164(ctx, number)
 	if errors.Is(err, storage.ErrNotFound) {
 		return InboundTrunk{}, false, nil
 	}

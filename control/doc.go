@@ -10,11 +10,16 @@
 // consumes and returns its routes (control/api is their shared
 // vocabulary): orgs (organizations, members, invites), keys, agents,
 // voices, numbers (phone numbers, labels, VoIP connections, demo
-// provisioning), onboarding, billing, webhook (endpoints and the legacy
-// row) and widget (publishable keys and the widget's public routes).
-// registerRoutes mounts each one with the storage field it needs. The
-// live call's endpoints (calls, outbound, browser and mic sessions,
-// realtime sessions, recordings) are still here, on their way to call/.
+// provisioning), calls (the call log: lists, export, transcripts,
+// history, grades, signed recordings), onboarding, billing, webhook
+// (endpoints and the legacy row), widget (publishable keys and the
+// widget's public routes) and monitoring; registerRoutes mounts each one
+// with the storage field it needs. realtime has no routes of its own: it
+// issues and redeems the session tokens of POST /v1/realtime/sessions. What the live call (package call)
+// reaches stays here for now, because it trades in control's Admission
+// and AgentConfig: CallLog (admission, events, end, billing), outbound
+// calls, browser and mic sessions, and the realtime sessions' routes and
+// credentials (Realtime, which implements call.Credentials).
 //
 // Handlers never keep fiber.Ctx: they copy what they need and pass
 // c.Context() (which carries the request deadline) to the store.

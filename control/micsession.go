@@ -24,16 +24,20 @@ import (
 // session that never connects is failed, without a charge, soon after.
 const micTokenTTL = 5 * time.Minute
 
-func (s *Server) registerMicSessionRoutes() {
-	s.add(route{method: "POST", path: "/v1/mic-session", summary: "Start a mic session: a test call of the agent, billed at its product tier, with a room to connect a browser to", tag: "calls", auth: authOrg, reqSchema: "MicSessionInput", resSchema: "MicSession", errors: []int{400, 402, 404, 502}, handler: s.createMicSession})
-	s.add(route{method: "POST", path: "/v1/mic-session/connect", summary: "Connect a browser to a mic session's room: token and SDP offer in, SDP answer out (the token is the credential; single use)", tag: "calls", reqSchema: "MicConnectInput", resSchema: "MicConnect", errors: []int{400, 401, 409, 503}, handler: s.connectMicSession})
+// micSessions serves the mic-session routes. Its tokens are signed with
+// the URL-signing key, so any replica sharing the key accepts them.
+type micSessions struct{ s *Server }
+
+func (m *micSessions) register() {
+	m.s.add(route{method: "POST", path: "/v1/mic-session", summary: "Start a mic session: a test call of the agent, billed at its product tier, with a room to connect a browser to", tag: "calls", auth: authOrg, reqSchema: "MicSessionInput", resSchema: "MicSession", errors: []int{400, 402, 404, 502}, handler: m.create})
+	m.s.add(route{method: "POST", path: "/v1/mic-session/connect", summary: "Connect a browser to a mic session's room: token and SDP offer in, SDP answer out (the token is the credential; single use)", tag: "calls", reqSchema: "MicConnectInput", resSchema: "MicConnect", errors: []int{400, 401, 409, 503}, handler: m.connect})
 }
 
 type micSessionInput struct {
 	AgentID *int64 `json:"agent_id"`
 }
 
-func (s *Server) createMicSession(c fiber.Ctx, p *storage.Principal) error {
+func (m *micSessions) create(c fiber.Ctx, p *storage.Principal) error {
 	var in micSessionInput
 	if err := decode(c, &in); err != nil {
 		return err
@@ -43,11 +47,11 @@ func (s *Server) createMicSession(c fiber.Ctx, p *storage.Principal) error {
 	}
 	ctx := c.Context()
 	// The room is the media side's: without capacity there is none (502).
-	if _, err := s.browserMedia(ctx, http.StatusBadGateway); err != nil {
+	if _, err := m.s.browserMedia(ctx, http.StatusBadGateway); err != nil {
 		return err
 	}
 	room := "mic-" + storage.NewUUID()
-	adm, err := s.CallLog().Admit(ctx, AdmitRequest{Direction: storage.DirectionTest, OrgID: p.OrgID, AgentID: *in.AgentID,
+	adm, err := m.s.CallLog().Admit(ctx, AdmitRequest{Direction: storage.DirectionTest, OrgID: p.OrgID, AgentID: *in.AgentID,
 		From: "mic:" + strconv.FormatInt(p.MemberID, 10), MediaRoomName: room})
 	if err := admitErr(err); err != nil {
 		return err
@@ -59,35 +63,35 @@ func (s *Server) createMicSession(c fiber.Ctx, p *storage.Principal) error {
 	time.AfterFunc(micTokenTTL+10*time.Second, func() {
 		fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		cl, err := s.store.CallByID(fctx, adm.CallID)
+		cl, err := m.s.store.Calls.CallByID(fctx, adm.CallID)
 		if err != nil || cl.MediaRoomSID != nil {
 			return
 		}
-		if err := s.CallLog().Fail(fctx, adm.CallID, "no_media", "the mic session was never connected"); err != nil && s.log != nil {
-			s.log.Warn("fail unconnected mic session", "call_id", adm.CallID, "err", err)
+		if err := m.s.CallLog().Fail(fctx, adm.CallID, "no_media", "the mic session was never connected"); err != nil && m.s.log != nil {
+			m.s.log.Warn("fail unconnected mic session", "call_id", adm.CallID, "err", err)
 		}
 	})
-	out := s.iceServers("call-" + strconv.FormatInt(adm.CallID, 10))
-	out["call_id"], out["token"], out["room_name"] = adm.CallID, s.micToken(adm.CallID, exp), room
-	out["server_url"], out["expires_at"] = s.cfg.PublicURL+"/v1/mic-session/connect", ts(exp)
+	out := m.s.iceServers("call-" + strconv.FormatInt(adm.CallID, 10))
+	out["call_id"], out["token"], out["room_name"] = adm.CallID, m.token(adm.CallID, exp), room
+	out["server_url"], out["expires_at"] = m.s.cfg.PublicURL+"/v1/mic-session/connect", ts(exp)
 	return c.JSON(out)
 }
 
-// micToken signs (call id, expiry) with the URL-signing key, so any
+// token signs (call id, expiry) with the URL-signing key, so any
 // replica sharing the key accepts it: mic_<call id>.<unix expiry>.<hmac>.
-func (s *Server) micToken(callID int64, exp time.Time) string {
+func (m *micSessions) token(callID int64, exp time.Time) string {
 	body := strconv.FormatInt(callID, 10) + "." + strconv.FormatInt(exp.Unix(), 10)
-	return "mic_" + body + "." + s.micSig(body)
+	return "mic_" + body + "." + m.sig(body)
 }
 
-func (s *Server) micSig(body string) string {
-	m := hmac.New(sha256.New, s.res.signKey)
-	m.Write([]byte("mic-session\n" + body))
-	return hex.EncodeToString(m.Sum(nil))
+func (m *micSessions) sig(body string) string {
+	h := hmac.New(sha256.New, m.s.res.signKey)
+	h.Write([]byte("mic-session\n" + body))
+	return hex.EncodeToString(h.Sum(nil))
 }
 
-// parseMicToken returns the call id of a valid, unexpired token.
-func (s *Server) parseMicToken(tok string, now time.Time) (int64, bool) {
+// parseToken returns the call id of a valid, unexpired token.
+func (m *micSessions) parseToken(tok string, now time.Time) (int64, bool) {
 	rest, ok := strings.CutPrefix(tok, "mic_")
 	if !ok {
 		return 0, false
@@ -97,7 +101,7 @@ func (s *Server) parseMicToken(tok string, now time.Time) (int64, bool) {
 		return 0, false
 	}
 	body := parts[0] + "." + parts[1]
-	if !hmac.Equal([]byte(s.micSig(body)), []byte(parts[2])) {
+	if !hmac.Equal([]byte(m.sig(body)), []byte(parts[2])) {
 		return 0, false
 	}
 	id, err1 := strconv.ParseInt(parts[0], 10, 64)
@@ -118,7 +122,7 @@ var errMicToken = apiErr(http.StatusUnauthorized, "The mic session token is inva
 // errRoomUsed is returned inside UpdateCall when the room was connected.
 var errRoomUsed = errors.New("mic session room already connected")
 
-func (s *Server) connectMicSession(c fiber.Ctx, _ *storage.Principal) error {
+func (m *micSessions) connect(c fiber.Ctx, _ *storage.Principal) error {
 	var in micConnectInput
 	if err := decode(c, &in); err != nil {
 		return err
@@ -135,18 +139,18 @@ func (s *Server) connectMicSession(c fiber.Ctx, _ *storage.Principal) error {
 	if err := f.err(); err != nil {
 		return err
 	}
-	callID, ok := s.parseMicToken(*in.Token, time.Now())
+	callID, ok := m.parseToken(*in.Token, time.Now())
 	if !ok {
 		return errMicToken
 	}
 	ctx := c.Context()
-	m, err := s.browserMedia(ctx, http.StatusServiceUnavailable)
+	media, err := m.s.browserMedia(ctx, http.StatusServiceUnavailable)
 	if err != nil {
 		return err
 	}
 	// The token is single use: the first connect takes the room.
 	sid := "pc-" + storage.NewUUID()
-	_, cl, err := s.store.UpdateCall(ctx, callID, func(cl *storage.Call) error {
+	_, cl, err := m.s.store.Calls.UpdateCall(ctx, callID, func(cl *storage.Call) error {
 		switch {
 		case cl.Direction != storage.DirectionTest:
 			return errRoomUsed
@@ -164,11 +168,11 @@ func (s *Server) connectMicSession(c fiber.Ctx, _ *storage.Principal) error {
 	case err != nil:
 		return err
 	}
-	adm, err := s.admissionOf(ctx, cl)
+	adm, err := m.admissionOf(ctx, cl)
 	if err != nil {
 		return err
 	}
-	answer, err := s.startBrowserMedia(ctx, m, BrowserCall{Admission: adm, Direction: storage.DirectionTest}, *in.SDP)
+	answer, err := m.s.startBrowserMedia(ctx, media, BrowserCall{Admission: adm, Direction: storage.DirectionTest}, *in.SDP)
 	if err != nil {
 		return err
 	}
@@ -177,26 +181,26 @@ func (s *Server) connectMicSession(c fiber.Ctx, _ *storage.Principal) error {
 
 // admissionOf rebuilds the admission of an admitted call: the agent's
 // deployed configuration and what the balance pays for now.
-func (s *Server) admissionOf(ctx context.Context, cl storage.Call) (Admission, error) {
+func (m *micSessions) admissionOf(ctx context.Context, cl storage.Call) (Admission, error) {
 	adm := Admission{CallID: cl.ID, OrgID: cl.OrgID, StartTime: cl.StartTime}
 	if cl.AgentID == nil {
 		return Admission{}, apiErr(http.StatusNotFound, "Agent not found.")
 	}
 	adm.AgentID = *cl.AgentID
-	a, err := s.store.Agent(ctx, cl.OrgID, adm.AgentID)
+	a, err := m.s.store.Agents.Agent(ctx, cl.OrgID, adm.AgentID)
 	if errors.Is(err, storage.ErrNotFound) {
 		return Admission{}, apiErr(http.StatusNotFound, "Agent not found.")
 	}
 	if err != nil {
 		return Admission{}, err
 	}
-	if adm.Agent, err = s.res.decodeConfig(a.Config); err != nil {
+	if adm.Agent, err = m.s.res.decodeConfig(a.Config); err != nil {
 		return Admission{}, err
 	}
-	bal, err := s.store.Balance(ctx, cl.OrgID)
+	bal, err := m.s.store.Billing.Balance(ctx, cl.OrgID)
 	if err != nil {
 		return Admission{}, err
 	}
-	adm.MaxDuration = MaxCallDuration(bal, s.res.product(cl.Product))
+	adm.MaxDuration = MaxCallDuration(bal, m.s.res.product(cl.Product))
 	return adm, nil
 }

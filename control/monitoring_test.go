@@ -291,10 +291,10 @@ func TestMonitoringReceivers(t *testing.T) {
 			require.Empty(t, rec.Incidents[0].AckURL, "the link is given once")
 			require.Len(t, active(), 1)
 
-			ds, err := a.store.EndpointDeliveries(ctx, alertsEP)
+			ds, err := a.store.Outbox.EndpointDeliveries(ctx, alertsEP)
 			require.NoError(t, err)
 			require.Len(t, ds, 1, "one event for the new incident, none for the repeat")
-			o, err := a.store.ClaimDelivery(ctx, ds[0].ID, time.Now(), time.Minute)
+			o, err := a.store.Outbox.ClaimDelivery(ctx, ds[0].ID, time.Now(), time.Minute)
 			require.NoError(t, err)
 			require.Equal(t, "alert.triggered", o.Type)
 			var data map[string]any
@@ -307,7 +307,7 @@ func TestMonitoringReceivers(t *testing.T) {
 			require.Equal(t, "https://voice.example/v1/status/heartbeat", data["status_url"])
 			require.NotContains(t, string(o.Data), "sip-trunk-5xx", "the rule name stays internal")
 			require.NotContains(t, string(o.Data), "pg-prod")
-			none, err := a.store.EndpointDeliveries(ctx, callsEP)
+			none, err := a.store.Outbox.EndpointDeliveries(ctx, callsEP)
 			require.NoError(t, err)
 			require.Empty(t, none)
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gofiber/fiber/v3"
 
+	"github.com/voiced/voiced/control/calls"
 	"github.com/voiced/voiced/storage"
 )
 
@@ -87,14 +88,14 @@ func (s *Server) placeCall(c fiber.Ctx, p *storage.Principal) error {
 	}
 	ctx := c.Context()
 	st := s.store
-	a, err := st.Agent(ctx, p.OrgID, *in.AgentID)
+	a, err := st.Agents.Agent(ctx, p.OrgID, *in.AgentID)
 	if errors.Is(err, storage.ErrNotFound) {
 		return apiErr(http.StatusNotFound, "Agent not found.")
 	}
 	if err != nil {
 		return err
 	}
-	n, err := st.PhoneNumberByE164(ctx, from)
+	n, err := st.Calls.PhoneNumberByE164(ctx, from)
 	if errors.Is(err, storage.ErrNotFound) || (err == nil && n.OrgID != p.OrgID) {
 		return fieldErr("from_number", "This number is not one of your organization's numbers.")
 	}
@@ -107,7 +108,7 @@ func (s *Server) placeCall(c fiber.Ctx, p *storage.Principal) error {
 	if n.Status != storage.NumberActive {
 		return apiErr(http.StatusConflict, "The number "+from+" is "+n.Status+"; only active numbers place calls.")
 	}
-	bal, err := st.Balance(ctx, p.OrgID)
+	bal, err := st.Billing.Balance(ctx, p.OrgID)
 	if err != nil {
 		return err
 	}
@@ -129,7 +130,7 @@ func (s *Server) placeCall(c fiber.Ctx, p *storage.Principal) error {
 	call := storage.Call{OrgID: p.OrgID, AgentID: &a.ID, PhoneNumberID: &n.ID, Direction: storage.DirectionOutbound,
 		FromNumber: from, ToNumber: to, Status: storage.CallInProgress}
 	snapshotConfig(&call, cfg)
-	call, err = st.CreateCall(ctx, call)
+	call, err = st.Calls.CreateCall(ctx, call)
 	if err != nil {
 		return err
 	}
@@ -146,8 +147,8 @@ func (s *Server) placeCall(c fiber.Ctx, p *storage.Principal) error {
 		}
 		return apiErr(http.StatusBadGateway, "The call could not be placed: the trunk refused it or did not answer.")
 	}
-	if call, err = st.Call(ctx, p.OrgID, call.ID); err != nil {
+	if call, err = st.Calls.Call(ctx, p.OrgID, call.ID); err != nil {
 		return err
 	}
-	return c.Status(http.StatusCreated).JSON(viewCall(call))
+	return c.Status(http.StatusCreated).JSON(calls.ViewOf(call))
 }

@@ -73,7 +73,7 @@ func TestOutboundCall(t *testing.T) {
 			require.Equal(t, "sip.carrier.example", got.Trunk.Host)
 			require.Equal(t, []string{"PCMU", "PCMA"}, got.Trunk.Codecs)
 			require.Equal(t, "Answer for Acme Dental.", got.Agent.Prompt)
-			bal0, err := a.store.Balance(t.Context(), o.org.ID)
+			bal0, err := a.store.Billing.Balance(t.Context(), o.org.ID)
 			require.NoError(t, err)
 			require.Positive(t, got.MaxDuration, "the dialer learns how long the balance lasts")
 			require.LessOrEqual(t, got.MaxDuration, time.Duration(bal0*4/1*15+7)*time.Second)
@@ -95,7 +95,7 @@ func TestOutboundCall(t *testing.T) {
 			require.Equal(t, "dial_failed", fc["end_reason"])
 
 			// A balance below the 0.25-minute minimum at the agent's price: 402.
-			bal, err := a.store.Balance(t.Context(), o.org.ID)
+			bal, err := a.store.Billing.Balance(t.Context(), o.org.ID)
 			require.NoError(t, err)
 			_, err = a.store.Billing.Post(t.Context(), o.org.ID, storage.TxAdjustment, 1-bal, "drain", "")
 			require.NoError(t, err)

@@ -2,15 +2,10 @@ package control
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -18,13 +13,14 @@ import (
 	"github.com/gofiber/fiber/v3"
 	"github.com/gofiber/fiber/v3/middleware/adaptor"
 
+	"github.com/voiced/voiced/control/realtime"
 	"github.com/voiced/voiced/storage"
 )
 
 // The realtime front door's control-plane side: POST /v1/realtime/sessions
 // (admits a web call and mints a short-lived token), the WebSocket route
 // GET /v1/realtime (served by the media side's handler, mounted with
-// MountRealtime), and what that handler needs from here: API key
+// Realtime.Mount), and what that handler needs from here: API key
 // authentication, token redemption and inline-config admission.
 
 // Refusals of the realtime helpers.
@@ -37,20 +33,7 @@ var (
 // RealtimeTokenTTL is how long a session token of POST
 // /v1/realtime/sessions may wait for its socket; the call is closed as
 // failed (end_reason not_joined) when it expires unused.
-const RealtimeTokenTTL = time.Minute
-
-// realtimeTokenPrefix starts session tokens (media/realtime.TokenPrefix).
-const realtimeTokenPrefix = "rt_"
-
-const realtimeStateKey = "voiced.realtime"
-
-// realtimeState is the server's realtime state, kept in the Fiber app's
-// state: the mounted WebSocket handler. The tokens waiting for their
-// sockets are in the database (storage.RealtimeSessionToken), where every
-// control replica can redeem them.
-type realtimeState struct {
-	handler atomic.Pointer[fiber.Handler]
-}
+const RealtimeTokenTTL = realtime.TokenTTL
 
 // RealtimeGrant is what a session token grants: an admitted web call and
 // whether it runs an inline configuration (no automatic behaviours).
@@ -59,27 +42,37 @@ type RealtimeGrant struct {
 	Inline bool
 }
 
-func (s *Server) realtime() *realtimeState {
-	v, _ := s.app.State().Get(realtimeStateKey)
-	st, _ := v.(*realtimeState)
-	return st
+// Realtime is the control plane's side of realtime sessions: POST
+// /v1/realtime/sessions, the WebSocket route GET /v1/realtime (served by
+// the handler Mount attaches) and what that handler asks of the control
+// plane (call.Credentials: AuthenticateAPIKey, ClaimRealtimeToken). The
+// tokens waiting for their sockets are in the database
+// (storage.RealtimeSessionToken), where every control replica can redeem
+// them. Safe for concurrent use.
+type Realtime struct {
+	s      *Server
+	tokens *realtime.Tokens
+	// handler is the mounted WebSocket handler; nil answers 503.
+	handler atomic.Pointer[fiber.Handler]
 }
 
-// registerRealtimeRoutes adds the realtime routes.
-func (s *Server) registerRealtimeRoutes() {
-	s.app.State().Set(realtimeStateKey, &realtimeState{})
-	s.add(route{method: "GET", path: "/v1/realtime", tag: "realtime", resStatus: http.StatusSwitchingProtocols,
+// Realtime returns the server's realtime sessions.
+func (s *Server) Realtime() *Realtime { return s.rt }
+
+// register adds the realtime routes.
+func (r *Realtime) register() {
+	r.s.add(route{method: "GET", path: "/v1/realtime", tag: "realtime", resStatus: http.StatusSwitchingProtocols,
 		summary: "Realtime WebSocket (OpenAI Realtime event model): one connection = one call. Credential: Authorization: Bearer <API key or session token>, " +
 			"or ?api_key=; ?agent_id= starts a saved agent at once, else the first session.update starts an inline call; optional input_audio_format, " +
 			"output_audio_format (audio/pcmu, audio/pcma, g711_ulaw, g711_alaw, pcm16), input_rate, output_rate. Refusals before the upgrade: " +
 			"400, 401, 402 (balance), 404 (agent), 426 (not a WebSocket request), 429 (concurrent sessions), 503",
-		errors: []int{400, 401, 402, 404, 426, 429, 503}, raw: s.serveRealtime})
-	s.add(route{method: "POST", path: "/v1/realtime/sessions", tag: "realtime", auth: authOrg, resStatus: http.StatusCreated,
+		errors: []int{400, 401, 402, 404, 426, 429, 503}, raw: r.serve})
+	r.s.add(route{method: "POST", path: "/v1/realtime/sessions", tag: "realtime", auth: authOrg, resStatus: http.StatusCreated,
 		summary: "Start a realtime session: body agent_id (a saved agent) or config (an inline configuration: prompt required; voice, product, tools, " +
 			"primary_language, additional_languages, background_track, telephony, placeholders, outbound, call_events), not both (400). " +
 			"Returns call_id, room_name, media_url and a token for the socket, valid one minute, once",
 		reqSchema: "RealtimeSessionInput", resSchema: "RealtimeSession",
-		errors: []int{400, 402, 404, 503}, handler: s.createRealtimeSession})
+		errors: []int{400, 402, 404, 503}, handler: r.createSession})
 }
 
 // realtimeSchemas are the OpenAPI components of POST /v1/realtime/sessions.
@@ -93,16 +86,16 @@ var realtimeSchemas = map[string]any{
 		"call_id", "room_name", "media_url", "token"),
 }
 
-// MountRealtime attaches the realtime WebSocket handler (the media side's
+// Mount attaches the realtime WebSocket handler (the media side's
 // server, call.Node's, wired by cmd/voiced) to GET /v1/realtime. Until then the route
 // answers 503.
-func (s *Server) MountRealtime(h http.Handler) {
+func (r *Realtime) Mount(h http.Handler) {
 	fh := adaptor.HTTPHandler(h)
-	s.realtime().handler.Store(&fh)
+	r.handler.Store(&fh)
 }
 
-func (s *Server) serveRealtime(c fiber.Ctx) error {
-	h := s.realtime().handler.Load()
+func (r *Realtime) serve(c fiber.Ctx) error {
+	h := r.handler.Load()
 	if h == nil {
 		return apiErr(http.StatusServiceUnavailable, "Realtime sessions are not available on this server.")
 	}
@@ -112,18 +105,18 @@ func (s *Server) serveRealtime(c fiber.Ctx) error {
 // AuthenticateAPIKey resolves a secret API key (sk_live_) to its
 // organization, for credentials that do not come through the router (the
 // realtime socket's api_key parameter).
-func (s *Server) AuthenticateAPIKey(ctx context.Context, key string) (int64, error) {
+func (r *Realtime) AuthenticateAPIKey(ctx context.Context, key string) (int64, error) {
 	if !strings.HasPrefix(key, storage.APIKeyPrefix) {
 		return 0, ErrInvalidCredential
 	}
-	p, err := s.store.AuthAPIKey(ctx, storage.HashToken(key))
+	p, err := r.s.store.Keys.AuthAPIKey(ctx, storage.HashToken(key))
 	if errors.Is(err, storage.ErrNotFound) {
 		return 0, ErrInvalidCredential
 	}
 	if err != nil {
 		return 0, err
 	}
-	s.auth.touch(p.KeyID, time.Now())
+	r.s.auth.touch(p.KeyID, time.Now())
 	return p.OrgID, nil
 }
 
@@ -202,7 +195,7 @@ func (l *CallLog) admitInline(ctx context.Context, orgID int64, cfg AgentConfig,
 	c := storage.Call{Direction: storage.DirectionWeb, OrgID: orgID, FromNumber: "internal:web", ToNumber: "agent:inline",
 		Status: storage.CallInProgress, MediaRoomName: optStr(roomName)}
 	snapshotConfig(&c, cfg)
-	bal, err := st.Balance(ctx, orgID)
+	bal, err := st.Billing.Balance(ctx, orgID)
 	if err != nil {
 		return Admission{}, err
 	}
@@ -215,7 +208,7 @@ func (l *CallLog) admitInline(ctx context.Context, orgID int64, cfg AgentConfig,
 		c.Status, c.EndTime, c.DurationSeconds = storage.CallFailed, &now, &zero
 		c.EndReason, c.EndDetail = optStr(refusalReason(refusal)), refusal.Error()
 	}
-	c, err = st.CreateCall(ctx, c)
+	c, err = st.Calls.CreateCall(ctx, c)
 	if err != nil {
 		return Admission{}, err
 	}
@@ -223,7 +216,7 @@ func (l *CallLog) admitInline(ctx context.Context, orgID int64, cfg AgentConfig,
 }
 
 // createRealtimeSession is POST /v1/realtime/sessions.
-func (s *Server) createRealtimeSession(c fiber.Ctx, p *storage.Principal) error {
+func (r *Realtime) createSession(c fiber.Ctx, p *storage.Principal) error {
 	var body map[string]json.RawMessage
 	if err := decode(c, &body); err != nil {
 		return err
@@ -245,21 +238,20 @@ func (s *Server) createRealtimeSession(c fiber.Ctx, p *storage.Principal) error 
 		}
 	} else {
 		var f fields
-		if cfg, f = s.res.inlineConfig(body["config"], "config."); len(f) > 0 {
+		if cfg, f = r.s.res.inlineConfig(body["config"], "config."); len(f) > 0 {
 			return f.err()
 		}
 	}
-	rt := s.realtime()
-	if rt.handler.Load() == nil {
+	if r.handler.Load() == nil {
 		return apiErr(http.StatusServiceUnavailable, "Realtime sessions are not available on this server.")
 	}
-	room := "realtime-" + randHex(8)
+	room := "realtime-" + realtime.RandHex(8)
 	var adm Admission
 	var err error
 	if hasAgent {
-		adm, err = s.CallLog().Admit(c.Context(), AdmitRequest{Direction: storage.DirectionWeb, OrgID: p.OrgID, AgentID: agentID, MediaRoomName: room})
+		adm, err = r.s.CallLog().Admit(c.Context(), AdmitRequest{Direction: storage.DirectionWeb, OrgID: p.OrgID, AgentID: agentID, MediaRoomName: room})
 	} else {
-		adm, err = s.CallLog().admitInline(c.Context(), p.OrgID, cfg, room)
+		adm, err = r.s.CallLog().admitInline(c.Context(), p.OrgID, cfg, room)
 	}
 	switch {
 	case errors.Is(err, ErrUnknownAgent):
@@ -269,12 +261,17 @@ func (s *Server) createRealtimeSession(c fiber.Ctx, p *storage.Principal) error 
 	case err != nil:
 		return err
 	}
-	token, exp, err := s.issueRealtimeToken(c.Context(), RealtimeGrant{Admission: adm, Inline: !hasAgent})
+	var token string
+	var exp time.Time
+	grant, err := json.Marshal(RealtimeGrant{Admission: adm, Inline: !hasAgent})
+	if err == nil {
+		token, exp, err = r.tokens.Issue(c.Context(), adm.CallID, adm.OrgID, grant)
+	}
 	if err != nil {
-		s.closeUnjoined(adm.CallID, "the realtime session token could not be stored")
+		r.closeUnjoined(adm.CallID, "the realtime session token could not be stored")
 		return err
 	}
-	u := s.cfg.PublicURL
+	u := r.s.cfg.PublicURL
 	switch {
 	case strings.HasPrefix(u, "https://"):
 		u = "wss://" + strings.TrimPrefix(u, "https://")
@@ -285,101 +282,28 @@ func (s *Server) createRealtimeSession(c fiber.Ctx, p *storage.Principal) error 
 		"token": token, "expires_at": ts(exp)})
 }
 
-func randHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-// signRealtime signs a token payload.
-func (s *Server) signRealtime(payload string) string {
-	m := hmac.New(sha256.New, s.res.signKey)
-	m.Write([]byte("realtime\n" + payload))
-	return hex.EncodeToString(m.Sum(nil))
-}
-
-// issueRealtimeToken stores g until its socket claims it and returns the
-// token: rt_<call id>.<expiry>.<nonce>.<HMAC-SHA256 of those>, signed with
-// the URL-signing key. The grant is stored in the database (with the
-// nonce's hash), so the socket may reach any control replica; a sweep
-// after the expiry closes the calls whose tokens were never used.
-func (s *Server) issueRealtimeToken(ctx context.Context, g RealtimeGrant) (string, time.Time, error) {
-	exp := time.Now().Add(RealtimeTokenTTL)
-	nonce := randHex(12)
-	grant, err := json.Marshal(g)
-	if err != nil {
-		return "", time.Time{}, err
-	}
-	if err := s.store.CreateRealtimeSessionToken(ctx, storage.RealtimeSessionToken{CallID: g.CallID, OrgID: g.OrgID,
-		NonceHash: storage.HashToken(nonce), Grant: grant, ExpiresAt: exp}); err != nil {
-		return "", time.Time{}, err
-	}
-	time.AfterFunc(RealtimeTokenTTL+time.Second, s.expireRealtimeTokens)
-	payload := strconv.FormatInt(g.CallID, 10) + "." + strconv.FormatInt(exp.Unix(), 10) + "." + nonce
-	return realtimeTokenPrefix + payload + "." + s.signRealtime(payload), exp, nil
-}
-
-// expireRealtimeTokens closes, as failed (not_joined), the calls whose
-// tokens expired unused: this replica's and any other's (a replica that
-// stopped before its sweep). Each expired token is swept by one replica.
-func (s *Server) expireRealtimeTokens() {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	ids, err := s.store.ExpireRealtimeSessionTokens(ctx)
-	if err != nil {
-		if s.log != nil {
-			s.log.Warn("expired realtime session tokens not swept", "err", err)
-		}
-		return
-	}
-	for _, id := range ids {
-		s.closeUnjoined(id, "the realtime session token expired unused")
-	}
-}
-
 // closeUnjoined ends an admitted realtime call that no socket joined.
-func (s *Server) closeUnjoined(id int64, detail string) {
+func (r *Realtime) closeUnjoined(id int64, detail string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := s.CallLog().Finish(ctx, id, CallEnd{Status: storage.CallFailed, Reason: "not_joined", Detail: detail}); err != nil && s.log != nil {
-		s.log.Warn("unjoined realtime call not closed", "call_id", id, "err", err)
+	if err := r.s.CallLog().Finish(ctx, id, CallEnd{Status: storage.CallFailed, Reason: "not_joined", Detail: detail}); err != nil && r.s.log != nil {
+		r.s.log.Warn("unjoined realtime call not closed", "call_id", id, "err", err)
 	}
 }
 
 // ClaimRealtimeToken redeems a session token once, before it expires, and
 // returns the call it admitted; anything else is ErrInvalidCredential.
 // Any replica sharing the database may redeem a token another issued.
-func (s *Server) ClaimRealtimeToken(ctx context.Context, token string) (RealtimeGrant, error) {
-	rest, ok := strings.CutPrefix(token, realtimeTokenPrefix)
-	if !ok {
-		return RealtimeGrant{}, ErrInvalidCredential
-	}
-	i := strings.LastIndexByte(rest, '.')
-	if i < 0 {
-		return RealtimeGrant{}, ErrInvalidCredential
-	}
-	payload, sig := rest[:i], rest[i+1:]
-	if !hmac.Equal([]byte(sig), []byte(s.signRealtime(payload))) {
-		return RealtimeGrant{}, ErrInvalidCredential
-	}
-	parts := strings.Split(payload, ".")
-	if len(parts) != 3 {
-		return RealtimeGrant{}, ErrInvalidCredential
-	}
-	id, err1 := strconv.ParseInt(parts[0], 10, 64)
-	exp, err2 := strconv.ParseInt(parts[1], 10, 64)
-	if err1 != nil || err2 != nil || time.Now().Unix() > exp {
-		return RealtimeGrant{}, ErrInvalidCredential
-	}
-	t, err := s.store.ClaimRealtimeSessionToken(ctx, id, storage.HashToken(parts[2]))
-	if errors.Is(err, storage.ErrNotFound) {
+func (r *Realtime) ClaimRealtimeToken(ctx context.Context, token string) (RealtimeGrant, error) {
+	grant, err := r.tokens.Claim(ctx, token)
+	if errors.Is(err, realtime.ErrInvalidToken) {
 		return RealtimeGrant{}, ErrInvalidCredential
 	}
 	if err != nil {
 		return RealtimeGrant{}, err
 	}
 	var g RealtimeGrant
-	if err := json.Unmarshal(t.Grant, &g); err != nil {
+	if err := json.Unmarshal(grant, &g); err != nil {
 		return RealtimeGrant{}, err
 	}
 	return g, nil

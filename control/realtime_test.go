@@ -28,7 +28,7 @@ func TestRealtimeSessions(t *testing.T) {
 			r = a.do("GET", "/v1/realtime", "", nil)
 			require.Equal(t, 503, r.status)
 		})
-		a.srv.MountRealtime(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a.srv.Realtime().Mount(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusUpgradeRequired)
 			_, _ = w.Write([]byte(`{"detail":"websocket"}`))
 		}))
@@ -86,9 +86,9 @@ func TestRealtimeSessions(t *testing.T) {
 			if forged == tok { // one token in 256 or so ends in "00" already
 				forged = tok[:len(tok)-2] + "11"
 			}
-			_, err := a.srv.ClaimRealtimeToken(ctx, forged)
+			_, err := a.srv.Realtime().ClaimRealtimeToken(ctx, forged)
 			require.ErrorIs(t, err, control.ErrInvalidCredential, "forged signature")
-			g, err := a.srv.ClaimRealtimeToken(ctx, tok)
+			g, err := a.srv.Realtime().ClaimRealtimeToken(ctx, tok)
 			require.NoError(t, err)
 			require.False(t, g.Inline)
 			require.Equal(t, callID, g.CallID)
@@ -96,7 +96,7 @@ func TestRealtimeSessions(t *testing.T) {
 			require.Equal(t, "Answer for Acme.", g.Agent.Prompt)
 			require.Equal(t, "Hi, Acme here.", *g.Agent.FirstMessage)
 			require.Positive(t, g.MaxDuration)
-			_, err = a.srv.ClaimRealtimeToken(ctx, tok)
+			_, err = a.srv.Realtime().ClaimRealtimeToken(ctx, tok)
 			require.ErrorIs(t, err, control.ErrInvalidCredential, "used twice")
 		})
 
@@ -105,7 +105,7 @@ func TestRealtimeSessions(t *testing.T) {
 				"prompt": "Inline prompt", "voice": "espeak:en-us", "telephony": false, "placeholders": []string{"One moment."},
 				"tools": []any{map[string]any{"type": "function", "name": "lookup", "parameters": map[string]any{"type": "object"}}}}})
 			require.Equal(t, 201, r.status, string(r.body))
-			g, err := a.srv.ClaimRealtimeToken(ctx, r.obj(t)["token"].(string))
+			g, err := a.srv.Realtime().ClaimRealtimeToken(ctx, r.obj(t)["token"].(string))
 			require.NoError(t, err)
 			require.True(t, g.Inline)
 			require.Zero(t, g.AgentID)
@@ -143,11 +143,11 @@ func TestRealtimeSessions(t *testing.T) {
 		})
 
 		t.Run("api keys", func(t *testing.T) {
-			org, err := a.srv.AuthenticateAPIKey(ctx, strings.TrimPrefix(w.ownerK, "Bearer "))
+			org, err := a.srv.Realtime().AuthenticateAPIKey(ctx, strings.TrimPrefix(w.ownerK, "Bearer "))
 			require.NoError(t, err)
 			require.Equal(t, w.org.ID, org)
 			for _, k := range []string{"sk_live_nope", "pk_live_x", ""} {
-				_, err = a.srv.AuthenticateAPIKey(ctx, k)
+				_, err = a.srv.Realtime().AuthenticateAPIKey(ctx, k)
 				require.ErrorIs(t, err, control.ErrInvalidCredential)
 			}
 		})
@@ -166,7 +166,7 @@ func TestRealtimeSessionsAcrossReplicas(t *testing.T) {
 	sqltest.Run(t, func(t *testing.T, db *storage.DB) {
 		a, b := newResAPI(t, db, testPool), newResAPI(t, db, testPool)
 		mount := func(x *resAPI) {
-			x.srv.MountRealtime(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusUpgradeRequired) }))
+			x.srv.Realtime().Mount(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusUpgradeRequired) }))
 		}
 		mount(a)
 		mount(b)
@@ -180,7 +180,7 @@ func TestRealtimeSessionsAcrossReplicas(t *testing.T) {
 		require.Equal(t, 201, r.status, string(r.body))
 		m := r.obj(t)
 		tok := m["token"].(string)
-		g, err := b.srv.ClaimRealtimeToken(ctx, tok)
+		g, err := b.srv.Realtime().ClaimRealtimeToken(ctx, tok)
 		require.NoError(t, err)
 		require.True(t, g.Inline)
 		require.Equal(t, id(m), g.CallID)
@@ -191,7 +191,7 @@ func TestRealtimeSessionsAcrossReplicas(t *testing.T) {
 		require.JSONEq(t, `{"type":"object"}`, string(g.Agent.Tools[0].Parameters))
 		require.Positive(t, g.MaxDuration)
 		for _, x := range []*resAPI{a, b} {
-			_, err = x.srv.ClaimRealtimeToken(ctx, tok)
+			_, err = x.srv.Realtime().ClaimRealtimeToken(ctx, tok)
 			require.ErrorIs(t, err, control.ErrInvalidCredential, "used once, on any replica")
 		}
 
@@ -199,7 +199,7 @@ func TestRealtimeSessionsAcrossReplicas(t *testing.T) {
 		ag := b.agent(w.ownerK, "Front desk", map[string]any{"prompt": "Answer for Acme.", "first_message": "Hi, Acme here."})
 		r = b.do("POST", "/v1/realtime/sessions", w.ownerK, map[string]any{"agent_id": id(ag)})
 		require.Equal(t, 201, r.status, string(r.body))
-		g, err = a.srv.ClaimRealtimeToken(ctx, r.obj(t)["token"].(string))
+		g, err = a.srv.Realtime().ClaimRealtimeToken(ctx, r.obj(t)["token"].(string))
 		require.NoError(t, err)
 		require.False(t, g.Inline)
 		require.Equal(t, id(ag), g.AgentID)

@@ -113,7 +113,7 @@ func (s *Server) initResources(opts []Option) error {
 		return fmt.Errorf("control: default product %q is not a configured product", r.cfg.DefaultProduct)
 	}
 	nums, err := numbers.New(numbers.Config{DIDPool: r.cfg.DIDPool, VerifyTimeout: r.cfg.VerifyTimeout}, s.log, numbers.Stores{
-		Numbers: s.store.Numbers, Demo: s.store.Numbers, Imports: s.store.Numbers, Transfers: s.store.Numbers, Labels: s.store.Numbers, Trunks: s.store.Numbers, Agents: s.store,
+		Numbers: s.store.Numbers, Demo: s.store.Numbers, Imports: s.store.Numbers, Transfers: s.store.Numbers, Labels: s.store.Numbers, Trunks: s.store.Numbers, Agents: s.store.Agents,
 	}, r.verifier)
 	if err != nil {
 		return fmt.Errorf("control: %w", err)

@@ -2,8 +2,11 @@ package control_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/voiced/voiced/control"
 	"github.com/voiced/voiced/control/controltest"
@@ -86,3 +89,22 @@ func (a *api) trunk(w world, number string) (int64, map[string]any) {
 
 // id reads an object's integer id.
 func id(m map[string]any) int64 { return controltest.ID(m) }
+
+// callOrg is an org with credit, an agent and a VoIP number answered by it.
+type callOrg struct {
+	world
+	agentID int64
+	number  string
+	numID   int64
+}
+
+func (a *resAPI) callOrg(number string) callOrg {
+	a.t.Helper()
+	w := a.world()
+	a.credit(w.org.ID, 500)
+	ag := a.agent(w.ownerK, "Receptionist", map[string]any{"prompt": "Answer for Acme Dental.", "tools": []any{map[string]any{"name": "reschedule"}}})
+	_, num := a.trunk(w, number)
+	r := a.do("PATCH", fmt.Sprintf("/v1/phone-numbers/%d", id(num)), w.ownerK, map[string]any{"inbound_agent_id": id(ag)})
+	require.Equal(a.t, 200, r.status, string(r.body))
+	return callOrg{world: w, agentID: id(ag), number: number, numID: id(num)}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/voiced/voiced/control/agents"
 	"github.com/voiced/voiced/control/api"
 	"github.com/voiced/voiced/control/billing"
+	"github.com/voiced/voiced/control/calls"
 	"github.com/voiced/voiced/control/keys"
 	"github.com/voiced/voiced/control/onboarding"
 	"github.com/voiced/voiced/control/orgs"
@@ -137,22 +138,23 @@ func (s *Server) registerRoutes() {
 	for i, p := range s.res.cfg.Products {
 		products[i] = agents.Product{Name: p.Name, CentsPerMinute: p.CentsPerMinute, Default: p.Name == s.res.cfg.DefaultProduct}
 	}
-	s.mount(agents.Routes[AgentConfig](st, agentSchema{s.res}, products))
+	s.mount(agents.Routes[AgentConfig](st.Agents, agentSchema{s.res}, products))
 	s.mount(voices.Routes(s.res.catalog))
 	s.mount(s.numbers.Routes())
-	s.registerCallRoutes()
+	s.mount(calls.Routes(calls.Config{PublicURL: s.cfg.PublicURL, SignKey: s.res.signKey, AudioURLTTL: s.res.cfg.AudioURLTTL, BlobDir: s.res.cfg.BlobDir},
+		st.Calls, st.Calls, st.Calls, s.placeCall))
 	s.mount(onboarding.Routes(st.Onboarding))
 
 	s.mount(billing.Routes(s.log, st.Billing, st.Billing, s.paymentProvider()))
 	// webhook.New fails only without a store, and New has checked it.
-	first, _ := webhook.New(s.cfg.Webhooks, s.log, st)
-	s.mount(webhook.EndpointRoutes(st.Webhooks, st, first))
-	s.registerRealtimeRoutes()
+	first, _ := webhook.New(s.cfg.Webhooks, s.log, st.Outbox)
+	s.mount(webhook.EndpointRoutes(st.Webhooks, st.Outbox, first))
+	s.rt.register()
 
 	s.mount(widget.KeyRoutes(st.PublishableKeys, st.PublishableKeys))
 	ex := webhook.NewExchanger(widget.HookStore{Legacy: st.Webhooks}, s.cfg.Webhooks.AllowLoopback, nil, s.log)
 	s.mount(widget.Routes(s.log, st.PublishableKeys, s.limiter, ex, widgetCalls{s}))
-	s.registerMicSessionRoutes()
+	(&micSessions{s}).register()
 	s.mount(s.knowledge.Routes())
 }
 

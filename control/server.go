@@ -22,6 +22,7 @@ import (
 	"github.com/voiced/voiced/control/knowledge"
 	"github.com/voiced/voiced/control/numbers"
 	"github.com/voiced/voiced/control/payment"
+	"github.com/voiced/voiced/control/realtime"
 	"github.com/voiced/voiced/control/webhook"
 	"github.com/voiced/voiced/storage"
 	"github.com/voiced/voiced/storage/coord"
@@ -105,6 +106,8 @@ type Server struct {
 	// until Close or Shutdown (stopIngest waits for it).
 	knowledge  *knowledge.Service
 	stopIngest func()
+	// rt serves realtime sessions (realtime.go).
+	rt *Realtime
 }
 
 // New builds the server and its routes. Call Close to stop its background
@@ -117,7 +120,7 @@ func New(cfg Config, log *slog.Logger, store *storage.Store, limiter Limiter, op
 	cfg = cfg.withDefaults()
 	s := &Server{cfg: cfg, log: log, store: store, limiter: limiter, started: time.Now()}
 	s.metrics = newMetrics()
-	s.auth = newAuthenticator(store, store.Keys, store.Orgs, cfg.AuthCacheTTL, cfg.KeyTouchInterval, log)
+	s.auth = newAuthenticator(store.Keys, store.Keys, store.Orgs, cfg.AuthCacheTTL, cfg.KeyTouchInterval, log)
 	err := s.initResources(opts)
 	if err != nil {
 		return nil, err
@@ -141,6 +144,12 @@ func New(cfg Config, log *slog.Logger, store *storage.Store, limiter Limiter, op
 		IdleTimeout:                  120 * time.Second,
 	})
 	s.app.Use(s.observe)
+	s.rt = &Realtime{s: s}
+	if s.rt.tokens, err = realtime.NewTokens(store.Calls, s.res.signKey, log, func(id int64) {
+		s.rt.closeUnjoined(id, "the realtime session token expired unused")
+	}); err != nil {
+		return nil, err
+	}
 	s.registerRoutes()
 	s.app.Use(s.unrouted)
 	ictx, cancel := context.WithCancel(context.Background())

@@ -33,7 +33,7 @@ func (l *CallLog) ToolEvent(ctx context.Context, callID int64, r ToolRun) error 
 	if r.Name == "" || r.Start.IsZero() || r.End.Before(r.Start) {
 		return fmt.Errorf("%w: tool event needs a name and its times", ErrBadEvent)
 	}
-	c, err := l.s.store.CallByID(ctx, callID)
+	c, err := l.s.store.Calls.CallByID(ctx, callID)
 	if err != nil {
 		return err
 	}
@@ -56,7 +56,7 @@ func (l *CallLog) ToolEvent(ctx context.Context, callID int64, r ToolRun) error 
 		out = r.Output
 	}
 	const ms = "2006-01-02T15:04:05.000Z"
-	_, err = l.s.store.Emit(ctx, c.OrgID, typ, map[string]any{
+	_, err = l.s.store.Outbox.Emit(ctx, c.OrgID, typ, map[string]any{
 		"call_id": c.ID, "agent_id": c.AgentID, "direction": c.Direction, "from_number": c.FromNumber, "to_number": c.ToNumber,
 		"is_simulation": c.IsSimulation, "tool_call_id": r.ToolCallID, "name": r.Name, "arguments": args,
 		"output": out, "error": errMsg, "is_error": r.Error != "",

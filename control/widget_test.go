@@ -181,12 +181,12 @@ func TestWidgetCalls(t *testing.T) {
 			c = a.do("GET", fmt.Sprintf("/v1/calls/%d", cid), w.membK, nil).obj(t)
 			require.Equal(t, "completed", c["status"])
 			require.Equal(t, float64(9), c["billing_total_cents"])
-			ds, err := a.store.EndpointDeliveries(ctx, ep)
+			ds, err := a.store.Outbox.EndpointDeliveries(ctx, ep)
 			require.NoError(t, err)
 			require.Len(t, ds, 2)
 			var types []string
 			for _, d := range ds {
-				o, err := a.store.ClaimDelivery(ctx, d.ID, time.Now(), time.Minute)
+				o, err := a.store.Outbox.ClaimDelivery(ctx, d.ID, time.Now(), time.Minute)
 				require.NoError(t, err)
 				types = append(types, o.Type)
 			}

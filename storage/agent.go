@@ -7,6 +7,10 @@ import (
 	"time"
 )
 
+// AgentStore holds agents and their versions. It is safe for concurrent
+// use.
+type AgentStore struct{ *base }
+
 // Agent is a voice agent. Its configuration is a JSON object whose fields
 // the control plane defines: Config is deployed (calls use it), Draft is
 // staged. Revision is the latest recorded version.
@@ -46,7 +50,7 @@ func scanAgent(row rowScanner) (Agent, error) {
 
 // CreateAgent creates a in a.OrgID and records it as revision 1. snapshot
 // builds the version snapshot from the created row (which has its id).
-func (s *Store) CreateAgent(ctx context.Context, a Agent, actor *int64, snapshot func(Agent) (VersionInput, error)) (Agent, error) {
+func (s *AgentStore) CreateAgent(ctx context.Context, a Agent, actor *int64, snapshot func(Agent) (VersionInput, error)) (Agent, error) {
 	now := s.nowMS()
 	a.Revision, a.CreatedAt, a.UpdatedAt = 1, fromMS(now), fromMS(now)
 	a.DeployedAt = &a.CreatedAt
@@ -68,12 +72,12 @@ func (s *Store) CreateAgent(ctx context.Context, a Agent, actor *int64, snapshot
 }
 
 // Agent returns agent id of orgID.
-func (s *Store) Agent(ctx context.Context, orgID, id int64) (Agent, error) {
+func (s *AgentStore) Agent(ctx context.Context, orgID, id int64) (Agent, error) {
 	return scanAgent(s.db.QueryRowContext(ctx, agentSelect+` WHERE org_id = $1 AND id = $2`, orgID, id))
 }
 
 // Agents lists orgID's agents, newest first.
-func (s *Store) Agents(ctx context.Context, orgID int64) ([]Agent, error) {
+func (s *AgentStore) Agents(ctx context.Context, orgID int64) ([]Agent, error) {
 	rows, err := s.db.QueryContext(ctx, agentSelect+` WHERE org_id = $1 ORDER BY created_at DESC, id DESC`, orgID)
 	if err != nil {
 		return nil, translate(err)
@@ -94,7 +98,7 @@ func (s *Store) Agents(ctx context.Context, orgID int64) ([]Agent, error) {
 // agent's Name, Config, Draft and DeployedAt; when it returns a version,
 // the change is recorded as the next revision on behalf of actor (a
 // membership id, nil for the system). An error from fn aborts the change.
-func (s *Store) UpdateAgent(ctx context.Context, orgID, id int64, actor *int64, fn func(a *Agent) (*VersionInput, error)) (Agent, error) {
+func (s *AgentStore) UpdateAgent(ctx context.Context, orgID, id int64, actor *int64, fn func(a *Agent) (*VersionInput, error)) (Agent, error) {
 	var out Agent
 	err := s.db.tx(ctx, func(tx *sql.Tx) error {
 		if err := lockRow(ctx, tx, "agents", orgID, id); err != nil {
@@ -131,7 +135,7 @@ func (s *Store) UpdateAgent(ctx context.Context, orgID, id int64, actor *int64, 
 // DeleteAgent deletes agent id of orgID. Phone numbers assigned to it lose
 // the assignment in the same transaction, each change recorded as a
 // number version on behalf of actor. Calls keep the agent id as history.
-func (s *Store) DeleteAgent(ctx context.Context, orgID, id int64, actor *int64) error {
+func (s *AgentStore) DeleteAgent(ctx context.Context, orgID, id int64, actor *int64) error {
 	return s.db.tx(ctx, func(tx *sql.Tx) error {
 		if err := lockRow(ctx, tx, "agents", orgID, id); err != nil {
 			return err
@@ -154,7 +158,7 @@ func (s *Store) DeleteAgent(ctx context.Context, orgID, id int64, actor *int64) 
 			return translate(err)
 		}
 		for _, n := range ids {
-			_, err := s.Numbers.updateNumberTx(ctx, tx, orgID, n, actor, func(p *PhoneNumber) error {
+			_, err := (&NumberStore{s.base}).updateNumberTx(ctx, tx, orgID, n, actor, func(p *PhoneNumber) error {
 				if p.InboundAgentID != nil && *p.InboundAgentID == id {
 					p.InboundAgentID = nil
 				}
@@ -174,7 +178,7 @@ func (s *Store) DeleteAgent(ctx context.Context, orgID, id int64, actor *int64) 
 
 // AgentVersions returns the number of versions of agent id of orgID and up
 // to limit of them, newest first.
-func (s *Store) AgentVersions(ctx context.Context, orgID, id int64, limit int) (int64, []Version, error) {
+func (s *AgentStore) AgentVersions(ctx context.Context, orgID, id int64, limit int) (int64, []Version, error) {
 	if _, err := s.Agent(ctx, orgID, id); err != nil {
 		return 0, nil, err
 	}
@@ -182,7 +186,7 @@ func (s *Store) AgentVersions(ctx context.Context, orgID, id int64, limit int) (
 }
 
 // CountAgents counts orgID's agents.
-func (s *Store) CountAgents(ctx context.Context, orgID int64) (int64, error) {
+func (s *AgentStore) CountAgents(ctx context.Context, orgID int64) (int64, error) {
 	var n int64
 	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM agents WHERE org_id = $1`, orgID).Scan(&n)
 	return n, translate(err)

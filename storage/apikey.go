@@ -14,9 +14,8 @@ const APIKeyPrefix = "sk_live_"
 const apiKeyPrefixLen = 15
 
 // KeyStore keeps API keys and personal tokens: creating, listing and
-// revoking them, and flushing their last-used times. Resolving a
-// credential to a principal (AuthAPIKey, AuthPersonalToken) stays on Store
-// with the rest of authentication.
+// revoking them, flushing their last-used times, and resolving a
+// credential to a principal (AuthAPIKey, AuthPersonalToken).
 type KeyStore struct{ *base }
 
 // APIKey is a secret API key's metadata; the raw key is never stored.
@@ -92,7 +91,7 @@ func (s *KeyStore) RevokeAPIKey(ctx context.Context, orgID int64, id string) err
 // AuthAPIKey resolves a raw key's hash to the principal it acts as: its
 // creator's current membership. ErrNotFound for unknown or revoked keys,
 // or when the creator no longer belongs to the org.
-func (s *Store) AuthAPIKey(ctx context.Context, hash string) (Principal, error) {
+func (s *KeyStore) AuthAPIKey(ctx context.Context, hash string) (Principal, error) {
 	var p Principal
 	err := s.db.QueryRowContext(ctx, `SELECT k.id, k.org_id, m.user_id, m.id, m.role
 		FROM api_keys k JOIN memberships m ON m.org_id = k.org_id AND m.user_id = k.created_by
@@ -126,7 +125,7 @@ func (s *KeyStore) CreatePersonalToken(ctx context.Context, userID int64, name s
 }
 
 // AuthPersonalToken resolves a personal token's hash to its user id.
-func (s *Store) AuthPersonalToken(ctx context.Context, hash string) (int64, error) {
+func (s *KeyStore) AuthPersonalToken(ctx context.Context, hash string) (int64, error) {
 	var uid int64
 	err := s.db.QueryRowContext(ctx, `SELECT user_id FROM personal_tokens WHERE token_hash = $1 AND revoked_at IS NULL`, hash).Scan(&uid)
 	return uid, translate(err)

@@ -82,7 +82,7 @@ func checkLedger(t *testing.T, s *storage.Store, orgID int64) {
 		prev = tx.BalanceAfterCents
 		sum += tx.AmountCents
 	}
-	bal, err := s.Balance(ctx, orgID)
+	bal, err := s.Billing.Balance(ctx, orgID)
 	require.NoError(t, err)
 	require.Equal(t, sum, bal, "stored balance differs from the sum of the ledger")
 }
@@ -117,7 +117,7 @@ func TestLedger(t *testing.T) {
 					require.NoError(t, err)
 				}
 			}
-			bal, err := s.Balance(ctx, org)
+			bal, err := s.Billing.Balance(ctx, org)
 			require.NoError(t, err)
 			require.Equal(t, want, bal)
 			checkLedger(t, s, org)
@@ -170,7 +170,7 @@ func TestLedger(t *testing.T) {
 				want := min(100, tc.balance/tc.x)
 				require.Equal(t, want, ok.Load())
 				require.Equal(t, 100-want, short.Load())
-				bal, err := s.Balance(ctx, org)
+				bal, err := s.Billing.Balance(ctx, org)
 				require.NoError(t, err)
 				require.Equal(t, tc.balance-want*tc.x, bal)
 				checkLedger(t, s, org)
@@ -196,7 +196,7 @@ func TestLedger(t *testing.T) {
 			// The same reference under another kind is another entry.
 			_, err := s.Billing.Post(ctx, org, storage.TxNumberFee, -100, "fee", "call:7")
 			require.NoError(t, err)
-			bal, _ := s.Balance(ctx, org)
+			bal, _ := s.Billing.Balance(ctx, org)
 			require.Equal(t, int64(860), bal)
 			checkLedger(t, s, org)
 		})
@@ -240,7 +240,7 @@ func TestProviderEvents(t *testing.T) {
 			credited, err = s.Billing.RecordPayment(ctx, storage.Payment{ID: "pi_1", OrgID: org, Purpose: storage.PurposeTopUp, AmountCents: 700, Status: "succeeded"})
 			require.NoError(t, err)
 			require.False(t, credited)
-			bal, _ := s.Balance(ctx, org)
+			bal, _ := s.Billing.Balance(ctx, org)
 			require.Equal(t, int64(700), bal)
 			a, _ = s.Billing.BillingAccount(ctx, org)
 			require.True(t, a.HasEverToppedUp)
@@ -257,7 +257,7 @@ func TestProviderEvents(t *testing.T) {
 			ok, err := s.Billing.ApplyProviderEvent(ctx, storage.ProviderEvent{ID: "evt_y", Kind: storage.EventPaymentSucceeded, PaymentID: "pi_lost", AmountCents: 250, OrgID: org})
 			require.NoError(t, err)
 			require.True(t, ok)
-			bal, _ := s.Balance(ctx, org)
+			bal, _ := s.Billing.Balance(ctx, org)
 			require.Equal(t, int64(250), bal)
 		})
 
@@ -345,7 +345,7 @@ func TestAutoReload(t *testing.T) {
 			require.NoError(t, s.Billing.FinishReload(ctx, r, storage.ReloadOutcome{Status: storage.ReloadSucceeded, PaymentIntentID: "pi_r1"}), "a repeated finish is a no-op")
 			_, err = s.Billing.ApplyProviderEvent(ctx, storage.ProviderEvent{ID: "evt_r1", Kind: storage.EventPaymentSucceeded, PaymentID: "pi_r1", AmountCents: 2000})
 			require.NoError(t, err)
-			bal, _ := s.Balance(ctx, org)
+			bal, _ := s.Billing.Balance(ctx, org)
 			require.Equal(t, int64(2400), bal)
 			rs, _ := s.Billing.Reloads(ctx, org)
 			require.Equal(t, storage.ReloadSucceeded, rs[0].Status)

@@ -9,6 +9,11 @@ import (
 	"time"
 )
 
+// CallStore holds calls, their events and grades, their billing and the
+// realtime session tokens that admit them: what the live call reads and
+// writes through the control plane. It is safe for concurrent use.
+type CallStore struct{ *base }
+
 // Call directions and statuses (spec section 2.9).
 const (
 	DirectionInbound  = "inbound"
@@ -135,7 +140,7 @@ func callArgs(c Call) []any {
 }
 
 // CreateCall inserts c and returns it with its id. A zero StartTime is now.
-func (s *Store) CreateCall(ctx context.Context, c Call) (Call, error) {
+func (s *CallStore) CreateCall(ctx context.Context, c Call) (Call, error) {
 	now := fromMS(s.nowMS())
 	if c.StartTime.IsZero() {
 		c.StartTime = now
@@ -158,19 +163,19 @@ func (s *Store) CreateCall(ctx context.Context, c Call) (Call, error) {
 }
 
 // Call returns call id of orgID.
-func (s *Store) Call(ctx context.Context, orgID, id int64) (Call, error) {
+func (s *CallStore) Call(ctx context.Context, orgID, id int64) (Call, error) {
 	return scanCall(s.db.QueryRowContext(ctx, callSelect+` WHERE org_id = $1 AND id = $2`, orgID, id))
 }
 
 // CallByID returns call id of any organization (the media side and
 // signed URLs address calls by id alone).
-func (s *Store) CallByID(ctx context.Context, id int64) (Call, error) {
+func (s *CallStore) CallByID(ctx context.Context, id int64) (Call, error) {
 	return scanCall(s.db.QueryRowContext(ctx, callSelect+` WHERE id = $1`, id))
 }
 
 // UpdateCall changes call id under its row lock; fn edits it and may
 // return an error to abort. It reports the call before and after.
-func (s *Store) UpdateCall(ctx context.Context, id int64, fn func(c *Call) error) (before, after Call, err error) {
+func (s *CallStore) UpdateCall(ctx context.Context, id int64, fn func(c *Call) error) (before, after Call, err error) {
 	err = s.db.tx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE calls SET id = id WHERE id = $1`, id)
 		if err != nil {
@@ -215,7 +220,7 @@ type CallFilter struct {
 
 // Calls lists the calls f selects, newest start first with the id
 // breaking ties (a stable order for paging), and the total that match.
-func (s *Store) Calls(ctx context.Context, f CallFilter) ([]Call, int64, error) {
+func (s *CallStore) Calls(ctx context.Context, f CallFilter) ([]Call, int64, error) {
 	where := []string{"org_id = $1"}
 	args := []any{f.OrgID}
 	add := func(cond string, v any) {

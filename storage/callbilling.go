@@ -52,7 +52,7 @@ func completionEvent(direction string) string {
 // balance pays for, but calls running at the same time share one balance,
 // and when the remainder cannot cover this one the entry takes what is
 // left and its description says how much went uncollected.
-func (s *Store) BillCall(ctx context.Context, id int64, ch CallCharge) (CallBill, error) {
+func (s *CallStore) BillCall(ctx context.Context, id int64, ch CallCharge) (CallBill, error) {
 	var out CallBill
 	now := s.nowMS()
 	err := s.db.tx(ctx, func(tx *sql.Tx) error {
@@ -79,7 +79,7 @@ func (s *Store) BillCall(ctx context.Context, id int64, ch CallCharge) (CallBill
 		}
 		charge := ch.TotalCents
 		if charge > 0 {
-			bal, err := s.Billing.balanceTx(ctx, tx, c.OrgID)
+			bal, err := (&BillingStore{s.base}).balanceTx(ctx, tx, c.OrgID)
 			if err != nil {
 				return err
 			}
@@ -89,7 +89,7 @@ func (s *Store) BillCall(ctx context.Context, id int64, ch CallCharge) (CallBill
 				charge = bal
 			}
 			if charge > 0 {
-				if _, _, err := s.Billing.postTx(ctx, tx, c.OrgID, TxCallUsage, -charge, desc, "call:"+strconv.FormatInt(id, 10), now); err != nil {
+				if _, _, err := (&BillingStore{s.base}).postTx(ctx, tx, c.OrgID, TxCallUsage, -charge, desc, "call:"+strconv.FormatInt(id, 10), now); err != nil {
 					return err
 				}
 			}
@@ -121,7 +121,7 @@ func (s *Store) BillCall(ctx context.Context, id int64, ch CallCharge) (CallBill
 // incomingEventTx emits the incoming webhook event of a call admitted in
 // tx: telephony.incoming for inbound calls, web.incoming for web calls.
 // Refused calls (created failed) and other directions emit nothing.
-func (s *Store) incomingEventTx(ctx context.Context, tx *sql.Tx, c Call, now int64) error {
+func (s *CallStore) incomingEventTx(ctx context.Context, tx *sql.Tx, c Call, now int64) error {
 	typ := ""
 	switch {
 	case c.Status != CallInProgress:
@@ -147,7 +147,7 @@ func (s *Store) incomingEventTx(ctx context.Context, tx *sql.Tx, c Call, now int
 // UnbilledCalls lists ended calls that were never billed, oldest first: a
 // process that died between finishing a call and billing it leaves one,
 // and a sweep bills it.
-func (s *Store) UnbilledCalls(ctx context.Context, limit int) ([]Call, error) {
+func (s *CallStore) UnbilledCalls(ctx context.Context, limit int) ([]Call, error) {
 	return scanAll(ctx, s.db.DB, func(r interface{ Scan(...any) error }) (Call, error) { return scanCall(r) },
 		callSelect+` WHERE billed_at IS NULL AND status <> 'in_progress' AND end_time IS NOT NULL AND duration_seconds > 0 ORDER BY id LIMIT $1`, limit)
 }

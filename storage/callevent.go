@@ -24,7 +24,7 @@ type CallEventRow struct {
 // AppendCallEvents appends events to call id in order, skipping any whose
 // EventID the call already has (redelivery), and returns how many it
 // added.
-func (s *Store) AppendCallEvents(ctx context.Context, id int64, events []CallEventRow) (int, error) {
+func (s *CallStore) AppendCallEvents(ctx context.Context, id int64, events []CallEventRow) (int, error) {
 	added := 0
 	err := s.db.tx(ctx, func(tx *sql.Tx) error {
 		added = 0
@@ -73,7 +73,7 @@ func (s *Store) AppendCallEvents(ctx context.Context, id int64, events []CallEve
 
 // CallEvents returns the events of the given calls, by call then sequence.
 // kinds, when not empty, selects event kinds.
-func (s *Store) CallEvents(ctx context.Context, callIDs []int64, kinds ...string) ([]CallEventRow, error) {
+func (s *CallStore) CallEvents(ctx context.Context, callIDs []int64, kinds ...string) ([]CallEventRow, error) {
 	out := []CallEventRow{}
 	for len(callIDs) > 0 {
 		chunk := callIDs[:min(len(callIDs), 500)]
@@ -131,7 +131,7 @@ type CallGrade struct {
 
 // AddCallGrade records g for its call and mirrors status, score, outcome
 // and time onto the call row, in one transaction.
-func (s *Store) AddCallGrade(ctx context.Context, g CallGrade) (CallGrade, error) {
+func (s *CallStore) AddCallGrade(ctx context.Context, g CallGrade) (CallGrade, error) {
 	now := s.nowMS()
 	g.CreatedAt = fromMS(now)
 	if len(g.RubricBreakdown) == 0 {
@@ -162,7 +162,7 @@ func (s *Store) AddCallGrade(ctx context.Context, g CallGrade) (CallGrade, error
 }
 
 // LatestCallGrade returns the newest grade of call id of orgID.
-func (s *Store) LatestCallGrade(ctx context.Context, orgID, id int64) (CallGrade, error) {
+func (s *CallStore) LatestCallGrade(ctx context.Context, orgID, id int64) (CallGrade, error) {
 	var g CallGrade
 	var score, graded sql.NullInt64
 	var outcome sql.NullString

@@ -15,9 +15,11 @@
 //
 // Store is built once over a DB and reaches each domain's tables through a
 // store of its own (Store.Keys, Store.Orgs, Store.Onboarding,
-// Store.PublishableKeys, Store.Webhooks, Store.Billing, Store.Numbers), all
-// sharing the database, the secret sealer and the clock; control's domain
+// Store.PublishableKeys, Store.Webhooks, Store.Billing, Store.Numbers,
+// Store.Incidents, Store.Agents, Store.Calls, Store.Outbox), all sharing
+// the database, the secret sealer and the clock; control's domain
 // packages declare the few methods they use and are handed the field.
+// Store itself only holds them and the database (DB).
 //
 // Store methods translate driver errors where they occur: no rows is
 // ErrNotFound, a unique violation is ErrConflict.

@@ -30,7 +30,7 @@ type Transaction struct {
 }
 
 // Balance returns orgID's balance in cents.
-func (s *Store) Balance(ctx context.Context, orgID int64) (int64, error) {
+func (s *BillingStore) Balance(ctx context.Context, orgID int64) (int64, error) {
 	var b int64
 	err := s.db.QueryRowContext(ctx, `SELECT balance_cents FROM billing_accounts WHERE org_id = $1`, orgID).Scan(&b)
 	return b, translate(err)

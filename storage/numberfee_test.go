@@ -48,7 +48,7 @@ func TestNumberFees(t *testing.T) {
 			charged += r.Charged
 		}
 		require.Equal(t, 1, charged, "150 cents cover one 100-cent fee")
-		b, err := s.Balance(ctx, f.org.ID)
+		b, err := s.Billing.Balance(ctx, f.org.ID)
 		require.NoError(t, err)
 		require.Equal(t, int64(50), b)
 
@@ -69,7 +69,7 @@ func TestNumberFees(t *testing.T) {
 		r, err = s.Billing.ChargeNumberFees(ctx, time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), 100)
 		require.NoError(t, err)
 		require.Equal(t, storage.NumberFeeRun{Charged: 2}, r)
-		b, err = s.Balance(ctx, f.org.ID)
+		b, err = s.Billing.Balance(ctx, f.org.ID)
 		require.NoError(t, err)
 		require.Equal(t, int64(150+500-400), b)
 		txs, err := s.Billing.Transactions(ctx, f.org.ID, 100, 0)

@@ -11,6 +11,11 @@ import (
 	"time"
 )
 
+// OutboxStore holds the webhook outbox: emitted events and their
+// deliveries, claimed by the delivery worker. It is safe for concurrent
+// use.
+type OutboxStore struct{ *base }
+
 // Delivery attempt budgets (spec section 8): an endpoint gets 8 attempts;
 // the legacy URL a single one.
 const (
@@ -89,7 +94,7 @@ func eventData(data any) ([]byte, error) {
 // it to be resumed; disabled endpoints get none), and the legacy URL for
 // the call-completion types. State changes inside the store emit with
 // emitTx in their own transaction; Emit is for emitters that have none.
-func (s *Store) Emit(ctx context.Context, orgID int64, typ string, data any) (Event, error) {
+func (s *OutboxStore) Emit(ctx context.Context, orgID int64, typ string, data any) (Event, error) {
 	b, err := eventData(data)
 	if err != nil {
 		return Event{}, err
@@ -160,7 +165,7 @@ func insertDelivery(ctx context.Context, tx *sql.Tx, ev Event, endpointID string
 
 // EmitTest writes a synthetic webhook.test event with a single delivery to
 // one of orgID's endpoints, whatever its filter, and returns the delivery.
-func (s *Store) EmitTest(ctx context.Context, orgID int64, endpointID string, data any) (Event, Delivery, error) {
+func (s *OutboxStore) EmitTest(ctx context.Context, orgID int64, endpointID string, data any) (Event, Delivery, error) {
 	b, err := eventData(data)
 	if err != nil {
 		return Event{}, Delivery{}, err
@@ -206,12 +211,12 @@ func scanDelivery(r interface{ Scan(...any) error }) (Delivery, error) {
 }
 
 // EventDeliveries lists the deliveries of one event, oldest first.
-func (s *Store) EventDeliveries(ctx context.Context, eventID string) ([]Delivery, error) {
+func (s *OutboxStore) EventDeliveries(ctx context.Context, eventID string) ([]Delivery, error) {
 	return scanAll(ctx, s.db.DB, scanDelivery, deliverySelect+` WHERE event_id = $1 ORDER BY id`, eventID)
 }
 
 // EndpointDeliveries lists the deliveries of one endpoint, oldest first.
-func (s *Store) EndpointDeliveries(ctx context.Context, endpointID string) ([]Delivery, error) {
+func (s *OutboxStore) EndpointDeliveries(ctx context.Context, endpointID string) ([]Delivery, error) {
 	return scanAll(ctx, s.db.DB, scanDelivery, deliverySelect+` WHERE endpoint_id = $1 ORDER BY id`, endpointID)
 }
 
@@ -235,7 +240,7 @@ type Outgoing struct {
 // worker that dies mid-delivery simply lets it run out, and the delivery
 // is attempted again (at-least-once). The first claim stamps the first
 // attempt time the retry schedule counts from.
-func (s *Store) ClaimDeliveries(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]Outgoing, error) {
+func (s *OutboxStore) ClaimDeliveries(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]Outgoing, error) {
 	tok := NewUUID()
 	n := ms(now)
 	// The conditions are repeated outside the subquery: PostgreSQL
@@ -256,7 +261,7 @@ func (s *Store) ClaimDeliveries(ctx context.Context, now time.Time, lease time.D
 // ClaimDelivery leases one pending delivery by id now, whatever its
 // schedule and its endpoint's state (the test endpoint's first attempt).
 // ErrNotFound if it is not pending or another worker holds it.
-func (s *Store) ClaimDelivery(ctx context.Context, id int64, now time.Time, lease time.Duration) (Outgoing, error) {
+func (s *OutboxStore) ClaimDelivery(ctx context.Context, id int64, now time.Time, lease time.Duration) (Outgoing, error) {
 	tok := NewUUID()
 	n := ms(now)
 	res, err := s.db.ExecContext(ctx, `UPDATE webhook_deliveries SET lease_until = $1, lease_token = $2, first_attempt_at = COALESCE(first_attempt_at, $3), updated_at = $3
@@ -277,7 +282,7 @@ func (s *Store) ClaimDelivery(ctx context.Context, id int64, now time.Time, leas
 	return out[0], nil
 }
 
-func (s *Store) outgoing(ctx context.Context, tok string) ([]Outgoing, error) {
+func (s *OutboxStore) outgoing(ctx context.Context, tok string) ([]Outgoing, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT d.id, d.event_id, d.org_id, COALESCE(d.endpoint_id, ''), d.status, d.attempts, d.max_attempts,
 			d.first_attempt_at, d.next_attempt_at, COALESCE(d.last_status_code, 0), d.last_error, d.delivered_at,
 			ev.type, ev.data, COALESCE(e.url, w.url, ''), COALESCE(e.secret_enc, w.secret_enc, '')
@@ -326,7 +331,7 @@ type Attempt struct {
 // RecordAttempt records the attempt made on claimed delivery o. It does
 // nothing if the claim was lost (the lease ran out and another worker took
 // the delivery) or the delivery was deleted with its endpoint meanwhile.
-func (s *Store) RecordAttempt(ctx context.Context, o Outgoing, a Attempt) (Delivery, error) {
+func (s *OutboxStore) RecordAttempt(ctx context.Context, o Outgoing, a Attempt) (Delivery, error) {
 	now := ms(a.At)
 	errText := a.Err
 	if len(errText) > 500 {

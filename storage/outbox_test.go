@@ -61,26 +61,26 @@ func TestOutbox(t *testing.T) {
 			_, err = s.Webhooks.SetWebhook(ctx, org, "https://legacy.example/hook", false)
 			require.NoError(t, err)
 
-			ev, err := s.Emit(ctx, org, "call.graded", map[string]any{"call_id": 7})
+			ev, err := s.Outbox.Emit(ctx, org, "call.graded", map[string]any{"call_id": 7})
 			require.NoError(t, err)
 			require.JSONEq(t, `{"call_id":7}`, string(ev.Data))
-			ds, err := s.EventDeliveries(ctx, ev.ID)
+			ds, err := s.Outbox.EventDeliveries(ctx, ev.ID)
 			require.NoError(t, err)
 			require.Equal(t, []string{all.ID, graded.ID}, endpointIDs(ds))
 
-			ev, err = s.Emit(ctx, org, "telephony.complete", json.RawMessage(`{"call_id":8}`))
+			ev, err = s.Outbox.Emit(ctx, org, "telephony.complete", json.RawMessage(`{"call_id":8}`))
 			require.NoError(t, err)
-			ds, _ = s.EventDeliveries(ctx, ev.ID)
+			ds, _ = s.Outbox.EventDeliveries(ctx, ev.ID)
 			require.Equal(t, []string{all.ID, ""}, endpointIDs(ds), "the legacy URL gets call completions")
 			require.Equal(t, storage.LegacyAttempts, ds[1].MaxAttempts)
 			require.Equal(t, storage.EndpointAttempts, ds[0].MaxAttempts)
 
-			ev, err = s.Emit(ctx, org, "telephony.incoming", map[string]any{})
+			ev, err = s.Outbox.Emit(ctx, org, "telephony.incoming", map[string]any{})
 			require.NoError(t, err)
-			ds, _ = s.EventDeliveries(ctx, ev.ID)
+			ds, _ = s.Outbox.EventDeliveries(ctx, ev.ID)
 			require.Equal(t, []string{all.ID}, endpointIDs(ds), "incoming reaches the legacy URL only by its blocking exchange")
 
-			_, err = s.Emit(ctx, org, "call.graded", []byte(`[1]`))
+			_, err = s.Outbox.Emit(ctx, org, "call.graded", []byte(`[1]`))
 			require.Error(t, err, "data must be an object")
 		})
 
@@ -89,7 +89,7 @@ func TestOutbox(t *testing.T) {
 			_, err := s.Webhooks.CreateWebhookEndpoint(ctx, org, "all", "https://a.example/", nil)
 			require.NoError(t, err)
 			for range 60 {
-				_, err := s.Emit(ctx, org, "call.graded", map[string]any{})
+				_, err := s.Outbox.Emit(ctx, org, "call.graded", map[string]any{})
 				require.NoError(t, err)
 			}
 			now := time.Now().Add(time.Second)
@@ -99,7 +99,7 @@ func TestOutbox(t *testing.T) {
 			for range 6 {
 				wg.Go(func() {
 					for {
-						got, err := s.ClaimDeliveries(ctx, now, time.Minute, 7)
+						got, err := s.Outbox.ClaimDeliveries(ctx, now, time.Minute, 7)
 						if err != nil {
 							t.Error(err)
 							return
@@ -127,27 +127,27 @@ func TestOutbox(t *testing.T) {
 		t.Run("attempts, lease loss and failing", func(t *testing.T) {
 			s, org := billingOrg(t, db, nil, 0)
 			e, _ := s.Webhooks.CreateWebhookEndpoint(ctx, org, "one", "https://a.example/", nil)
-			ev, err := s.Emit(ctx, org, "alert.triggered", map[string]any{"n": 1})
+			ev, err := s.Outbox.Emit(ctx, org, "alert.triggered", map[string]any{"n": 1})
 			require.NoError(t, err)
-			ds, _ := s.EventDeliveries(ctx, ev.ID)
+			ds, _ := s.Outbox.EventDeliveries(ctx, ev.ID)
 			t0 := time.Now().Add(time.Second)
-			o, err := s.ClaimDelivery(ctx, ds[0].ID, t0, time.Minute)
+			o, err := s.Outbox.ClaimDelivery(ctx, ds[0].ID, t0, time.Minute)
 			require.NoError(t, err)
 			require.Equal(t, e.URL, o.URL)
 			require.Equal(t, e.Secret, o.Secret)
 			require.Equal(t, "alert.triggered", o.Type)
 			require.NotNil(t, o.FirstAttemptAt)
-			_, err = s.ClaimDelivery(ctx, ds[0].ID, t0, time.Minute)
+			_, err = s.Outbox.ClaimDelivery(ctx, ds[0].ID, t0, time.Minute)
 			require.ErrorIs(t, err, storage.ErrNotFound, "held by the first claim")
 
 			// The lease runs out; a second worker takes over; the first
 			// worker's late result is ignored.
-			o2, err := s.ClaimDelivery(ctx, ds[0].ID, t0.Add(2*time.Minute), time.Minute)
+			o2, err := s.Outbox.ClaimDelivery(ctx, ds[0].ID, t0.Add(2*time.Minute), time.Minute)
 			require.NoError(t, err)
 			require.Equal(t, o.FirstAttemptAt, o2.FirstAttemptAt, "the schedule counts from the first attempt")
-			_, err = s.RecordAttempt(ctx, o, storage.Attempt{At: t0, StatusCode: 500, NextAt: t0.Add(time.Minute)})
+			_, err = s.Outbox.RecordAttempt(ctx, o, storage.Attempt{At: t0, StatusCode: 500, NextAt: t0.Add(time.Minute)})
 			require.ErrorIs(t, err, storage.ErrNotFound)
-			d, err := s.RecordAttempt(ctx, o2, storage.Attempt{At: t0, Err: "boom", NextAt: time.Time{}})
+			d, err := s.Outbox.RecordAttempt(ctx, o2, storage.Attempt{At: t0, Err: "boom", NextAt: time.Time{}})
 			require.NoError(t, err)
 			require.Equal(t, storage.DeliveryFailed, d.Status)
 			require.Equal(t, 1, d.Attempts)
@@ -155,20 +155,20 @@ func TestOutbox(t *testing.T) {
 			require.Equal(t, storage.EndpointFailing, got.Status)
 
 			// A failing endpoint's new deliveries wait; resuming releases them.
-			ev, _ = s.Emit(ctx, org, "alert.triggered", map[string]any{"n": 2})
-			claimed, err := s.ClaimDeliveries(ctx, t0.Add(time.Hour), time.Minute, 1000)
+			ev, _ = s.Outbox.Emit(ctx, org, "alert.triggered", map[string]any{"n": 2})
+			claimed, err := s.Outbox.ClaimDeliveries(ctx, t0.Add(time.Hour), time.Minute, 1000)
 			require.NoError(t, err)
 			require.NotContains(t, eventIDs(claimed), ev.ID)
 			active := storage.EndpointActive
 			_, err = s.Webhooks.UpdateWebhookEndpoint(ctx, org, e.ID, storage.EndpointPatch{Status: &active})
 			require.NoError(t, err)
-			claimed, err = s.ClaimDeliveries(ctx, t0.Add(time.Hour), time.Minute, 1000)
+			claimed, err = s.Outbox.ClaimDeliveries(ctx, t0.Add(time.Hour), time.Minute, 1000)
 			require.NoError(t, err)
 			require.Contains(t, eventIDs(claimed), ev.ID)
 
 			// Deleting the endpoint abandons its deliveries.
 			require.NoError(t, s.Webhooks.DeleteWebhookEndpoint(ctx, org, e.ID))
-			ds, _ = s.EventDeliveries(ctx, ev.ID)
+			ds, _ = s.Outbox.EventDeliveries(ctx, ev.ID)
 			require.Empty(t, ds)
 		})
 	})

@@ -211,8 +211,8 @@ func (s *NumberStore) PhoneNumber(ctx context.Context, orgID, id int64) (PhoneNu
 }
 
 // PhoneNumberByE164 returns the number held by any organization. It is the
-// call side's routing lookup, so it stays on Store with the call queries.
-func (s *Store) PhoneNumberByE164(ctx context.Context, number string) (PhoneNumber, error) {
+// call side's routing lookup, so it lives on CallStore with the call queries.
+func (s *CallStore) PhoneNumberByE164(ctx context.Context, number string) (PhoneNumber, error) {
 	return scanNumber(s.db.QueryRowContext(ctx, numberSelect+` WHERE number = $1`, number))
 }
 

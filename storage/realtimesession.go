@@ -19,7 +19,7 @@ type RealtimeSessionToken struct {
 
 // CreateRealtimeSessionToken stores t until it is claimed or expires. A
 // second token for the same call is ErrConflict.
-func (s *Store) CreateRealtimeSessionToken(ctx context.Context, t RealtimeSessionToken) error {
+func (s *CallStore) CreateRealtimeSessionToken(ctx context.Context, t RealtimeSessionToken) error {
 	_, err := s.db.ExecContext(ctx, `INSERT INTO realtime_session_tokens (call_id, org_id, nonce_hash, grant_json, expires_at, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6)`, t.CallID, t.OrgID, t.NonceHash, string(t.Grant), t.ExpiresAt.UnixMilli(), s.nowMS())
 	return translate(err)
@@ -29,7 +29,7 @@ func (s *Store) CreateRealtimeSessionToken(ctx context.Context, t RealtimeSessio
 // hashes to nonceHash: it is deleted and returned, so exactly one claim
 // succeeds whichever replica makes it. An unknown, already claimed,
 // mismatched or expired token is ErrNotFound.
-func (s *Store) ClaimRealtimeSessionToken(ctx context.Context, callID int64, nonceHash string) (RealtimeSessionToken, error) {
+func (s *CallStore) ClaimRealtimeSessionToken(ctx context.Context, callID int64, nonceHash string) (RealtimeSessionToken, error) {
 	t := RealtimeSessionToken{CallID: callID, NonceHash: nonceHash}
 	var grant string
 	var exp int64
@@ -45,7 +45,7 @@ func (s *Store) ClaimRealtimeSessionToken(ctx context.Context, callID int64, non
 // ExpireRealtimeSessionTokens deletes every token past its expiry and
 // returns their call ids; each is returned to one caller only, which
 // closes the call.
-func (s *Store) ExpireRealtimeSessionTokens(ctx context.Context) ([]int64, error) {
+func (s *CallStore) ExpireRealtimeSessionTokens(ctx context.Context) ([]int64, error) {
 	rows, err := s.db.QueryContext(ctx, `DELETE FROM realtime_session_tokens WHERE expires_at < $1 RETURNING call_id`, s.nowMS())
 	if err != nil {
 		return nil, translate(err)

@@ -26,7 +26,7 @@ func TestRealtimeSessionTokens(t *testing.T) {
 		b, err := storage.NewStore(db, storage.StoreConfig{SecretKey: make([]byte, 32), Now: clock})
 		require.NoError(t, err)
 		call := func() int64 {
-			c, err := f.s.CreateCall(ctx, storage.Call{OrgID: f.org.ID, Direction: storage.DirectionWeb, Status: storage.CallInProgress})
+			c, err := f.s.Calls.CreateCall(ctx, storage.Call{OrgID: f.org.ID, Direction: storage.DirectionWeb, Status: storage.CallInProgress})
 			require.NoError(t, err)
 			return c.ID
 		}
@@ -35,27 +35,27 @@ func TestRealtimeSessionTokens(t *testing.T) {
 		// Created on one replica, claimed on the other, once.
 		c1 := call()
 		grant := []byte(`{"CallID":1,"Inline":true,"Agent":{"prompt":"Inline prompt"}}`)
-		require.NoError(t, a.CreateRealtimeSessionToken(ctx, storage.RealtimeSessionToken{CallID: c1, OrgID: f.org.ID, NonceHash: "n1", Grant: grant, ExpiresAt: exp}))
-		require.ErrorIs(t, a.CreateRealtimeSessionToken(ctx, storage.RealtimeSessionToken{CallID: c1, OrgID: f.org.ID, NonceHash: "n9", Grant: grant, ExpiresAt: exp}),
+		require.NoError(t, a.Calls.CreateRealtimeSessionToken(ctx, storage.RealtimeSessionToken{CallID: c1, OrgID: f.org.ID, NonceHash: "n1", Grant: grant, ExpiresAt: exp}))
+		require.ErrorIs(t, a.Calls.CreateRealtimeSessionToken(ctx, storage.RealtimeSessionToken{CallID: c1, OrgID: f.org.ID, NonceHash: "n9", Grant: grant, ExpiresAt: exp}),
 			storage.ErrConflict, "one token per call")
-		_, err = b.ClaimRealtimeSessionToken(ctx, c1, "wrong")
+		_, err = b.Calls.ClaimRealtimeSessionToken(ctx, c1, "wrong")
 		require.ErrorIs(t, err, storage.ErrNotFound)
-		got, err := b.ClaimRealtimeSessionToken(ctx, c1, "n1")
+		got, err := b.Calls.ClaimRealtimeSessionToken(ctx, c1, "n1")
 		require.NoError(t, err)
 		require.Equal(t, f.org.ID, got.OrgID)
 		require.JSONEq(t, string(grant), string(got.Grant))
 		require.Equal(t, exp.UnixMilli(), got.ExpiresAt.UnixMilli())
-		_, err = a.ClaimRealtimeSessionToken(ctx, c1, "n1")
+		_, err = a.Calls.ClaimRealtimeSessionToken(ctx, c1, "n1")
 		require.ErrorIs(t, err, storage.ErrNotFound, "claimed twice")
 
 		// Concurrent claims from both replicas: one wins.
 		c2 := call()
-		require.NoError(t, a.CreateRealtimeSessionToken(ctx, storage.RealtimeSessionToken{CallID: c2, OrgID: f.org.ID, NonceHash: "n2", Grant: grant, ExpiresAt: exp}))
+		require.NoError(t, a.Calls.CreateRealtimeSessionToken(ctx, storage.RealtimeSessionToken{CallID: c2, OrgID: f.org.ID, NonceHash: "n2", Grant: grant, ExpiresAt: exp}))
 		var wins atomic.Int32
 		var wg sync.WaitGroup
 		for _, s := range []*storage.Store{a, b, a, b} {
 			wg.Go(func() {
-				if _, err := s.ClaimRealtimeSessionToken(ctx, c2, "n2"); err == nil {
+				if _, err := s.Calls.ClaimRealtimeSessionToken(ctx, c2, "n2"); err == nil {
 					wins.Add(1)
 				} else {
 					require.ErrorIs(t, err, storage.ErrNotFound)
@@ -69,19 +69,19 @@ func TestRealtimeSessionTokens(t *testing.T) {
 		// of both replicas hand each expired call to one of them.
 		c3, c4 := call(), call()
 		for _, c := range []int64{c3, c4} {
-			require.NoError(t, a.CreateRealtimeSessionToken(ctx, storage.RealtimeSessionToken{CallID: c, OrgID: f.org.ID, NonceHash: "n", Grant: grant, ExpiresAt: exp}))
+			require.NoError(t, a.Calls.CreateRealtimeSessionToken(ctx, storage.RealtimeSessionToken{CallID: c, OrgID: f.org.ID, NonceHash: "n", Grant: grant, ExpiresAt: exp}))
 		}
-		ids, err := b.ExpireRealtimeSessionTokens(ctx)
+		ids, err := b.Calls.ExpireRealtimeSessionTokens(ctx)
 		require.NoError(t, err)
 		require.Empty(t, ids, "nothing expired yet")
 		now.Add(time.Minute.Milliseconds() + 1)
-		_, err = b.ClaimRealtimeSessionToken(ctx, c3, "n")
+		_, err = b.Calls.ClaimRealtimeSessionToken(ctx, c3, "n")
 		require.ErrorIs(t, err, storage.ErrNotFound, "expired")
 		var mu sync.Mutex
 		var swept []int64
 		for _, s := range []*storage.Store{a, b} {
 			wg.Go(func() {
-				ids, err := s.ExpireRealtimeSessionTokens(ctx)
+				ids, err := s.Calls.ExpireRealtimeSessionTokens(ctx)
 				require.NoError(t, err)
 				mu.Lock()
 				swept = append(swept, ids...)

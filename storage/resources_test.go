@@ -20,7 +20,7 @@ func TestResourceStores(t *testing.T) {
 
 		t.Run("concurrent event appends get unique, gap-free sequence numbers", func(t *testing.T) {
 			f := newFixture(t, db)
-			c, err := f.s.CreateCall(ctx, storage.Call{OrgID: f.org.ID, Direction: storage.DirectionWeb, Status: storage.CallInProgress})
+			c, err := f.s.Calls.CreateCall(ctx, storage.Call{OrgID: f.org.ID, Direction: storage.DirectionWeb, Status: storage.CallInProgress})
 			require.NoError(t, err)
 			const writers, each = 6, 5
 			var wg sync.WaitGroup
@@ -30,11 +30,11 @@ func TestResourceStores(t *testing.T) {
 					for i := range each {
 						// Every event is sent twice, as a redelivering stream would.
 						e := storage.CallEventRow{EventID: fmt.Sprintf("w%d-%d", w, i), Kind: "dtmf", At: time.Now(), Data: json.RawMessage(`{"digits":"1"}`)}
-						if _, err := f.s.AppendCallEvents(ctx, c.ID, []storage.CallEventRow{e, e}); err != nil {
+						if _, err := f.s.Calls.AppendCallEvents(ctx, c.ID, []storage.CallEventRow{e, e}); err != nil {
 							errs[w] = err
 							return
 						}
-						if _, err := f.s.AppendCallEvents(ctx, c.ID, []storage.CallEventRow{e}); err != nil {
+						if _, err := f.s.Calls.AppendCallEvents(ctx, c.ID, []storage.CallEventRow{e}); err != nil {
 							errs[w] = err
 							return
 						}
@@ -45,7 +45,7 @@ func TestResourceStores(t *testing.T) {
 			for _, err := range errs {
 				require.NoError(t, err)
 			}
-			evs, err := f.s.CallEvents(ctx, []int64{c.ID})
+			evs, err := f.s.Calls.CallEvents(ctx, []int64{c.ID})
 			require.NoError(t, err)
 			require.Len(t, evs, writers*each)
 			for i, e := range evs {

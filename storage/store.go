@@ -16,12 +16,11 @@ import (
 
 // Store is the SQL store of the control plane. It is safe for concurrent use.
 //
-// Each domain's tables have a store of their own, reached through Store's
-// fields (Keys, Orgs, ...), so no one type carries every query; the
-// domain packages of control declare the few methods they use and are
-// handed the field. Store's own methods are what is left: authentication,
-// agents, calls and their events, realtime session tokens and the webhook
-// outbox, which the call side reaches through control until it moves.
+// Store is a holder: each domain's tables have a store of their own,
+// reached through Store's fields (Keys, Orgs, Agents, Calls, ...), so no
+// one type carries every query; the domain packages of control declare
+// the few methods they use and are handed the field. Store's own method
+// is the shared plumbing (DB).
 type Store struct {
 	*base
 	// Keys holds API keys and personal tokens.
@@ -42,6 +41,13 @@ type Store struct {
 	Incidents *IncidentStore
 	// Knowledge holds knowledge documents, chunks and bases.
 	Knowledge *KnowledgeStore
+	// Agents holds agents and their versions.
+	Agents *AgentStore
+	// Calls holds calls, call events and grades, call billing, the
+	// inbound number lookup and realtime session tokens.
+	Calls *CallStore
+	// Outbox holds emitted webhook events and their deliveries.
+	Outbox *OutboxStore
 }
 
 // base is what every domain store shares: the database, the secret sealer
@@ -79,7 +85,8 @@ func NewStore(db *DB, cfg StoreConfig) (*Store, error) {
 		now = time.Now
 	}
 	b := &base{db: db, aead: aead, now: now}
-	return &Store{base: b, Keys: &KeyStore{b}, Orgs: &OrgStore{b}, Onboarding: &OnboardingStore{b}, PublishableKeys: &PublishableKeyStore{b}, Webhooks: &WebhookStore{b}, Billing: &BillingStore{b}, Numbers: &NumberStore{b}, Incidents: &IncidentStore{b}, Knowledge: &KnowledgeStore{b}}, nil
+	return &Store{base: b, Keys: &KeyStore{b}, Orgs: &OrgStore{b}, Onboarding: &OnboardingStore{b}, PublishableKeys: &PublishableKeyStore{b}, Webhooks: &WebhookStore{b}, Billing: &BillingStore{b}, Numbers: &NumberStore{b}, Incidents: &IncidentStore{b},
+		Agents: &AgentStore{b}, Calls: &CallStore{b}, Outbox: &OutboxStore{b}, Knowledge: &KnowledgeStore{b}}, nil
 }
 
 // DB returns the underlying database.

@@ -49,7 +49,7 @@ func (c *config) paymentConfig() payment.Config {
 // provider, the auto-reload worker, until stop is called; stop waits for
 // them (in-flight deliveries finish and are recorded).
 func background(ctx context.Context, c *config, store *storage.Store, billSweep func(context.Context, time.Duration), log *slog.Logger) (stop func(), err error) {
-	hooks, err := webhook.New(webhook.Config{AllowLoopback: c.WebhookAllowLoopback}, log.With("component", "webhooks"), store)
+	hooks, err := webhook.New(webhook.Config{AllowLoopback: c.WebhookAllowLoopback}, log.With("component", "webhooks"), store.Outbox)
 	if err != nil {
 		return nil, err
 	}

@@ -128,7 +128,7 @@ func TestServeBillingAndDelivery(t *testing.T) {
 	defer db.Close()
 	s, err := storage.NewStore(db, storage.StoreConfig{SecretKey: key})
 	require.NoError(t, err)
-	ev, err := s.Emit(context.Background(), 1, "alert.triggered", map[string]any{"rule": "test"})
+	ev, err := s.Outbox.Emit(context.Background(), 1, "alert.triggered", map[string]any{"rule": "test"})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		mu.Lock()

@@ -93,14 +93,14 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		slots = s
 	}
 	x := webhook.NewExchanger(env.store.Webhooks, c.WebhookAllowLoopback, time.Now, log)
-	rt, err := node.Connect(call.Control{Admit: calls, Record: calls, Finish: calls, Tools: x, Trunks: calls, Credentials: srv}, slots)
+	rt, err := node.Connect(call.Control{Admit: calls, Record: calls, Finish: calls, Tools: x, Trunks: calls, Credentials: srv.Realtime()}, slots)
 	if err != nil {
 		ln.Close()
 		node.Drain(context.Background())
 		srv.Close()
 		return err
 	}
-	srv.MountRealtime(rt)
+	srv.Realtime().Mount(rt)
 	srv.SetMediaStats(node.Stats.Read)
 	// The provisioning pass activates demo numbers; it stops with serve.
 	pctx, stopProvisioner := context.WithCancel(ctx)

@@ -111,7 +111,7 @@ func TestReloadAgainstStripeMock(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
 		require.Equal(t, int64(1), charger.n.Load())
-		bal, err := s.Balance(ctx, org)
+		bal, err := s.Billing.Balance(ctx, org)
 		require.NoError(t, err)
 		require.Equal(t, int64(1500-1000+2500), bal)
 
@@ -132,7 +132,7 @@ func TestReloadAgainstStripeMock(t *testing.T) {
 				PaymentID: rs[0].PaymentIntentID, AmountCents: 2500, OrgID: org, Purpose: storage.PurposeAutoReload, ReloadID: rs[0].ID})
 			require.NoError(t, err)
 		}
-		bal, _ = s.Balance(ctx, org)
+		bal, _ = s.Billing.Balance(ctx, org)
 		require.Equal(t, int64(3000), bal)
 		n, _ = r.ReloadDue(ctx)
 		require.Zero(t, n)
@@ -190,7 +190,7 @@ func TestReloadOutcomes(t *testing.T) {
 		rs, _ := s.Billing.Reloads(ctx, org)
 		require.Equal(t, storage.ReloadFailed, rs[0].Status)
 		require.Equal(t, payment.CodeAuthenticationRequired, rs[0].ErrorCode)
-		bal, _ := s.Balance(ctx, org)
+		bal, _ := s.Billing.Balance(ctx, org)
 		require.Zero(t, bal)
 	})
 
@@ -206,7 +206,7 @@ func TestReloadOutcomes(t *testing.T) {
 		require.NoError(t, err)
 		rs, _ = s.Billing.Reloads(ctx, org)
 		require.Equal(t, storage.ReloadSucceeded, rs[0].Status)
-		bal, _ := s.Balance(ctx, org)
+		bal, _ := s.Billing.Balance(ctx, org)
 		require.Equal(t, int64(500), bal)
 	})
 }

@@ -280,6 +280,6 @@ func TestBillingPaymentErrors(t *testing.T) {
 		r = a.Do("POST", "/v1/billing/setup-intent", w.OwnerK, nil)
 		require.JSONEq(t, tc.want, string(r.Body))
 	}
-	bal, _ := a.Store.Balance(context.Background(), w.Org.ID)
+	bal, _ := a.Store.Billing.Balance(context.Background(), w.Org.ID)
 	require.Zero(t, bal)
 }

@@ -24,7 +24,7 @@ func BenchmarkDeliveries(b *testing.B) {
 			if _, err := s.Webhooks.CreateWebhookEndpoint(ctx, org, "bench", srv.URL, nil); err != nil {
 				b.Fatal(err)
 			}
-			w, err := webhook.New(webhook.Config{AllowLoopback: true, Concurrency: 32}, nil, s)
+			w, err := webhook.New(webhook.Config{AllowLoopback: true, Concurrency: 32}, nil, s.Outbox)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -35,7 +35,7 @@ func BenchmarkDeliveries(b *testing.B) {
 			for b.Loop() {
 				b.StopTimer()
 				for range batch {
-					if _, err := s.Emit(ctx, org, "telephony.complete", data); err != nil {
+					if _, err := s.Outbox.Emit(ctx, org, "telephony.complete", data); err != nil {
 						b.Fatal(err)
 					}
 				}

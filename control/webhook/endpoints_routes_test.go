@@ -144,7 +144,7 @@ func TestWebhookEndpointsAPI(t *testing.T) {
 			require.Equal(t, "pending", res["status"], "retried on the schedule")
 			require.Equal(t, float64(500), res["response_code"])
 			require.Equal(t, "HTTP 500", res["error"])
-			ds, err := a.Store.EventDeliveries(ctx, res["event_id"].(string))
+			ds, err := a.Store.Outbox.EventDeliveries(ctx, res["event_id"].(string))
 			require.NoError(t, err)
 			require.Equal(t, 1, ds[0].Attempts)
 
@@ -153,7 +153,7 @@ func TestWebhookEndpointsAPI(t *testing.T) {
 
 			// Deleting the endpoint abandons the pending retry.
 			require.Equal(t, 204, a.Do("DELETE", base+"/"+id, w.AdminK, nil).Status)
-			ds, _ = a.Store.EventDeliveries(ctx, res["event_id"].(string))
+			ds, _ = a.Store.Outbox.EventDeliveries(ctx, res["event_id"].(string))
 			require.Empty(t, ds)
 		})
 	})

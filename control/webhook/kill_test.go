@@ -41,7 +41,7 @@ func TestWorkerProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := webhook.New(webhook.Config{AllowLoopback: true, Poll: 50 * time.Millisecond, Timeout: 2 * time.Second, Lease: 3 * time.Second}, nil, s)
+	w, err := webhook.New(webhook.Config{AllowLoopback: true, Poll: 50 * time.Millisecond, Timeout: 2 * time.Second, Lease: 3 * time.Second}, nil, s.Outbox)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func testSIGKILL(t *testing.T, d migrations.Dialect) {
 
 	_, err = s.Webhooks.CreateWebhookEndpoint(ctx, org, "r", srv.URL, nil)
 	require.NoError(t, err)
-	ev, err := s.Emit(ctx, org, "call.graded", map[string]any{"call_id": 1})
+	ev, err := s.Outbox.Emit(ctx, org, "call.graded", map[string]any{"call_id": 1})
 	require.NoError(t, err)
 
 	start := func() (*exec.Cmd, *bytes.Buffer) {
@@ -119,7 +119,7 @@ func testSIGKILL(t *testing.T, d migrations.Dialect) {
 	require.Error(t, err)
 	require.Equal(t, syscall.SIGKILL, err.(*exec.ExitError).Sys().(syscall.WaitStatus).Signal())
 
-	ds, err := s.EventDeliveries(ctx, ev.ID)
+	ds, err := s.Outbox.EventDeliveries(ctx, ev.ID)
 	require.NoError(t, err)
 	require.Equal(t, storage.DeliveryPending, ds[0].Status, "the killed worker recorded nothing")
 	require.Zero(t, ds[0].Attempts)
@@ -130,7 +130,7 @@ func testSIGKILL(t *testing.T, d migrations.Dialect) {
 		_ = child.Wait()
 	}()
 	require.Eventually(t, func() bool {
-		ds, err := s.EventDeliveries(ctx, ev.ID)
+		ds, err := s.Outbox.EventDeliveries(ctx, ev.ID)
 		return err == nil && ds[0].Status == storage.DeliveryDelivered
 	}, 20*time.Second, 50*time.Millisecond, "the restarted worker did not deliver; its output:\n%s", out)
 	mu.Lock()

@@ -133,7 +133,7 @@ func TestDeliverySchedule(t *testing.T) {
 		clk := &fakeClock{t: time.Now().Truncate(time.Second)}
 		s := newStore(t, db, clk.Now)
 		org := newOrg(t, s)
-		w, err := webhook.New(webhook.Config{AllowLoopback: true, Now: clk.Now}, nil, s)
+		w, err := webhook.New(webhook.Config{AllowLoopback: true, Now: clk.Now}, nil, s.Outbox)
 		require.NoError(t, err)
 
 		down := newReceiver(t, always(http.StatusServiceUnavailable))
@@ -145,7 +145,7 @@ func TestDeliverySchedule(t *testing.T) {
 		down.setSecret(epDown.Secret)
 		up.setSecret(epUp.Secret)
 
-		ev, err := s.Emit(ctx, org, "call.graded", map[string]any{"call_id": 42, "score": 91})
+		ev, err := s.Outbox.Emit(ctx, org, "call.graded", map[string]any{"call_id": 42, "score": 91})
 		require.NoError(t, err)
 		t0 := clk.Now()
 
@@ -183,7 +183,7 @@ func TestDeliverySchedule(t *testing.T) {
 		require.Len(t, ureqs, 1)
 		require.Equal(t, ev.ID, ureqs[0].body["event_id"], "same event_id on every endpoint")
 
-		ds, err := s.EventDeliveries(ctx, ev.ID)
+		ds, err := s.Outbox.EventDeliveries(ctx, ev.ID)
 		require.NoError(t, err)
 		require.Equal(t, storage.DeliveryFailed, ds[0].Status)
 		require.Equal(t, 8, ds[0].Attempts)
@@ -198,7 +198,7 @@ func TestDeliverySchedule(t *testing.T) {
 		require.Equal(t, storage.EndpointActive, got.Status)
 
 		// A failing endpoint gets no traffic; its new events wait.
-		ev2, err := s.Emit(ctx, org, "alert.triggered", map[string]any{"n": 2})
+		ev2, err := s.Outbox.Emit(ctx, org, "alert.triggered", map[string]any{"n": 2})
 		require.NoError(t, err)
 		n, err = w.DeliverDue(ctx)
 		require.NoError(t, err)
@@ -216,7 +216,7 @@ func TestDeliverySchedule(t *testing.T) {
 		reqs = down.requests()
 		require.Len(t, reqs, 9)
 		require.Equal(t, ev2.ID, reqs[8].body["event_id"])
-		ds, _ = s.EventDeliveries(ctx, ev2.ID)
+		ds, _ = s.Outbox.EventDeliveries(ctx, ev2.ID)
 		require.Equal(t, storage.DeliveryDelivered, ds[0].Status)
 
 		// Disabled is the user's: the server never changes it, and nothing
@@ -224,8 +224,8 @@ func TestDeliverySchedule(t *testing.T) {
 		disabled := storage.EndpointDisabled
 		_, err = s.Webhooks.UpdateWebhookEndpoint(ctx, org, epDown.ID, storage.EndpointPatch{Status: &disabled})
 		require.NoError(t, err)
-		ev3, _ := s.Emit(ctx, org, "alert.triggered", map[string]any{"n": 3})
-		ds, _ = s.EventDeliveries(ctx, ev3.ID)
+		ev3, _ := s.Outbox.Emit(ctx, org, "alert.triggered", map[string]any{"n": 3})
+		ds, _ = s.Outbox.EventDeliveries(ctx, ev3.ID)
 		require.Empty(t, ds)
 	})
 }
@@ -238,12 +238,12 @@ func TestDeliveryEdges(t *testing.T) {
 
 	t.Run("legacy URL: one attempt, no event_id, legacy secret", func(t *testing.T) {
 		org := newOrg(t, s)
-		w, _ := webhook.New(webhook.Config{AllowLoopback: true, Now: clk.Now}, nil, s)
+		w, _ := webhook.New(webhook.Config{AllowLoopback: true, Now: clk.Now}, nil, s.Outbox)
 		rcv := newReceiver(t, always(http.StatusInternalServerError))
 		wh, err := s.Webhooks.SetWebhook(ctx, org, rcv.URL, false)
 		require.NoError(t, err)
 		rcv.setSecret(wh.Secret)
-		ev, err := s.Emit(ctx, org, "telephony.complete", map[string]any{"call_id": 1})
+		ev, err := s.Outbox.Emit(ctx, org, "telephony.complete", map[string]any{"call_id": 1})
 		require.NoError(t, err)
 		_, err = w.DeliverDue(ctx)
 		require.NoError(t, err)
@@ -255,13 +255,13 @@ func TestDeliveryEdges(t *testing.T) {
 		require.True(t, reqs[0].sigOK && reqs[0].stdSigOK)
 		require.NotContains(t, reqs[0].body, "event_id")
 		require.Equal(t, "telephony.complete", reqs[0].body["type"])
-		ds, _ := s.EventDeliveries(ctx, ev.ID)
+		ds, _ := s.Outbox.EventDeliveries(ctx, ev.ID)
 		require.Equal(t, storage.DeliveryFailed, ds[0].Status)
 	})
 
 	t.Run("redirects are not followed", func(t *testing.T) {
 		org := newOrg(t, s)
-		w, _ := webhook.New(webhook.Config{AllowLoopback: true, Now: clk.Now}, nil, s)
+		w, _ := webhook.New(webhook.Config{AllowLoopback: true, Now: clk.Now}, nil, s.Outbox)
 		target := newReceiver(t, always(200))
 		hop := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 			http.Redirect(rw, r, target.URL, http.StatusTemporaryRedirect)
@@ -269,30 +269,30 @@ func TestDeliveryEdges(t *testing.T) {
 		defer hop.Close()
 		_, err := s.Webhooks.CreateWebhookEndpoint(ctx, org, "hop", hop.URL, nil)
 		require.NoError(t, err)
-		ev, _ := s.Emit(ctx, org, "alert.triggered", map[string]any{})
+		ev, _ := s.Outbox.Emit(ctx, org, "alert.triggered", map[string]any{})
 		_, err = w.DeliverDue(ctx)
 		require.NoError(t, err)
 		require.Empty(t, target.requests())
-		ds, _ := s.EventDeliveries(ctx, ev.ID)
+		ds, _ := s.Outbox.EventDeliveries(ctx, ev.ID)
 		require.Equal(t, storage.DeliveryPending, ds[0].Status)
 		require.Equal(t, 307, ds[0].LastStatusCode)
 	})
 
 	t.Run("loopback needs the operator's switch", func(t *testing.T) {
 		org := newOrg(t, s)
-		w, _ := webhook.New(webhook.Config{Now: clk.Now}, nil, s)
+		w, _ := webhook.New(webhook.Config{Now: clk.Now}, nil, s.Outbox)
 		rcv := newReceiver(t, always(200))
 		_, err := s.Webhooks.CreateWebhookEndpoint(ctx, org, "local", rcv.URL, nil)
 		require.NoError(t, err)
-		ev, _ := s.Emit(ctx, org, "alert.triggered", map[string]any{})
+		ev, _ := s.Outbox.Emit(ctx, org, "alert.triggered", map[string]any{})
 		_, err = w.DeliverDue(ctx)
 		require.NoError(t, err)
 		require.Empty(t, rcv.requests())
-		ds, _ := s.EventDeliveries(ctx, ev.ID)
+		ds, _ := s.Outbox.EventDeliveries(ctx, ev.ID)
 		require.Equal(t, "destination address is not public", ds[0].LastError)
 
 		// "localhost" by name works once allowed.
-		w2, _ := webhook.New(webhook.Config{AllowLoopback: true, Now: clk.Now}, nil, s)
+		w2, _ := webhook.New(webhook.Config{AllowLoopback: true, Now: clk.Now}, nil, s.Outbox)
 		rcv2 := newReceiver(t, always(200))
 		e2, _ := s.Webhooks.CreateWebhookEndpoint(ctx, org, "localhost", strings.Replace(rcv2.URL, "127.0.0.1", "localhost", 1), nil)
 		rcv2.setSecret(e2.Secret)
@@ -300,7 +300,7 @@ func TestDeliveryEdges(t *testing.T) {
 		_, err = w2.DeliverDue(ctx)
 		require.NoError(t, err)
 		require.Len(t, rcv2.requests(), 0, "no event yet for the new endpoint")
-		ev2, _ := s.Emit(ctx, org, "alert.triggered", map[string]any{})
+		ev2, _ := s.Outbox.Emit(ctx, org, "alert.triggered", map[string]any{})
 		_, err = w2.DeliverDue(ctx)
 		require.NoError(t, err)
 		require.Len(t, rcv2.requests(), 1)
@@ -309,19 +309,19 @@ func TestDeliveryEdges(t *testing.T) {
 
 	t.Run("an attempt is bounded by the timeout", func(t *testing.T) {
 		org := newOrg(t, s)
-		w, _ := webhook.New(webhook.Config{AllowLoopback: true, Now: clk.Now, Timeout: 150 * time.Millisecond}, nil, s)
+		w, _ := webhook.New(webhook.Config{AllowLoopback: true, Now: clk.Now, Timeout: 150 * time.Millisecond}, nil, s.Outbox)
 		release := make(chan struct{})
 		slow := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-release }))
 		defer slow.Close()
 		defer close(release)
 		_, err := s.Webhooks.CreateWebhookEndpoint(ctx, org, "slow", slow.URL, nil)
 		require.NoError(t, err)
-		ev, _ := s.Emit(ctx, org, "alert.triggered", map[string]any{})
+		ev, _ := s.Outbox.Emit(ctx, org, "alert.triggered", map[string]any{})
 		start := time.Now()
 		_, err = w.DeliverDue(ctx)
 		require.NoError(t, err)
 		require.Less(t, time.Since(start), 5*time.Second)
-		ds, _ := s.EventDeliveries(ctx, ev.ID)
+		ds, _ := s.Outbox.EventDeliveries(ctx, ev.ID)
 		require.Equal(t, storage.DeliveryPending, ds[0].Status)
 		require.Equal(t, 1, ds[0].Attempts)
 		require.Contains(t, ds[0].LastError, "timed out")
@@ -336,12 +336,12 @@ func TestRunDeliversPromptly(t *testing.T) {
 	rcv := newReceiver(t, always(200))
 	e, _ := s.Webhooks.CreateWebhookEndpoint(ctx, org, "r", rcv.URL, nil)
 	rcv.setSecret(e.Secret)
-	w, err := webhook.New(webhook.Config{AllowLoopback: true, Poll: time.Hour}, nil, s)
+	w, err := webhook.New(webhook.Config{AllowLoopback: true, Poll: time.Hour}, nil, s.Outbox)
 	require.NoError(t, err)
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
 	for range 5 {
-		_, err := s.Emit(ctx, org, "alert.triggered", map[string]any{})
+		_, err := s.Outbox.Emit(ctx, org, "alert.triggered", map[string]any{})
 		require.NoError(t, err)
 	}
 	w.Notify() // an hour-long poll: only the notification can deliver these

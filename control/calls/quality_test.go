@@ -1,4 +1,4 @@
-package control_test
+package calls_test
 
 import (
 	"context"

@@ -1,6 +1,7 @@
-package control
+package calls
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -9,24 +10,71 @@ import (
 
 	"github.com/gofiber/fiber/v3"
 
+	"github.com/voiced/voiced/control/api"
+	"github.com/voiced/voiced/control/numbers"
 	"github.com/voiced/voiced/storage"
 )
 
-func (s *Server) registerCallRoutes() {
-	const filters = " (filters: status, direction, agent_id, number, started_after, started_before, is_simulation)"
-	s.add(route{method: "GET", path: "/v1/calls", summary: "List calls, newest first; envelope {results, total, limit, offset}" + filters, tag: "calls", auth: authOrg, resSchema: "CallList", errors: []int{400}, handler: s.listCalls})
-	s.add(route{method: "GET", path: "/v1/calls/export", summary: "Export up to 1000 calls with transcripts as CSV (default) or JSON (format=json)" + filters, tag: "calls", auth: authOrg, errors: []int{400}, handler: s.exportCalls})
-	s.add(route{method: "GET", path: "/v1/calls/:call_id", summary: "Get a call", tag: "calls", auth: authOrg, resSchema: "Call", errors: []int{404}, handler: s.getCall})
-	s.add(route{method: "GET", path: "/v1/calls/:call_id/transcript", summary: "Transcript turns; start_ms/end_ms are relative to recording_started_at (else start_time)", tag: "calls", auth: authOrg, resSchema: "Transcript", errors: []int{404}, handler: s.callTranscript})
-	s.add(route{method: "GET", path: "/v1/calls/:call_id/history", summary: "Structured history: messages, tool calls and results, DTMF, transfers", tag: "calls", auth: authOrg, resSchema: "CallHistory", errors: []int{404}, handler: s.callHistory})
-	s.add(route{method: "GET", path: "/v1/calls/:call_id/audio", summary: "A signed, expiring URL of the call's recording", tag: "calls", auth: authOrg, resSchema: "AudioURL", errors: []int{404}, handler: s.callAudio})
-	s.add(route{method: "GET", path: "/v1/calls/:call_id/recording", summary: "The recording itself, by signed URL (expires, sig); 401 when expired or tampered", tag: "calls", resStatus: 200, errors: []int{401, 404}, raw: s.serveRecording})
-	s.add(route{method: "GET", path: "/v1/calls/:call_id/grade", summary: "The call's latest AI grade", tag: "calls", auth: authOrg, resSchema: "CallGrade", errors: []int{404}, handler: s.callGrade})
-	s.add(route{method: "POST", path: "/v1/call", summary: "Place an outbound call from an active VoIP number; 402 at zero balance, 503 without telephony", tag: "calls", auth: authOrg, reqSchema: "OutboundCallInput", resSchema: "Call", resStatus: 201, errors: []int{400, 402, 404, 409, 502, 503}, handler: s.placeCall})
+// Store is what the call log routes read: calls, their events and grades.
+type Store interface {
+	Calls(ctx context.Context, f storage.CallFilter) ([]storage.Call, int64, error)
+	Call(ctx context.Context, orgID, id int64) (storage.Call, error)
+	CallEvents(ctx context.Context, callIDs []int64, kinds ...string) ([]storage.CallEventRow, error)
 }
 
-// callView is the call object of spec section 2.9.
-type callView struct {
+// Grades reads a call's latest grade.
+type Grades interface {
+	LatestCallGrade(ctx context.Context, orgID, id int64) (storage.CallGrade, error)
+}
+
+// Recordings finds a call by id alone, for signed recording links.
+type Recordings interface {
+	CallByID(ctx context.Context, id int64) (storage.Call, error)
+}
+
+// Config holds what the recording routes need. All fields are required;
+// control fills their defaults.
+type Config struct {
+	// PublicURL is the externally visible base URL of signed links.
+	PublicURL string
+	// SignKey keys the HMAC of signed recording URLs.
+	SignKey []byte
+	// AudioURLTTL is how long a signed recording URL stays valid.
+	AudioURLTTL time.Duration
+	// BlobDir is the local blob store that holds recordings.
+	BlobDir string
+}
+
+type handlers struct {
+	Store
+	grades Grades
+	recs   Recordings
+	cfg    Config
+}
+
+// Routes returns the call log routes under /v1/calls. place serves POST
+// /v1/call, which admission and the dialer own; nil leaves it out.
+func Routes(cfg Config, store Store, grades Grades, recs Recordings, place api.Handler) []api.Route {
+	h := &handlers{Store: store, grades: grades, recs: recs, cfg: cfg}
+	const filters = " (filters: status, direction, agent_id, number, started_after, started_before, is_simulation)"
+	rs := []api.Route{
+		{Method: "GET", Path: "/v1/calls", Summary: "List calls, newest first; envelope {results, total, limit, offset}" + filters, Tag: "calls", Auth: api.AuthOrg, ResSchema: "CallList", Errors: []int{400}, Handler: h.listCalls},
+		{Method: "GET", Path: "/v1/calls/export", Summary: "Export up to 1000 calls with transcripts as CSV (default) or JSON (format=json)" + filters, Tag: "calls", Auth: api.AuthOrg, Errors: []int{400}, Handler: h.exportCalls},
+		{Method: "GET", Path: "/v1/calls/:call_id", Summary: "Get a call", Tag: "calls", Auth: api.AuthOrg, ResSchema: "Call", Errors: []int{404}, Handler: h.getCall},
+		{Method: "GET", Path: "/v1/calls/:call_id/transcript", Summary: "Transcript turns; start_ms/end_ms are relative to recording_started_at (else start_time)", Tag: "calls", Auth: api.AuthOrg, ResSchema: "Transcript", Errors: []int{404}, Handler: h.callTranscript},
+		{Method: "GET", Path: "/v1/calls/:call_id/history", Summary: "Structured history: messages, tool calls and results, DTMF, transfers", Tag: "calls", Auth: api.AuthOrg, ResSchema: "CallHistory", Errors: []int{404}, Handler: h.callHistory},
+		{Method: "GET", Path: "/v1/calls/:call_id/audio", Summary: "A signed, expiring URL of the call's recording", Tag: "calls", Auth: api.AuthOrg, ResSchema: "AudioURL", Errors: []int{404}, Handler: h.callAudio},
+		{Method: "GET", Path: "/v1/calls/:call_id/recording", Summary: "The recording itself, by signed URL (expires, sig); 401 when expired or tampered", Tag: "calls", ResStatus: 200, Errors: []int{401, 404}, Raw: h.serveRecording},
+		{Method: "GET", Path: "/v1/calls/:call_id/grade", Summary: "The call's latest AI grade", Tag: "calls", Auth: api.AuthOrg, ResSchema: "CallGrade", Errors: []int{404}, Handler: h.callGrade},
+	}
+	if place != nil {
+		rs = append(rs, api.Route{Method: "POST", Path: "/v1/call", Summary: "Place an outbound call from an active VoIP number; 402 at zero balance, 503 without telephony", Tag: "calls", Auth: api.AuthOrg, ReqSchema: "OutboundCallInput", ResSchema: "Call", ResStatus: 201, Errors: []int{400, 402, 404, 409, 502, 503}, Handler: place})
+	}
+	return rs
+}
+
+// View is the call object of spec section 2.9.
+type View struct {
 	CallID              int64           `json:"call_id"`
 	AgentID             *int64          `json:"agent_id"`
 	AgentVariantID      *int64          `json:"agent_variant_id"`
@@ -64,39 +112,40 @@ type callView struct {
 	Quality json.RawMessage `json:"quality"`
 }
 
-func viewCall(c storage.Call) callView {
+// ViewOf is c as the API shows it.
+func ViewOf(c storage.Call) View {
 	start := c.StartTime
-	return callView{CallID: c.ID, AgentID: c.AgentID, AgentVariantID: c.AgentVariantID, AgentVariantLabel: c.AgentVariantLabel,
-		Direction: c.Direction, FromNumber: c.FromNumber, ToNumber: c.ToNumber, StartTime: tsPtr(&start), EndTime: tsPtr(c.EndTime),
+	return View{CallID: c.ID, AgentID: c.AgentID, AgentVariantID: c.AgentVariantID, AgentVariantLabel: c.AgentVariantLabel,
+		Direction: c.Direction, FromNumber: c.FromNumber, ToNumber: c.ToNumber, StartTime: api.TSPtr(&start), EndTime: api.TSPtr(c.EndTime),
 		DurationSeconds: c.DurationSeconds, Status: c.Status, EndReason: c.EndReason, RecordingURL: c.RecordingURL,
-		RecordingStartedAt: tsPtr(c.RecordingStartedAt), IsSimulation: c.IsSimulation, IsTestCall: c.IsSimulation,
+		RecordingStartedAt: api.TSPtr(c.RecordingStartedAt), IsSimulation: c.IsSimulation, IsTestCall: c.IsSimulation,
 		IsScenarioCall: c.IsScenarioCall, PromptSnapshot: c.PromptSnapshot, ToolSnapshot: c.ToolSnapshot,
 		WorkerExecutionName: c.WorkerExecutionName, MediaRoomName: c.MediaRoomName, MediaRoomSID: c.MediaRoomSID,
 		Product: c.Product, Voice: c.Voice, BillableMinutes: c.BillableMinutes, BillingTotalCents: c.BillingTotalCents,
-		BilledAt: tsPtr(c.BilledAt), GradeScore: c.GradeScore, GradeStatus: c.GradeStatus, GradeUpdatedAt: tsPtr(c.GradeUpdatedAt),
+		BilledAt: api.TSPtr(c.BilledAt), GradeScore: c.GradeScore, GradeStatus: c.GradeStatus, GradeUpdatedAt: api.TSPtr(c.GradeUpdatedAt),
 		CallOutcome: c.CallOutcome, IssueCount: c.IssueCount, CriticalIssueCount: c.CriticalIssueCount, Quality: c.Quality}
 }
 
 // callFilter reads the list and export filters from the query string.
 func callFilter(c fiber.Ctx, orgID int64, defLimit, maxLimit int) (storage.CallFilter, error) {
-	f := fields{}
+	f := api.Fields{}
 	cf := storage.CallFilter{OrgID: orgID}
 	if v := c.Query("status"); v != "" {
 		cf.Status = v
-		if m := oneOf(v, []string{storage.CallInProgress, storage.CallCompleted, storage.CallFailed}); m != "" {
-			f.add("status", m)
+		if m := api.OneOf(v, []string{storage.CallInProgress, storage.CallCompleted, storage.CallFailed}); m != "" {
+			f.Add("status", m)
 		}
 	}
 	if v := c.Query("direction"); v != "" {
 		cf.Direction = v
-		if m := oneOf(v, []string{storage.DirectionInbound, storage.DirectionOutbound, storage.DirectionTest, storage.DirectionWeb}); m != "" {
-			f.add("direction", m)
+		if m := api.OneOf(v, []string{storage.DirectionInbound, storage.DirectionOutbound, storage.DirectionTest, storage.DirectionWeb}); m != "" {
+			f.Add("direction", m)
 		}
 	}
 	if v := c.Query("agent_id"); v != "" {
 		id, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || id <= 0 {
-			f.add("agent_id", "Must be an agent id.")
+			f.Add("agent_id", "Must be an agent id.")
 		}
 		cf.AgentID = &id
 	}
@@ -105,8 +154,8 @@ func callFilter(c fiber.Ctx, orgID int64, defLimit, maxLimit int) (storage.CallF
 		if strings.HasPrefix(v, " ") {
 			v = "+" + strings.TrimSpace(v)
 		}
-		if !validE164(v) {
-			f.add("number", "Must be an E.164 number like +14155550100 (escape + as %2B).")
+		if !numbers.ValidE164(v) {
+			f.Add("number", "Must be an E.164 number like +14155550100 (escape + as %2B).")
 		}
 		cf.Number = v
 	}
@@ -114,7 +163,7 @@ func callFilter(c fiber.Ctx, orgID int64, defLimit, maxLimit int) (storage.CallF
 		if v := c.Query(name); v != "" {
 			t, err := time.Parse(time.RFC3339Nano, v)
 			if err != nil {
-				f.add(name, "Must be an ISO 8601 timestamp like 2026-01-31T09:00:00Z.")
+				f.Add(name, "Must be an ISO 8601 timestamp like 2026-01-31T09:00:00Z.")
 				continue
 			}
 			*dst = &t
@@ -123,7 +172,7 @@ func callFilter(c fiber.Ctx, orgID int64, defLimit, maxLimit int) (storage.CallF
 	if v := c.Query("is_simulation"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			f.add("is_simulation", "Must be true or false.")
+			f.Add("is_simulation", "Must be true or false.")
 		}
 		cf.IsSimulation = &b
 	}
@@ -131,52 +180,52 @@ func callFilter(c fiber.Ctx, orgID int64, defLimit, maxLimit int) (storage.CallF
 	if v := c.Query("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > maxLimit {
-			f.add("limit", "Must be an integer from 1 to "+strconv.Itoa(maxLimit)+".")
+			f.Add("limit", "Must be an integer from 1 to "+strconv.Itoa(maxLimit)+".")
 		}
 		cf.Limit = n
 	}
 	if v := c.Query("offset"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
-			f.add("offset", "Must be an integer of 0 or more.")
+			f.Add("offset", "Must be an integer of 0 or more.")
 		}
 		cf.Offset = n
 	}
-	return cf, f.err()
+	return cf, f.Err()
 }
 
-func (s *Server) listCalls(c fiber.Ctx, p *storage.Principal) error {
+func (h *handlers) listCalls(c fiber.Ctx, p *storage.Principal) error {
 	f, err := callFilter(c, p.OrgID, 50, 500)
 	if err != nil {
 		return err
 	}
-	calls, total, err := s.store.Calls(c.Context(), f)
+	calls, total, err := h.Calls(c.Context(), f)
 	if err != nil {
 		return err
 	}
-	out := make([]callView, len(calls))
+	out := make([]View, len(calls))
 	for i, cl := range calls {
-		out[i] = viewCall(cl)
+		out[i] = ViewOf(cl)
 	}
 	return c.JSON(fiber.Map{"results": out, "total": total, "limit": f.Limit, "offset": f.Offset})
 }
 
 // orgCall loads the call named by the path in p's org.
-func (s *Server) orgCall(c fiber.Ctx, p *storage.Principal) (storage.Call, error) {
-	id, err := pathID(c, "call_id")
+func (h *handlers) orgCall(c fiber.Ctx, p *storage.Principal) (storage.Call, error) {
+	id, err := api.PathID(c, "call_id")
 	if err != nil {
 		return storage.Call{}, err
 	}
-	cl, err := s.store.Call(c.Context(), p.OrgID, id)
-	return cl, storeErr(err)
+	cl, err := h.Call(c.Context(), p.OrgID, id)
+	return cl, api.StoreErr(err)
 }
 
-func (s *Server) getCall(c fiber.Ctx, p *storage.Principal) error {
-	cl, err := s.orgCall(c, p)
+func (h *handlers) getCall(c fiber.Ctx, p *storage.Principal) error {
+	cl, err := h.orgCall(c, p)
 	if err != nil {
 		return err
 	}
-	return c.JSON(viewCall(cl))
+	return c.JSON(ViewOf(cl))
 }
 
 // turnView is one transcript turn. StartMS and EndMS are milliseconds
@@ -207,7 +256,7 @@ func turns(c storage.Call, events []storage.CallEventRow) []turnView {
 		if e.CallID != c.ID || e.Kind != EventTurn {
 			continue
 		}
-		var d eventData
+		var d EventData
 		if json.Unmarshal(e.Data, &d) != nil {
 			continue
 		}
@@ -216,16 +265,16 @@ func turns(c storage.Call, events []storage.CallEventRow) []turnView {
 	return out
 }
 
-func (s *Server) callTranscript(c fiber.Ctx, p *storage.Principal) error {
-	cl, err := s.orgCall(c, p)
+func (h *handlers) callTranscript(c fiber.Ctx, p *storage.Principal) error {
+	cl, err := h.orgCall(c, p)
 	if err != nil {
 		return err
 	}
-	events, err := s.store.CallEvents(c.Context(), []int64{cl.ID}, EventTurn)
+	events, err := h.CallEvents(c.Context(), []int64{cl.ID}, EventTurn)
 	if err != nil {
 		return err
 	}
-	return c.JSON(fiber.Map{"call_id": cl.ID, "recording_started_at": tsPtr(cl.RecordingStartedAt), "turns": turns(cl, events)})
+	return c.JSON(fiber.Map{"call_id": cl.ID, "recording_started_at": api.TSPtr(cl.RecordingStartedAt), "turns": turns(cl, events)})
 }
 
 // historyItem is one entry of a call's structured history. Type is
@@ -249,23 +298,23 @@ type historyItem struct {
 	Destination string          `json:"destination,omitempty"`
 }
 
-func (s *Server) callHistory(c fiber.Ctx, p *storage.Principal) error {
-	cl, err := s.orgCall(c, p)
+func (h *handlers) callHistory(c fiber.Ctx, p *storage.Principal) error {
+	cl, err := h.orgCall(c, p)
 	if err != nil {
 		return err
 	}
-	events, err := s.store.CallEvents(c.Context(), []int64{cl.ID})
+	events, err := h.CallEvents(c.Context(), []int64{cl.ID})
 	if err != nil {
 		return err
 	}
 	a := anchor(cl)
 	items := []historyItem{}
 	for _, e := range events {
-		var d eventData
+		var d EventData
 		if json.Unmarshal(e.Data, &d) != nil {
 			continue
 		}
-		it := historyItem{Type: e.Kind, At: ts(e.At)}
+		it := historyItem{Type: e.Kind, At: api.TS(e.At)}
 		switch e.Kind {
 		case EventTurn:
 			start, end := relMS(d.Start, a), relMS(d.End, a)
@@ -304,19 +353,19 @@ type gradeView struct {
 	GradedAt         *string         `json:"graded_at"`
 }
 
-func (s *Server) callGrade(c fiber.Ctx, p *storage.Principal) error {
-	cl, err := s.orgCall(c, p)
+func (h *handlers) callGrade(c fiber.Ctx, p *storage.Principal) error {
+	cl, err := h.orgCall(c, p)
 	if err != nil {
 		return err
 	}
-	g, err := s.store.LatestCallGrade(c.Context(), p.OrgID, cl.ID)
+	g, err := h.grades.LatestCallGrade(c.Context(), p.OrgID, cl.ID)
 	if err != nil {
-		if err = storeErr(err); err == errNotFound {
-			return apiErr(http.StatusNotFound, "This call has not been graded.")
+		if err = api.StoreErr(err); err == api.ErrNotFound {
+			return api.Err(http.StatusNotFound, "This call has not been graded.")
 		}
 		return err
 	}
 	return c.JSON(gradeView{ID: g.ID, Status: g.Status, Score: g.Score, CallOutcome: g.CallOutcome, OutcomeReasoning: g.OutcomeReasoning,
 		Summary: g.Summary, RubricBreakdown: g.RubricBreakdown, DetectedIssues: g.DetectedIssues, GraderModel: g.GraderModel,
-		GraderVersion: g.GraderVersion, GradedAt: tsPtr(g.GradedAt)})
+		GraderVersion: g.GraderVersion, GradedAt: api.TSPtr(g.GradedAt)})
 }

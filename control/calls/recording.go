@@ -1,4 +1,4 @@
-package control
+package calls
 
 import (
 	"crypto/hmac"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/gofiber/fiber/v3"
 
+	"github.com/voiced/voiced/control/api"
 	"github.com/voiced/voiced/storage"
 )
 
@@ -25,26 +26,26 @@ import (
 
 // signRecording returns the signature of call id's recording URL expiring
 // at exp (Unix seconds).
-func (s *Server) signRecording(id, exp int64) string {
-	m := hmac.New(sha256.New, s.res.signKey)
+func (h *handlers) signRecording(id, exp int64) string {
+	m := hmac.New(sha256.New, h.cfg.SignKey)
 	m.Write([]byte("recording\n" + strconv.FormatInt(id, 10) + "\n" + strconv.FormatInt(exp, 10)))
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-var errBadSignature = apiErr(http.StatusUnauthorized, "This recording link is invalid or has expired; request a new one from /v1/calls/{call_id}/audio.")
+var errBadSignature = api.Err(http.StatusUnauthorized, "This recording link is invalid or has expired; request a new one from /v1/calls/{call_id}/audio.")
 
-func (s *Server) callAudio(c fiber.Ctx, p *storage.Principal) error {
-	cl, err := s.orgCall(c, p)
+func (h *handlers) callAudio(c fiber.Ctx, p *storage.Principal) error {
+	cl, err := h.orgCall(c, p)
 	if err != nil {
 		return err
 	}
 	if cl.RecordingKey == "" {
-		return apiErr(http.StatusNotFound, "This call has no recording.")
+		return api.Err(http.StatusNotFound, "This call has no recording.")
 	}
-	exp := time.Now().Add(s.res.cfg.AudioURLTTL).Unix()
-	q := url.Values{"expires": {strconv.FormatInt(exp, 10)}, "sig": {s.signRecording(cl.ID, exp)}}
-	u := s.cfg.PublicURL + "/v1/calls/" + strconv.FormatInt(cl.ID, 10) + "/recording?" + q.Encode()
-	return c.JSON(fiber.Map{"call_id": cl.ID, "url": u, "expires_at": ts(time.Unix(exp, 0)), "content_type": contentType(cl.RecordingKey)})
+	exp := time.Now().Add(h.cfg.AudioURLTTL).Unix()
+	q := url.Values{"expires": {strconv.FormatInt(exp, 10)}, "sig": {h.signRecording(cl.ID, exp)}}
+	u := h.cfg.PublicURL + "/v1/calls/" + strconv.FormatInt(cl.ID, 10) + "/recording?" + q.Encode()
+	return c.JSON(fiber.Map{"call_id": cl.ID, "url": u, "expires_at": api.TS(time.Unix(exp, 0)), "content_type": contentType(cl.RecordingKey)})
 }
 
 func contentType(key string) string {
@@ -61,7 +62,7 @@ func contentType(key string) string {
 
 // serveRecording streams a recording to whoever holds a valid signed URL;
 // no credential is needed. Expired, tampered or unsigned links are 401.
-func (s *Server) serveRecording(c fiber.Ctx) error {
+func (h *handlers) serveRecording(c fiber.Ctx) error {
 	id, err := strconv.ParseInt(c.Params("call_id"), 10, 64)
 	if err != nil || id <= 0 {
 		return errBadSignature
@@ -70,21 +71,21 @@ func (s *Server) serveRecording(c fiber.Ctx) error {
 	if err != nil {
 		return errBadSignature
 	}
-	want := s.signRecording(id, exp)
+	want := h.signRecording(id, exp)
 	if !hmac.Equal([]byte(want), []byte(c.Query("sig"))) || time.Now().Unix() > exp {
 		return errBadSignature
 	}
-	cl, err := s.store.CallByID(c.Context(), id)
+	cl, err := h.recs.CallByID(c.Context(), id)
 	if err != nil {
-		return storeErr(err)
+		return api.StoreErr(err)
 	}
-	if cl.RecordingKey == "" || !validBlobKey(cl.RecordingKey) {
-		return apiErr(http.StatusNotFound, "This call has no recording.")
+	if cl.RecordingKey == "" || !ValidBlobKey(cl.RecordingKey) {
+		return api.Err(http.StatusNotFound, "This call has no recording.")
 	}
-	if _, err := os.Stat(filepath.Join(s.res.cfg.BlobDir, filepath.FromSlash(cl.RecordingKey))); err != nil {
-		return apiErr(http.StatusNotFound, "The recording is not available.")
+	if _, err := os.Stat(filepath.Join(h.cfg.BlobDir, filepath.FromSlash(cl.RecordingKey))); err != nil {
+		return api.Err(http.StatusNotFound, "The recording is not available.")
 	}
 	c.Set(fiber.HeaderContentType, contentType(cl.RecordingKey))
 	c.Set(fiber.HeaderCacheControl, "private, no-store")
-	return c.SendFile(cl.RecordingKey, fiber.SendFile{FS: os.DirFS(s.res.cfg.BlobDir), ByteRange: true})
+	return c.SendFile(cl.RecordingKey, fiber.SendFile{FS: os.DirFS(h.cfg.BlobDir), ByteRange: true})
 }

@@ -1,4 +1,4 @@
-package control_test
+package calls_test
 
 import (
 	"context"
@@ -190,7 +190,7 @@ func TestCalls(t *testing.T) {
 			require.Equal(t, "number_inactive", a.do("GET", fmt.Sprintf("/v1/calls/%d", adm.CallID), o.membK, nil).obj(t)["end_reason"])
 
 			require.Equal(t, 200, a.do("PATCH", np, o.ownerK, map[string]any{"status": "active", "inbound_agent_id": o.agentID}).status)
-			bal, err := a.store.Balance(ctx, o.org.ID)
+			bal, err := a.store.Billing.Balance(ctx, o.org.ID)
 			require.NoError(t, err)
 			_, err = a.store.Billing.Post(ctx, o.org.ID, storage.TxAdjustment, -bal, "drain", "")
 			require.NoError(t, err)
@@ -315,7 +315,7 @@ func TestCalls(t *testing.T) {
 			require.Contains(t, r.obj(t)["detail"], "not been graded")
 			score, outcome := int64(87), "success"
 			graded := time.Now().Truncate(time.Millisecond)
-			_, err := a.store.AddCallGrade(ctx, storage.CallGrade{CallID: cid, Status: "completed", Score: &score, CallOutcome: &outcome,
+			_, err := a.store.Calls.AddCallGrade(ctx, storage.CallGrade{CallID: cid, Status: "completed", Score: &score, CallOutcome: &outcome,
 				Summary: "Rescheduled to Thursday.", RubricBreakdown: json.RawMessage(`{"politeness":9}`), DetectedIssues: json.RawMessage(`[]`),
 				GraderModel: "echo", GraderVersion: "1", GradedAt: &graded})
 			require.NoError(t, err)

@@ -1,4 +1,4 @@
-package control
+package calls
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/gofiber/fiber/v3"
 
+	"github.com/voiced/voiced/control/api"
 	"github.com/voiced/voiced/storage"
 )
 
@@ -26,17 +27,17 @@ var exportColumns = []string{"call_id", "agent_id", "direction", "from_number", 
 // exportCalls answers GET /v1/calls/export: the calls the filters select
 // (newest first, at most 1000; offset pages further), each with its
 // transcript. X-Total-Count says how many matched in all.
-func (s *Server) exportCalls(c fiber.Ctx, p *storage.Principal) error {
+func (h *handlers) exportCalls(c fiber.Ctx, p *storage.Principal) error {
 	format := c.Query("format", "csv")
 	if format != "csv" && format != "json" {
-		return fieldErr("format", `Use "csv" or "json".`)
+		return api.FieldErr("format", `Use "csv" or "json".`)
 	}
 	f, err := callFilter(c, p.OrgID, maxExport, maxExport)
 	if err != nil {
 		return err
 	}
 	ctx := c.Context()
-	calls, total, err := s.store.Calls(ctx, f)
+	calls, total, err := h.Calls(ctx, f)
 	if err != nil {
 		return err
 	}
@@ -44,7 +45,7 @@ func (s *Server) exportCalls(c fiber.Ctx, p *storage.Principal) error {
 	for i, cl := range calls {
 		ids[i] = cl.ID
 	}
-	events, err := s.store.CallEvents(ctx, ids, EventTurn)
+	events, err := h.CallEvents(ctx, ids, EventTurn)
 	if err != nil {
 		return err
 	}
@@ -57,12 +58,12 @@ func (s *Server) exportCalls(c fiber.Ctx, p *storage.Principal) error {
 	c.Set(fiber.HeaderContentDisposition, `attachment; filename="`+name+`"`)
 	if format == "json" {
 		type exported struct {
-			callView
+			View
 			Transcript []turnView `json:"transcript"`
 		}
 		out := make([]exported, len(calls))
 		for i, cl := range calls {
-			out[i] = exported{callView: viewCall(cl), Transcript: turns(cl, byCall[cl.ID])}
+			out[i] = exported{View: ViewOf(cl), Transcript: turns(cl, byCall[cl.ID])}
 		}
 		return c.JSON(out)
 	}
@@ -74,8 +75,8 @@ func (s *Server) exportCalls(c fiber.Ctx, p *storage.Principal) error {
 		for _, t := range turns(cl, byCall[cl.ID]) {
 			lines = append(lines, t.Role+": "+t.Text)
 		}
-		v := viewCall(cl)
-		var q CallQuality
+		v := ViewOf(cl)
+		var q storedQuality
 		if cl.Quality != nil {
 			_ = json.Unmarshal(cl.Quality, &q)
 		}
@@ -118,4 +119,15 @@ func optFloat(v *float64) string {
 		return ""
 	}
 	return strconv.FormatFloat(*v, 'f', -1, 64)
+}
+
+// storedQuality is the part of a call's stored quality object (the
+// CallQuality the call reported at its end) that the export shows.
+type storedQuality struct {
+	LossPercent       *float64 `json:"loss_percent"`
+	JitterMS          *float64 `json:"jitter_ms"`
+	MOS               *float64 `json:"mos"`
+	ResponseLatencyMS *struct {
+		P95 int64 `json:"p95"`
+	} `json:"response_latency_ms"`
 }
