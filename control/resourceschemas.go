@@ -17,6 +17,7 @@ func allSchemas() map[string]any {
 	maps.Copy(out, browserSchemas)
 	maps.Copy(out, realtimeSchemas)
 	maps.Copy(out, monitoringSchemas)
+	maps.Copy(out, mcpSchemas)
 	return out
 }
 

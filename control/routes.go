@@ -12,6 +12,7 @@ import (
 	"github.com/voiced/voiced/control/api"
 	"github.com/voiced/voiced/control/billing"
 	"github.com/voiced/voiced/control/keys"
+	"github.com/voiced/voiced/control/mcp"
 	"github.com/voiced/voiced/control/onboarding"
 	"github.com/voiced/voiced/control/orgs"
 	"github.com/voiced/voiced/control/payment"
@@ -122,6 +123,9 @@ func (s *Server) registerRoutes() {
 	ex := webhook.NewExchanger(widget.HookStore{Legacy: st.Webhooks}, s.cfg.Webhooks.AllowLoopback, nil, s.log)
 	s.mount(widget.Routes(s.log, st.PublishableKeys, s.limiter, ex, widgetCalls{s}))
 	s.registerMicSessionRoutes()
+
+	tools := mcpTools{s}
+	s.mount(mcp.NewServer(s.cfg.Version, s.log, tools, tools, tools).Routes())
 }
 
 // paymentProvider is the configured payment provider, or nil: without one
