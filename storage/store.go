@@ -40,6 +40,8 @@ type Store struct {
 	Numbers *NumberStore
 	// Incidents holds the platform's monitoring incidents.
 	Incidents *IncidentStore
+	// MCPServers holds the MCP servers agents use as tools.
+	MCPServers *MCPServerStore
 }
 
 // base is what every domain store shares: the database, the secret sealer
@@ -77,7 +79,7 @@ func NewStore(db *DB, cfg StoreConfig) (*Store, error) {
 		now = time.Now
 	}
 	b := &base{db: db, aead: aead, now: now}
-	return &Store{base: b, Keys: &KeyStore{b}, Orgs: &OrgStore{b}, Onboarding: &OnboardingStore{b}, PublishableKeys: &PublishableKeyStore{b}, Webhooks: &WebhookStore{b}, Billing: &BillingStore{b}, Numbers: &NumberStore{b}, Incidents: &IncidentStore{b}}, nil
+	return &Store{base: b, Keys: &KeyStore{b}, Orgs: &OrgStore{b}, Onboarding: &OnboardingStore{b}, PublishableKeys: &PublishableKeyStore{b}, Webhooks: &WebhookStore{b}, Billing: &BillingStore{b}, Numbers: &NumberStore{b}, Incidents: &IncidentStore{b}, MCPServers: &MCPServerStore{b}}, nil
 }
 
 // DB returns the underlying database.
