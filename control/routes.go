@@ -126,6 +126,7 @@ func (s *Server) registerRoutes() {
 
 	tools := mcpTools{s}
 	s.mount(mcp.NewServer(s.cfg.Version, s.log, tools, tools, tools).Routes())
+	s.mount(mcp.ServerRoutes(st.MCPServers, mcp.NewConnector(mcp.ConnectorConfig{AllowLoopback: s.cfg.Webhooks.AllowLoopback})))
 }
 
 // paymentProvider is the configured payment provider, or nil: without one

@@ -71,7 +71,8 @@ func (s *MCPServerStore) sealHeaders(h []MCPHeader) (string, error) {
 	return s.seal(string(b))
 }
 
-// CreateMCPServer stores m (ID, timestamps are set here) and returns it.
+// CreateMCPServer stores m and returns it; the ID is m's when set (the
+// cached tools name it) or a new UUID, and timestamps are set here.
 // A display name already used in the org, in any case, is ErrConflict.
 func (s *MCPServerStore) CreateMCPServer(ctx context.Context, m MCPServer) (MCPServer, error) {
 	sealed, err := s.sealHeaders(m.Headers)
@@ -81,7 +82,9 @@ func (s *MCPServerStore) CreateMCPServer(ctx context.Context, m MCPServer) (MCPS
 	if len(m.CachedTools) == 0 {
 		m.CachedTools = json.RawMessage("[]")
 	}
-	m.ID = NewUUID()
+	if m.ID == "" {
+		m.ID = NewUUID()
+	}
 	m.CreatedAt = fromMS(s.nowMS())
 	m.UpdatedAt = m.CreatedAt
 	var synced sql.NullInt64
