@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -109,9 +110,16 @@ func (s *Server) serve(c fiber.Ctx, p *storage.Principal) error {
 
 // rewritePlain400 turns the SDK's plain-text 400s into JSON-RPC errors:
 // -32601 for a method it does not handle, -32600 for anything else, with
-// the request's id when it has one.
+// the request's id when it has one; and its 404 for an unknown method
+// (protocol 2026-07-28) into a 400.
 func rewritePlain400(c fiber.Ctx) {
 	res := c.Response()
+	if res.StatusCode() == http.StatusNotFound && bytes.Contains(res.Body(), []byte(`"code":-32601`)) {
+		// From protocol 2026-07-28 the SDK answers an unknown method
+		// with 404; the spec says 400 whatever the version.
+		res.SetStatusCode(http.StatusBadRequest)
+		return
+	}
 	if res.StatusCode() != http.StatusBadRequest || !strings.HasPrefix(string(res.Header.ContentType()), "text/plain") {
 		return
 	}

@@ -91,30 +91,39 @@ func TestMCPServer(t *testing.T) {
 			}
 		})
 
-		t.Run("unknown method", func(t *testing.T) {
-			req, _ := http.NewRequest("POST", srv.URL+"/v1/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"bogus/thing","params":{}}`))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Accept", "application/json, text/event-stream")
-			req.Header.Set("Authorization", w.MembK)
-			res, err := http.DefaultClient.Do(req)
-			require.NoError(t, err)
-			defer res.Body.Close()
-			b, _ := io.ReadAll(res.Body)
-			require.Equal(t, 400, res.StatusCode, string(b))
-			require.Equal(t, "application/json", res.Header.Get("Content-Type"))
-			var m struct {
-				JSONRPC string `json:"jsonrpc"`
-				ID      int    `json:"id"`
-				Error   struct {
-					Code    int    `json:"code"`
-					Message string `json:"message"`
-				} `json:"error"`
-			}
-			require.NoError(t, json.Unmarshal(b, &m), string(b))
-			require.Equal(t, "2.0", m.JSONRPC)
-			require.Equal(t, 7, m.ID)
-			require.Equal(t, -32601, m.Error.Code)
-		})
+		for _, version := range []string{"", "2025-06-18", "2026-07-28"} {
+			t.Run("unknown method "+version, func(t *testing.T) {
+				params := `{}`
+				if version == "2026-07-28" {
+					params = `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}`
+				}
+				req, _ := http.NewRequest("POST", srv.URL+"/v1/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"bogus/thing","params":`+params+`}`))
+				if version != "" {
+					req.Header.Set("MCP-Protocol-Version", version)
+				}
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Accept", "application/json, text/event-stream")
+				req.Header.Set("Authorization", w.MembK)
+				res, err := http.DefaultClient.Do(req)
+				require.NoError(t, err)
+				defer res.Body.Close()
+				b, _ := io.ReadAll(res.Body)
+				require.Equal(t, 400, res.StatusCode, string(b))
+				require.Equal(t, "application/json", res.Header.Get("Content-Type"))
+				var m struct {
+					JSONRPC string `json:"jsonrpc"`
+					ID      int    `json:"id"`
+					Error   struct {
+						Code    int    `json:"code"`
+						Message string `json:"message"`
+					} `json:"error"`
+				}
+				require.NoError(t, json.Unmarshal(b, &m), string(b))
+				require.Equal(t, "2.0", m.JSONRPC)
+				require.Equal(t, 7, m.ID)
+				require.Equal(t, -32601, m.Error.Code)
+			})
+		}
 
 		cs, err := connect(t, srv.URL, w.MembK)
 		require.NoError(t, err)

@@ -1,7 +1,10 @@
 package mcp_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -25,7 +28,7 @@ type toolServer struct {
 	URL    string
 	auth   atomic.Value
 	down   atomic.Bool
-	tools  atomic.Int32
+	inits  atomic.Int32
 	server *sdk.Server
 }
 
@@ -38,6 +41,9 @@ func newToolServer(t *testing.T) *toolServer {
 	sdk.AddTool(ts.server, &sdk.Tool{Name: "echo", Description: "Echo the text."}, func(_ context.Context, _ *sdk.CallToolRequest, in echoArgs) (*sdk.CallToolResult, any, error) {
 		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "echo: " + in.Text}}}, nil, nil
 	})
+	sdk.AddTool(ts.server, &sdk.Tool{Name: "boom", Description: "Always fails."}, func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
+		return nil, nil, errors.New("the CRM is in maintenance")
+	})
 	sdk.AddTool(ts.server, &sdk.Tool{Name: "look.up customer!", Description: "Odd name."}, func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
 		return &sdk.CallToolResult{}, nil, nil
 	})
@@ -48,6 +54,13 @@ func newToolServer(t *testing.T) *toolServer {
 			return
 		}
 		ts.auth.Store(r.Header.Get("Authorization"))
+		b, _ := io.ReadAll(r.Body)
+		// A session starts with initialize, or server/discover from
+		// protocol 2026-07-28 on.
+		if bytes.Contains(b, []byte(`"method":"initialize"`)) || bytes.Contains(b, []byte(`"method":"server/discover"`)) {
+			ts.inits.Add(1)
+		}
+		r.Body = io.NopCloser(bytes.NewReader(b))
 		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
@@ -84,7 +97,7 @@ func TestMCPServersAPI(t *testing.T) {
 			require.Equal(t, []any{map[string]any{"key": "Authorization"}}, m["headers"])
 			require.NotContains(t, string(r.Body), "tool-secret")
 			tools := m["cached_tools"].([]any)
-			require.Len(t, tools, 2)
+			require.Len(t, tools, 3)
 			byTool := map[string]map[string]any{}
 			for _, tl := range tools {
 				tm := tl.(map[string]any)
@@ -191,7 +204,7 @@ func TestMCPServersAPI(t *testing.T) {
 			require.Equal(t, 403, a.Do("POST", "/v1/mcp-servers/"+id+"/sync-tools", w.MembK, nil).Status)
 			r = a.Do("POST", "/v1/mcp-servers/"+id+"/sync-tools", w.AdminK, nil)
 			require.Equal(t, 200, r.Status, string(r.Body))
-			require.Len(t, r.Obj(t)["cached_tools"], 2)
+			require.Len(t, r.Obj(t)["cached_tools"], 3)
 
 			require.Equal(t, 404, a.Do("GET", "/v1/mcp-servers/not-a-uuid", w.AdminK, nil).Status)
 			require.Equal(t, 404, a.Do("GET", "/v1/mcp-servers/"+storage.NewUUID(), w.AdminK, nil).Status)
