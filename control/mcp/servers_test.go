@@ -36,7 +36,7 @@ type echoArgs struct {
 	Text string `json:"text" jsonschema:"what to echo"`
 }
 
-func newToolServer(t *testing.T) *toolServer {
+func newToolServer(t testing.TB) *toolServer {
 	ts := &toolServer{server: sdk.NewServer(&sdk.Implementation{Name: "tools", Version: "1"}, nil)}
 	sdk.AddTool(ts.server, &sdk.Tool{Name: "echo", Description: "Echo the text."}, func(_ context.Context, _ *sdk.CallToolRequest, in echoArgs) (*sdk.CallToolResult, any, error) {
 		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "echo: " + in.Text}}}, nil, nil
