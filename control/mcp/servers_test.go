@@ -171,6 +171,17 @@ func TestMCPServersAPI(t *testing.T) {
 			require.Empty(t, b.Do("GET", "/v1/mcp-servers", w.AdminK, nil).List(t))
 		})
 
+		t.Run("agent mcp_server_ids", func(t *testing.T) {
+			w := a.World()
+			r := a.Do("POST", "/v1/agents", w.OwnerK, map[string]any{"name": "A", "mcp_server_ids": []string{"nope"}})
+			require.Equal(t, 400, r.Status)
+			require.Contains(t, r.Obj(t), "mcp_server_ids")
+			id := storage.NewUUID()
+			ag := a.Agent(w.OwnerK, "B", map[string]any{"mcp_server_ids": []string{strings.ToUpper(id), id}})
+			require.Equal(t, []any{id}, ag["mcp_server_ids"], "lowercased, duplicates dropped")
+			require.Equal(t, []any{}, a.Agent(w.OwnerK, "C", nil)["mcp_server_ids"])
+		})
+
 		t.Run("patch, sync, delete", func(t *testing.T) {
 			w := a.World()
 			r := a.Do("POST", "/v1/mcp-servers", w.OwnerK, body(nil))
