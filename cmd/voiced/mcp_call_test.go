@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/voiced/voiced/sip/siptest"
 )
 
 // everything runs the reference MCP server (@modelcontextprotocol/
@@ -112,40 +114,64 @@ func (m *mcpModel) seen() (results []string, asked int) {
 }
 
 // TestMCPToolMidCall: server-everything is registered as an MCP server
-// of an agent; on a realtime call the scripted model calls its echo tool
-// and the echo reaches the model's context; then the server is killed,
-// the model calls the tool again and hears an in-band error, and the
-// call goes on (the model is asked once more and answers).
+// of an agent; on a realtime call and on a SIP call (sipp) the scripted
+// model calls its echo tool and the echo reaches the model's context;
+// then the server is killed, the model calls the tool again and hears an
+// in-band error, and the call goes on (the model is asked once more and
+// answers).
 func TestMCPToolMidCall(t *testing.T) {
 	mcpNPMReady(t)
-	url, kill := everything(t)
-	m := &mcpModel{}
-	var toolName string
-	model := m.server(t, func() string { return toolName }, `{"message":"hello from voiced"}`, kill)
-	sv := startTelephonyServe(t, "--call-loopback=false", "--llm-base-url", model.URL+"/v1")
-	defer sv.stop(t)
+	for _, channel := range []string{"realtime", "sip"} {
+		t.Run(channel, func(t *testing.T) {
+			if channel == "sip" {
+				siptest.Binary(t, "sipp", "sip-tester")
+			}
+			url, kill := everything(t)
+			m := &mcpModel{}
+			var toolName string
+			model := m.server(t, func() string { return toolName }, `{"message":"hello from voiced"}`, kill)
+			sv := startTelephonyServe(t, "--call-loopback=false", "--llm-base-url", model.URL+"/v1")
+			defer sv.stop(t)
 
-	st, srv := sv.call("POST", "/v1/mcp-servers", fmt.Sprintf(`{"display_name":"Everything","url":%q}`, url))
-	require.Equal(t, 201, st, "%v", srv)
-	id := srv["id"].(string)
-	for _, tl := range srv["cached_tools"].([]any) {
-		tm := tl.(map[string]any)
-		if tm["mcp"].(map[string]any)["tool_name"] == "echo" {
-			toolName = tm["name"].(string)
-		}
+			st, srv := sv.call("POST", "/v1/mcp-servers", fmt.Sprintf(`{"display_name":"Everything","url":%q}`, url))
+			require.Equal(t, 201, st, "%v", srv)
+			id := srv["id"].(string)
+			for _, tl := range srv["cached_tools"].([]any) {
+				tm := tl.(map[string]any)
+				if tm["mcp"].(map[string]any)["tool_name"] == "echo" {
+					toolName = tm["name"].(string)
+				}
+			}
+			require.Equal(t, "mcp_"+id+"_echo", toolName)
+
+			st, ag := sv.call("POST", "/v1/agents", fmt.Sprintf(`{"name":"Echoer","voice":"espeak:en-us","prompt":"Echo things.","inbound_speak_order":"agent_first","mcp_server_ids":[%q]}`, id))
+			require.Equal(t, 201, st, "%v", ag)
+			require.Equal(t, []any{id}, ag["mcp_server_ids"])
+			done := func() bool {
+				results, asked := m.seen()
+				return len(results) == 2 && asked >= 3
+			}
+
+			switch channel {
+			case "realtime":
+				realtimeAgentCall(t, sv.base, sv.key, objID(ag), func(int64) bool { return done() })
+			case "sip":
+				st, conn := sv.call("POST", "/v1/voip-connections", `{"host":"127.0.0.1","port":5999,"allowed_inbound_addresses":["127.0.0.1"],"codecs":["PCMA"]}`)
+				require.Equal(t, 201, st, "%v", conn)
+				st, num := sv.call("POST", "/v1/phone-numbers", fmt.Sprintf(`{"source":"voip","number":"+14155550100","voip_connection_id":%d}`, objID(conn)))
+				require.Equal(t, 201, st, "%v", num)
+				st, num = sv.call("PATCH", fmt.Sprintf("/v1/phone-numbers/%d", objID(num)), fmt.Sprintf(`{"inbound_agent_id":%d}`, objID(ag)))
+				require.Equal(t, 200, st, "%v", num)
+				uac := siptest.Sipp(t, "../../sip/testdata/sipp/uac_call.xml", 30*time.Second, "-d", "6000", "-s", "+14155550100", "-m", "1", "127.0.0.1:"+strconv.Itoa(sv.sipPort))
+				uerr := uac.Wait()
+				r, n := m.seen()
+				require.True(t, done(), "the model was asked %d times and saw %q; sipp: %v", n, r, uerr)
+				require.NoError(t, uerr, "the caller stayed on the line and hung up")
+			}
+			results, _ := m.seen()
+			require.Equal(t, "Echo: hello from voiced", results[0], "the MCP tool's result reached the model")
+			require.Contains(t, results[1], `"error"`, "the dead server is an in-band error")
+			require.Contains(t, results[1], "mcp server unavailable")
+		})
 	}
-	require.Equal(t, "mcp_"+id+"_echo", toolName)
-
-	st, ag := sv.call("POST", "/v1/agents", fmt.Sprintf(`{"name":"Echoer","voice":"espeak:en-us","prompt":"Echo things.","inbound_speak_order":"agent_first","mcp_server_ids":[%q]}`, id))
-	require.Equal(t, 201, st, "%v", ag)
-	require.Equal(t, []any{id}, ag["mcp_server_ids"])
-
-	realtimeAgentCall(t, sv.base, sv.key, objID(ag), func(int64) bool {
-		results, asked := m.seen()
-		return len(results) == 2 && asked >= 3
-	})
-	results, _ := m.seen()
-	require.Equal(t, "Echo: hello from voiced", results[0], "the MCP tool's result reached the model")
-	require.Contains(t, results[1], `"error"`, "the dead server is an in-band error")
-	require.Contains(t, results[1], "mcp server unavailable")
 }
