@@ -191,6 +191,7 @@ func (bc *browserCall) run(sess *webrtc.Session) {
 	reason, st := sess.End()
 	bc.b.stats.done(bc.metrics)
 	bc.agent.Close() // finishes the recording
+	bc.b.tools.End(bc.call.CallID)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	ctl := bc.b.link.get()

@@ -115,3 +115,12 @@ func (l *Link) Recorder() Recorder {
 	}
 	return nil
 }
+
+// MCP returns the control plane's MCP catalog, nil before Set or without
+// one: the catalog of MCPTools.
+func (l *Link) MCP() MCPCatalog {
+	if c := l.get(); c != nil {
+		return c.MCP
+	}
+	return nil
+}

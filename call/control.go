@@ -63,6 +63,8 @@ type Control struct {
 	Tools       ToolExchanger
 	Trunks      TrunkLookup
 	Credentials Credentials
+	// MCP resolves agents' MCP tools (nil: none).
+	MCP MCPCatalog
 }
 
 // Slots bounds concurrent sessions per key (control.SessionSlots):

@@ -259,6 +259,7 @@ func (t *Phone) InboundTrunk(ctx context.Context, number string) (sip.InboundTru
 // Finish implements sip.CallLog: the end goes to control with the
 // recording the call's media left.
 func (t *Phone) Finish(ctx context.Context, id int64, e sip.End) error {
+	t.tools.End(id)
 	end := control.CallEnd{Status: e.Status, Reason: e.Reason, Detail: e.Detail, At: e.At}
 	if e.Code != 0 && !strings.Contains(end.Detail, strconv.Itoa(e.Code)) {
 		end.Detail = strings.TrimSpace(end.Detail + " (SIP " + strconv.Itoa(e.Code) + ")")

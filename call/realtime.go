@@ -203,6 +203,7 @@ func (r *rtCalls) Record(ctx context.Context, callID int64, id string, e agent.E
 
 func (r *rtCalls) Finish(ctx context.Context, callID int64, end realtime.CallEnd) error {
 	r.tls.Delete(callID)
+	r.chain.End(callID)
 	ce := control.CallEnd{Status: end.Status, Reason: end.Reason, Detail: end.Detail, At: end.At,
 		RecordingKey: end.RecordingKey, RecordingStartedAt: end.RecordingStartedAt}
 	if v, ok := r.lat.LoadAndDelete(callID); ok {

@@ -50,6 +50,12 @@ type Source interface {
 	Run(ctx context.Context, c *Info, tc llm.ToolCall) (string, error)
 }
 
+// Ender is a Source that keeps state per call (sessions to open
+// servers): EndCall frees it when the call ends.
+type Ender interface {
+	EndCall(callID int64)
+}
+
 // toolDeadline bounds one tool run; the model hears of a run that
 // overruns it as a failure and the call goes on.
 const toolDeadline = 30 * time.Second
@@ -113,6 +119,23 @@ func (t *CallTools) RunTool(ctx context.Context, tc llm.ToolCall) (string, error
 	out, err := t.run(ctx, tc)
 	t.report(ctx, tc, out, err, start)
 	return out, err
+}
+
+// Close tells the sources that keep per-call state that the call has
+// ended. Safe to call more than once.
+func (t *CallTools) Close() { t.chain.End(t.info.CallID) }
+
+// End tells the sources that keep per-call state that call callID has
+// ended.
+func (ch *Chain) End(callID int64) {
+	if ch == nil {
+		return
+	}
+	for _, s := range ch.sources {
+		if e, ok := s.(Ender); ok {
+			e.EndCall(callID)
+		}
+	}
 }
 
 // Specs are the tools offered to the model.

@@ -30,6 +30,7 @@ type AgentConfig struct {
 	Tools                     []Tool                `json:"tools"`
 	KnowledgeBaseIDs          []string              `json:"knowledge_base_ids"`
 	KnowledgeDocumentIDs      []string              `json:"knowledge_document_ids"`
+	MCPServerIDs              []string              `json:"mcp_server_ids"`
 	Placeholders              []string              `json:"placeholders"`
 	Telephony                 Telephony             `json:"telephony"`
 	Voicemail                 Voicemail             `json:"voicemail"`
@@ -96,6 +97,7 @@ func (r *resources) defaultAgentConfig() AgentConfig {
 		Tools:                     []Tool{},
 		KnowledgeBaseIDs:          []string{},
 		KnowledgeDocumentIDs:      []string{},
+		MCPServerIDs:              []string{},
 		Placeholders:              []string{},
 		Telephony:                 Telephony{NoiseReduction: "far_field", EchoCancellation: true, EndpointingMS: 600, Interruptible: true},
 		Voicemail:                 Voicemail{Action: "hangup"},

@@ -105,6 +105,7 @@ func (r *resources) validateConfig(c *AgentConfig, f fields, prefix string) {
 	r.validateTools(c, add)
 	c.KnowledgeBaseIDs = validateIDs(c.KnowledgeBaseIDs, "knowledge_base_ids", add)
 	c.KnowledgeDocumentIDs = validateIDs(c.KnowledgeDocumentIDs, "knowledge_document_ids", add)
+	c.MCPServerIDs = validateIDs(c.MCPServerIDs, "mcp_server_ids", add)
 	if len(c.Placeholders) > 20 {
 		add("placeholders", "Ensure this list has no more than 20 phrases.")
 	}

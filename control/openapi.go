@@ -116,6 +116,9 @@ func (s *Server) openapi() map[string]any {
 		for _, code := range errs {
 			sc := ref("Detail")
 			switch {
+			case code == 400 && r.resSchema == "JSONRPCResponse":
+				// /v1/mcp: protocol errors are JSON-RPC error bodies.
+				sc = ref("JSONRPCResponse")
 			case code == 400:
 				sc = map[string]any{"oneOf": []any{ref("Detail"), ref("FieldErrors")}}
 			case r.paymentErrors && (code == 402 || code == 422 || code == 502 || code == 503):

@@ -61,6 +61,17 @@ func (s *Server) placeCall(c fiber.Ctx, p *storage.Principal) error {
 	if err := decode(c, &in); err != nil {
 		return err
 	}
+	call, err := s.dialOutbound(c.Context(), p.OrgID, in)
+	if err != nil {
+		return err
+	}
+	return c.Status(http.StatusCreated).JSON(calls.ViewOf(call))
+}
+
+// dialOutbound validates in, checks the guards of an outbound call
+// (telephony, agent, number, balance), records the call and hands it to
+// the dialer. POST /v1/call and the MCP place_call tool both use it.
+func (s *Server) dialOutbound(ctx context.Context, orgID int64, in outboundInput) (storage.Call, error) {
 	f := fields{}
 	if in.AgentID == nil || *in.AgentID <= 0 {
 		f.add("agent_id", "This field is required.")
@@ -81,60 +92,59 @@ func (s *Server) placeCall(c fiber.Ctx, p *storage.Principal) error {
 		}
 	}
 	if err := f.err(); err != nil {
-		return err
+		return storage.Call{}, err
 	}
 	if s.res.dialer == nil {
-		return apiErr(http.StatusServiceUnavailable, "Outbound calling is not available: this server runs without its telephony front door.")
+		return storage.Call{}, apiErr(http.StatusServiceUnavailable, "Outbound calling is not available: this server runs without its telephony front door.")
 	}
-	ctx := c.Context()
 	st := s.store
-	a, err := st.Agents.Agent(ctx, p.OrgID, *in.AgentID)
+	a, err := st.Agents.Agent(ctx, orgID, *in.AgentID)
 	if errors.Is(err, storage.ErrNotFound) {
-		return apiErr(http.StatusNotFound, "Agent not found.")
+		return storage.Call{}, apiErr(http.StatusNotFound, "Agent not found.")
 	}
 	if err != nil {
-		return err
+		return storage.Call{}, err
 	}
 	n, err := st.Calls.PhoneNumberByE164(ctx, from)
-	if errors.Is(err, storage.ErrNotFound) || (err == nil && n.OrgID != p.OrgID) {
-		return fieldErr("from_number", "This number is not one of your organization's numbers.")
+	if errors.Is(err, storage.ErrNotFound) || (err == nil && n.OrgID != orgID) {
+		return storage.Call{}, fieldErr("from_number", "This number is not one of your organization's numbers.")
 	}
 	if err != nil {
-		return err
+		return storage.Call{}, err
 	}
 	if n.Source != storage.SourceVoIP || n.VoIPConnectionID == nil {
-		return fieldErr("from_number", "Demo numbers are inbound only; place calls from a VoIP number.")
+		return storage.Call{}, fieldErr("from_number", "Demo numbers are inbound only; place calls from a VoIP number.")
 	}
 	if n.Status != storage.NumberActive {
-		return apiErr(http.StatusConflict, "The number "+from+" is "+n.Status+"; only active numbers place calls.")
+		return storage.Call{}, apiErr(http.StatusConflict, "The number "+from+" is "+n.Status+"; only active numbers place calls.")
 	}
-	bal, err := st.Billing.Balance(ctx, p.OrgID)
+	bal, err := st.Billing.Balance(ctx, orgID)
 	if err != nil {
-		return err
+		return storage.Call{}, err
 	}
 	if bal <= 0 {
-		return apiErr(http.StatusPaymentRequired, "Insufficient balance: add credit to place calls.")
+		return storage.Call{}, apiErr(http.StatusPaymentRequired, "Insufficient balance: add credit to place calls.")
 	}
-	conn, err := st.Numbers.VoIPConnection(ctx, p.OrgID, *n.VoIPConnectionID)
+	conn, err := st.Numbers.VoIPConnection(ctx, orgID, *n.VoIPConnectionID)
 	if err != nil {
-		return err
+		return storage.Call{}, err
 	}
 	cfg, err := s.res.decodeConfig(a.Config)
 	if err != nil {
-		return err
+		return storage.Call{}, err
 	}
 	maxDur := MaxCallDuration(bal, s.res.product(&cfg.Product))
 	if maxDur == 0 {
-		return apiErr(http.StatusPaymentRequired, "Insufficient balance: it does not cover the 0.25-minute minimum at this agent's price.")
+		return storage.Call{}, apiErr(http.StatusPaymentRequired, "Insufficient balance: it does not cover the 0.25-minute minimum at this agent's price.")
 	}
-	call := storage.Call{OrgID: p.OrgID, AgentID: &a.ID, PhoneNumberID: &n.ID, Direction: storage.DirectionOutbound,
+	call := storage.Call{OrgID: orgID, AgentID: &a.ID, PhoneNumberID: &n.ID, Direction: storage.DirectionOutbound,
 		FromNumber: from, ToNumber: to, Status: storage.CallInProgress}
 	snapshotConfig(&call, cfg)
 	call, err = st.Calls.CreateCall(ctx, call)
 	if err != nil {
-		return err
+		return storage.Call{}, err
 	}
-	err = s.res.dialer.Dial(ctx, OutboundCall{CallID: call.ID, OrgID: p.OrgID, AgentID: a.ID, From: from, To: to, Agent: cfg,
+	err = s.res.dialer.Dial(ctx, OutboundCall{CallID: call.ID, OrgID: orgID, AgentID: a.ID, From: from, To: to, Agent: cfg,
 		Trunk: Trunk{Host: conn.Host, Port: conn.Port, Transport: conn.Transport, Username: conn.Username, Password: conn.Password,
 			OutboundProxy: conn.OutboundProxy, Codecs: conn.Codecs}, MaxDuration: maxDur})
 	if err != nil {
@@ -143,12 +153,10 @@ func (s *Server) placeCall(c fiber.Ctx, p *storage.Principal) error {
 		}
 		ferr := s.CallLog().Finish(context.WithoutCancel(ctx), call.ID, CallEnd{Status: storage.CallFailed, Reason: "dial_failed", Detail: err.Error(), At: time.Now()})
 		if ferr != nil {
-			return ferr
+			return storage.Call{}, ferr
 		}
-		return apiErr(http.StatusBadGateway, "The call could not be placed: the trunk refused it or did not answer.")
+		return storage.Call{}, apiErr(http.StatusBadGateway, "The call could not be placed: the trunk refused it or did not answer.")
 	}
-	if call, err = st.Calls.Call(ctx, p.OrgID, call.ID); err != nil {
-		return err
-	}
-	return c.Status(http.StatusCreated).JSON(calls.ViewOf(call))
+	call, err = st.Calls.Call(ctx, orgID, call.ID)
+	return call, err
 }

@@ -19,6 +19,7 @@ func allSchemas() map[string]any {
 	maps.Copy(out, realtimeSchemas)
 	maps.Copy(out, monitoringSchemas)
 	maps.Copy(out, knowledge.Schemas())
+	maps.Copy(out, mcpSchemas)
 	return out
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/voiced/voiced/control/billing"
 	"github.com/voiced/voiced/control/calls"
 	"github.com/voiced/voiced/control/keys"
+	"github.com/voiced/voiced/control/mcp"
 	"github.com/voiced/voiced/control/onboarding"
 	"github.com/voiced/voiced/control/orgs"
 	"github.com/voiced/voiced/control/payment"
@@ -156,6 +157,10 @@ func (s *Server) registerRoutes() {
 	s.mount(widget.Routes(s.log, st.PublishableKeys, s.limiter, ex, widgetCalls{s}))
 	(&micSessions{s}).register()
 	s.mount(s.knowledge.Routes())
+
+	tools := mcpTools{s}
+	s.mount(mcp.NewServer(s.cfg.Version, s.log, tools, tools, tools).Routes())
+	s.mount(mcp.ServerRoutes(st.MCPServers, mcp.NewConnector(mcp.ConnectorConfig{AllowLoopback: s.cfg.Webhooks.AllowLoopback})))
 }
 
 // paymentProvider is the configured payment provider, or nil: without one

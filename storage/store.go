@@ -48,6 +48,8 @@ type Store struct {
 	Calls *CallStore
 	// Outbox holds emitted webhook events and their deliveries.
 	Outbox *OutboxStore
+	// MCPServers holds the MCP servers agents use as tools.
+	MCPServers *MCPServerStore
 }
 
 // base is what every domain store shares: the database, the secret sealer
@@ -86,7 +88,7 @@ func NewStore(db *DB, cfg StoreConfig) (*Store, error) {
 	}
 	b := &base{db: db, aead: aead, now: now}
 	return &Store{base: b, Keys: &KeyStore{b}, Orgs: &OrgStore{b}, Onboarding: &OnboardingStore{b}, PublishableKeys: &PublishableKeyStore{b}, Webhooks: &WebhookStore{b}, Billing: &BillingStore{b}, Numbers: &NumberStore{b}, Incidents: &IncidentStore{b},
-		Agents: &AgentStore{b}, Calls: &CallStore{b}, Outbox: &OutboxStore{b}, Knowledge: &KnowledgeStore{b}}, nil
+		Agents: &AgentStore{b}, Calls: &CallStore{b}, Outbox: &OutboxStore{b}, Knowledge: &KnowledgeStore{b}, MCPServers: &MCPServerStore{b}}, nil
 }
 
 // DB returns the underlying database.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/voiced/voiced/call"
 	"github.com/voiced/voiced/control"
+	"github.com/voiced/voiced/control/mcp"
 	"github.com/voiced/voiced/control/webhook"
 	"github.com/voiced/voiced/storage"
 )
@@ -93,7 +94,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		slots = s
 	}
 	x := webhook.NewExchanger(env.store.Webhooks, c.WebhookAllowLoopback, time.Now, log)
-	rt, err := node.Connect(call.Control{Admit: calls, Record: calls, Finish: calls, Tools: x, Trunks: calls, Credentials: srv.Realtime()}, slots)
+	// A mid-call tool call may take as long as the chain's tool deadline.
+	mcpTools := mcp.NewCallCatalog(env.store.MCPServers, mcp.NewConnector(mcp.ConnectorConfig{AllowLoopback: c.WebhookAllowLoopback, Timeout: 30 * time.Second}), log)
+	rt, err := node.Connect(call.Control{Admit: calls, Record: calls, Finish: calls, Tools: x, Trunks: calls, Credentials: srv.Realtime(), MCP: mcpTools}, slots)
 	if err != nil {
 		ln.Close()
 		node.Drain(context.Background())

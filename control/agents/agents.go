@@ -369,3 +369,10 @@ func (h *handlers[C]) versions(c fiber.Ctx, p *storage.Principal) error {
 func (h *handlers[C]) listProducts(c fiber.Ctx, _ *storage.Principal) error {
 	return c.JSON(h.products)
 }
+
+// View renders agent a as GET /v1/agents/{agent_id} does, for other
+// surfaces of the same API (the MCP get_agent tool).
+func View[C any](schema Schema[C], a storage.Agent) (map[string]any, error) {
+	h := handlers[C]{schema: schema}
+	return h.view(a)
+}

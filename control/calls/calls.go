@@ -274,7 +274,13 @@ func (h *handlers) callTranscript(c fiber.Ctx, p *storage.Principal) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(fiber.Map{"call_id": cl.ID, "recording_started_at": api.TSPtr(cl.RecordingStartedAt), "turns": turns(cl, events)})
+	return c.JSON(TranscriptOf(cl, events))
+}
+
+// TranscriptOf is what GET /v1/calls/{id}/transcript answers for call c
+// and its turn events (the MCP server's get_call_transcript too).
+func TranscriptOf(c storage.Call, events []storage.CallEventRow) map[string]any {
+	return map[string]any{"call_id": c.ID, "recording_started_at": api.TSPtr(c.RecordingStartedAt), "turns": turns(c, events)}
 }
 
 // historyItem is one entry of a call's structured history. Type is
