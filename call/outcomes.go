@@ -25,7 +25,9 @@ type ProviderOutcomes interface {
 
 // outcomes is where the providers' wrappers report: empty until the
 // control plane is wired (Node.RecordProviders), as the node starts first.
-type outcomes struct{ to atomic.Pointer[ProviderOutcomes] }
+type outcomes struct {
+	to atomic.Pointer[ProviderOutcomes]
+}
 
 func (o *outcomes) set(r ProviderOutcomes) { o.to.Store(&r) }
 

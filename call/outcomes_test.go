@@ -43,7 +43,9 @@ func (s *fakeStream) Close() error { return nil }
 
 type fakeSTT struct{ err error }
 
-func (f fakeSTT) Transcribe(context.Context, stt.Request) (stt.Result, error) { return stt.Result{}, f.err }
+func (f fakeSTT) Transcribe(context.Context, stt.Request) (stt.Result, error) {
+	return stt.Result{}, f.err
+}
 
 // Each provider request reports one outcome; a request its caller gave
 // up on (barge-in, hang-up) reports none, and nothing is reported before
