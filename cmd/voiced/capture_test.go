@@ -151,10 +151,10 @@ func TestCallFiguresMatchACapture(t *testing.T) {
 	require.Equal(t, float64(lost), q["packets_lost"])
 	require.Equal(t, 0.0, q["loss_percent"])
 	// Every captured packet of the caller was received, DTMF too. About
-	// one run in three the node counts one fewer: the capture shows the
-	// caller's last packet half a second before its BYE, so it is likely
-	// the first one, sent as the ACK leaves, racing the session's start
-	// (not located yet; see docs/decisions.md, call quality).
+	// one run in three the node counts one fewer: sipp's first packet,
+	// sent as its ACK leaves, can beat the node's media start, which
+	// waits for that ACK (sip/inbound.go; docs/decisions.md, call
+	// quality).
 	require.LessOrEqual(t, q["packets_received"], float64(len(in)))
 	require.GreaterOrEqual(t, q["packets_received"], float64(len(in)-1))
 
