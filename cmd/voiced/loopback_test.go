@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -25,7 +26,9 @@ import (
 // WebSocket) an agent that speaks first with no first message, and one
 // with a first message and check-ins, get a call that is answered, holds
 // past a check-in's interval, completes and is recorded; the server
-// answers /v1/healthz after each.
+// answers /v1/healthz after each. On the realtime door, where the
+// agent's settings reach the engine, the check-in that comes due is
+// refused (provider_unavailable) instead of asking the missing model.
 func TestLoopbackFrontDoors(t *testing.T) {
 	siptest.Binary(t, "sipp", "sip-tester")
 	sv := startTelephonyServe(t, "--realtime-loopback")
@@ -84,17 +87,21 @@ func TestLoopbackFrontDoors(t *testing.T) {
 		finished("webrtc, "+name, id)
 
 		// The realtime WebSocket with the saved agent, for four seconds.
-		id = realtimeLoopbackCall(t, sv.base, sv.key, agentID, 4*time.Second)
+		id, refused := realtimeLoopbackCall(t, sv.base, sv.key, agentID, 5*time.Second)
 		finished("realtime, "+name, id)
+		if strings.Contains(body, "silence_interval_seconds") {
+			require.Positive(t, refused, "the check-in came due and was refused, not sent to a model")
+		}
 	}
 }
 
 // realtimeLoopbackCall opens a realtime socket with the saved agent on a
-// loopback node, reads its events for hold and closes it; it returns the
-// call's id (from session.updated). The only error event allowed is
+// loopback node, sends silence and reads its events for hold and closes
+// it; it returns the call's id (from session.updated) and how many
+// answers were refused (provider_unavailable). The only error event allowed is
 // provider_unavailable: a loopback session refuses what would need a
 // model or a voice (an opening, a check-in).
-func realtimeLoopbackCall(t *testing.T, base, key string, agentID int64, hold time.Duration) int64 {
+func realtimeLoopbackCall(t *testing.T, base, key string, agentID int64, hold time.Duration) (id int64, refused int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), hold+10*time.Second)
 	defer cancel()
@@ -111,10 +118,17 @@ func realtimeLoopbackCall(t *testing.T, base, key string, agentID int64, hold ti
 		io.Reader
 		io.Writer
 	}{r, nc}
-	var id int64
 	var types []string
+	// The caller is on the line and silent: 100 ms of silence every
+	// 100 ms, so the session's silence check-ins come due.
+	silence := `{"type":"input_audio_buffer.append","audio":"` + base64.StdEncoding.EncodeToString(make([]byte, 2*24000/10)) + `"}`
+	next := time.Now()
 	for end := time.Now().Add(hold); time.Now().Before(end); {
-		_ = nc.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		if time.Now().After(next) {
+			require.NoError(t, wsutil.WriteClientText(nc, []byte(silence)))
+			next = next.Add(100 * time.Millisecond)
+		}
+		_ = nc.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
 		data, op, err := wsutil.ReadServerData(rw)
 		if ne, ok := err.(net.Error); ok && ne.Timeout() {
 			continue
@@ -136,6 +150,7 @@ func realtimeLoopbackCall(t *testing.T, base, key string, agentID int64, hold ti
 		types = append(types, ev.Type)
 		if ev.Type == "error" {
 			require.Equal(t, "provider_unavailable", ev.Error.Code, "%s", data)
+			refused++
 		}
 		if id == 0 && ev.Type == "session.updated" {
 			id, _ = strconv.ParseInt(ev.Session.CallID, 10, 64)
@@ -144,5 +159,5 @@ func realtimeLoopbackCall(t *testing.T, base, key string, agentID int64, hold ti
 	require.NotZero(t, id, "no session.updated: %v", types)
 	t.Logf("realtime call %d events: %v", id, types)
 	require.NoError(t, wsutil.WriteClientMessage(nc, ws.OpClose, ws.NewCloseFrameBody(ws.StatusNormalClosure, "")))
-	return id
+	return id, refused
 }
