@@ -18,7 +18,8 @@ import (
 //
 // Lifecycle: NewNode starts the phone and browser doors (the control
 // plane takes them as its dialer, trunk verifier and browser media);
-// Connect wires the control plane and starts the realtime door; Drain
+// Connect wires the control plane and starts the realtime door
+// (RecordProviders feeds its provider window); Drain
 // ends the phone and realtime calls; Close ends the browser calls and
 // frees the rest.
 type Node struct {
@@ -69,6 +70,11 @@ func NewNode(cfg Config, pc ProvidersConfig, log *slog.Logger) (*Node, error) {
 	}
 	return n, nil
 }
+
+// RecordProviders reports each request to the node's AI providers to r
+// (control.Server.ProviderErrors), so the status heartbeat sees their
+// error rates. A node in loopback on every door has no providers.
+func (n *Node) RecordProviders(r ProviderOutcomes) { n.prov.Record(r) }
 
 // Connect wires the control plane and starts the realtime door, whose
 // handler it returns (control.Realtime.Mount). slots bounds an

@@ -165,6 +165,7 @@ func (t *Phone) Start() (bool, error) {
 		engine = "agent"
 	}
 	attrs = append(attrs, "engine", engine)
+	t.stats.setSIP(srv)
 	t.log.Info("telephony listening", attrs...)
 	return true, nil
 }

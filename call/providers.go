@@ -24,6 +24,8 @@ type Providers struct {
 	STT     agent.STT
 	TTS     agent.TTS
 	closers []func()
+	// out receives each request's outcome (Record).
+	out *outcomes
 }
 
 // ProvidersConfig names the providers: values only, empty base URLs for
@@ -73,7 +75,17 @@ func NewProviders(c ProvidersConfig) (*Providers, error) {
 		}
 		p.STT = s
 	}
+	p.out = &outcomes{}
+	p.LLM, p.STT, p.TTS = recordedLLM{p.LLM, p.out}, recordedSTT{p.STT, p.out}, recordedTTS{p.TTS, p.out}
 	return p, nil
+}
+
+// Record sends each provider request's outcome to r from now on (the
+// control plane's provider window, for the status heartbeat).
+func (p *Providers) Record(r ProviderOutcomes) {
+	if p != nil && p.out != nil {
+		p.out.set(r)
+	}
 }
 
 // Close frees the offline providers' resources.

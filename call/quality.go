@@ -86,6 +86,25 @@ type Stats struct {
 	last     map[string]control.PacketCounts
 	pacer    *pace.Pacer
 	sessions map[string]func() int // front doors that count their own sessions
+	// sip is the SIP server whose drops the scrape reports (nil: no
+	// telephony).
+	sip sipCounters
+}
+
+// sipCounters are the SIP server's drop counters (sip.Server).
+type sipCounters interface {
+	Dropped() uint64
+	Unparseable() uint64
+}
+
+// setSIP names the node's SIP server, whose drops the scrape reports.
+func (s *Stats) setSIP(c sipCounters) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	s.sip = c
+	s.mu.Unlock()
 }
 
 // SetPacer names the node's pacer, whose timing the scrape reports.
@@ -151,6 +170,9 @@ func (s *Stats) Read() control.MediaStats {
 		out.Sessions[door] = n()
 	}
 	out.SendErrors = rtp.SendErrors()
+	if s.sip != nil {
+		out.SIP = &control.SIPStats{Dropped: s.sip.Dropped(), Unparseable: s.sip.Unparseable()}
+	}
 	if s.pacer != nil {
 		st := s.pacer.Stats()
 		out.Pacer = &control.PacerStats{Streams: st.Streams, Ticks: st.Ticks, Skipped: st.Skipped, LateP50: st.LateP50, LateP99: st.LateP99, LateMax: st.LateMax,

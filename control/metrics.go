@@ -56,6 +56,18 @@ type MediaStats struct {
 	// SendErrors counts RTP packets the kernel refused to send (a full
 	// socket buffer, an unreachable peer).
 	SendErrors uint64
+	// SIP is the SIP server's drop counters; nil when telephony is off.
+	SIP *SIPStats
+}
+
+// SIPStats are the SIP server's counts of messages it dropped unanswered.
+type SIPStats struct {
+	// Dropped counts messages and connections the rate, size and
+	// connection limits refused.
+	Dropped uint64
+	// Unparseable counts messages too malformed to address a response to
+	// (malformed responses, requests without a usable Via, bad ACKs).
+	Unparseable uint64
 }
 
 // PacerStats are the node pacer's counters and its ticks' lateness and
@@ -92,13 +104,15 @@ var (
 	descSessions     = prometheus.NewDesc("voiced_media_sessions", "Media sessions in progress by front door.", []string{"front_door"}, nil)
 	descPackets      = prometheus.NewDesc("voiced_media_rtp_packets_total", "RTP packets by front door and direction (in, out).", []string{"front_door", "direction"}, nil)
 	descLost         = prometheus.NewDesc("voiced_media_rtp_packets_lost_total", "RTP packets the node expected from callers and never received, by front door.", []string{"front_door"}, nil)
+	descSIPDropped   = prometheus.NewDesc("voiced_sip_messages_dropped_total",
+		"SIP messages the node dropped without an answer, by reason: rate (the rate, size and connection limits), unparseable (too malformed to address a response to).", []string{"reason"}, nil)
 )
 
 // mediaCollector turns MediaStats into series at scrape time.
 type mediaCollector struct{ read func() MediaStats }
 
 func (c mediaCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descPacerLate, descPacerCost, descPacerTicks, descPacerSkipped, descPacerStreams, descSessions, descPackets, descLost, descSendErrors} {
+	for _, d := range []*prometheus.Desc{descPacerLate, descPacerCost, descPacerTicks, descPacerSkipped, descPacerStreams, descSessions, descPackets, descLost, descSendErrors, descSIPDropped} {
 		ch <- d
 	}
 }
@@ -117,6 +131,10 @@ func (c mediaCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descPacerStreams, prometheus.GaugeValue, float64(p.Streams))
 	}
 	ch <- prometheus.MustNewConstMetric(descSendErrors, prometheus.CounterValue, float64(st.SendErrors))
+	if s := st.SIP; s != nil {
+		ch <- prometheus.MustNewConstMetric(descSIPDropped, prometheus.CounterValue, float64(s.Dropped), "rate")
+		ch <- prometheus.MustNewConstMetric(descSIPDropped, prometheus.CounterValue, float64(s.Unparseable), "unparseable")
+	}
 	for door, n := range st.Sessions {
 		ch <- prometheus.MustNewConstMetric(descSessions, prometheus.GaugeValue, float64(n), door)
 	}

@@ -105,6 +105,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	srv.Realtime().Mount(rt)
 	srv.SetMediaStats(node.Stats.Read)
+	node.RecordProviders(srv.ProviderErrors())
 	// The provisioning pass activates demo numbers; it stops with serve.
 	pctx, stopProvisioner := context.WithCancel(ctx)
 	provisioned := make(chan struct{})

@@ -161,6 +161,7 @@ type served struct {
 	call    func(method, path, body string) (int, map[string]any)
 	cancel  context.CancelFunc
 	done    chan error
+	stderr  *syncBuf // serve's log
 }
 
 func objID(m map[string]any) int64 { return int64(m["id"].(float64)) }
@@ -172,6 +173,7 @@ func startTelephonyServe(t *testing.T, extra ...string) *served {
 	sv.cancel = cancel
 	t.Cleanup(cancel)
 	var stdout, stderr syncBuf
+	sv.stderr = &stderr
 	go func() {
 		args := append([]string{"serve", "--data-dir", sv.dir, "--http-addr", "127.0.0.1:0", "--sip-addr", "127.0.0.1:" + strconv.Itoa(sv.sipPort),
 			"--rtp-ports", "41000-41999", "--webrtc-udp-addr", "127.0.0.1:0", "--call-loopback"}, extra...)
