@@ -77,4 +77,3 @@ func TestMetricsPassPromtool(t *testing.T) {
 	}
 	lintMetrics(t, body.Bytes())
 }
-

@@ -18,8 +18,8 @@ import (
 	"github.com/gofiber/fiber/v3"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/voiced/voiced/control/monitoring"
 	"github.com/voiced/voiced/control/knowledge"
+	"github.com/voiced/voiced/control/monitoring"
 	"github.com/voiced/voiced/control/numbers"
 	"github.com/voiced/voiced/control/payment"
 	"github.com/voiced/voiced/control/realtime"
