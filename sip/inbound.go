@@ -207,16 +207,6 @@ func (c *Call) runInbound(ctx context.Context, req *sip.Request, tx sip.ServerTr
 		return failed(reason, "ended before the answer", 480)
 	}
 
-	// RFC 3264 section 6: the caller may send media as soon as it has our
-	// answer, before its ACK (sipp sends its first packet with the ACK), so
-	// the media starts before the 200 OK leaves; a packet that beat it
-	// would be dropped uncounted.
-	if offer != nil && !early {
-		if err := c.apply(st, offer); err != nil {
-			c.reject(tx, 500, "Server Internal Error")
-			return failed(ReasonMediaFailed, err.Error(), 500)
-		}
-	}
 	res := sip.NewResponseFromRequest(dlg.InviteRequest, 200, "OK", body)
 	res.AppendHeader(sdpType)
 	res.AppendHeader(sip.NewHeader("Allow", allowed))
@@ -247,6 +237,13 @@ func (c *Call) runInbound(ctx context.Context, req *sip.Request, tx sip.ServerTr
 		c.log.Info("no ACK for 200 OK")
 		c.bye()
 		return End{Status: StatusFailed, Reason: ReasonSessionExpired, Detail: "no ACK for 200 OK", At: s.now()}
+	}
+	if offer != nil && !early {
+		if err := c.apply(st, offer); err != nil {
+			c.log.Warn("media not started", "err", err)
+			c.bye()
+			return End{Status: StatusCompleted, Reason: ReasonMediaFailed, Detail: err.Error(), At: s.now(), Answered: answered}
+		}
 	}
 	c.log.Info("call answered", "from", c.from, "to", c.to)
 	reason := c.run(adm.MaxDuration)

@@ -101,7 +101,7 @@ func TestCallFiguresMatchACapture(t *testing.T) {
 
 	scen := renderScenario(t, "uac_pcap.xml", map[string]any{"Pcap": pcap})
 	callLen := time.Duration(len(caller)) * time.Second / rate8
-	uac := siptest.Sipp(t, scen, 40*time.Second, "-d", strconv.Itoa(int((callLen+500*time.Millisecond)/time.Millisecond)), "-mp", strconv.Itoa(mp),
+	uac := siptest.Sipp(t, scen, 40*time.Second, "-d", strconv.Itoa(int((callLen+time.Second)/time.Millisecond)), "-mp", strconv.Itoa(mp),
 		"-s", "+14155550100", "-m", "1", "127.0.0.1:"+strconv.Itoa(sv.sipPort))
 	require.NoError(t, uac.Wait())
 	// dumpcap hands packets over in batches: a SIGINT too early loses the
@@ -150,11 +150,13 @@ func TestCallFiguresMatchACapture(t *testing.T) {
 	require.Equal(t, 0, lost, "the loopback loses nothing")
 	require.Equal(t, float64(lost), q["packets_lost"])
 	require.Equal(t, 0.0, q["loss_percent"])
-	// Every captured packet of the caller was received, DTMF too, the
-	// first one included: sipp sends it as its ACK leaves, and until the
-	// media started before the 200 OK it was dropped about one run in
-	// three.
-	require.Equal(t, float64(len(in)), q["packets_received"])
+	// Every captured packet of the caller was received, DTMF too. About
+	// one run in three the node counts one fewer: sipp's first packet,
+	// sent as its ACK leaves, can beat the node's media start, which
+	// waits for that ACK (sip/inbound.go; docs/decisions.md, call
+	// quality).
+	require.LessOrEqual(t, q["packets_received"], float64(len(in)))
+	require.GreaterOrEqual(t, q["packets_received"], float64(len(in)-1))
 
 	// Jitter: RFC 3550 6.4.1 over the caller's audio packets at their
 	// capture times (the node reads the kernel's arrival stamps).
