@@ -13,15 +13,16 @@ import (
 // since the last look, to advise it (--huge-pages).
 const hugePagePeriod = 2 * time.Second
 
-// keepHugePages advises the Go heap for transparent huge pages until ctx
-// ends (--huge-pages). A system without them is logged, not an error.
-func keepHugePages(ctx context.Context, log *slog.Logger) error {
-	err := hugepage.Keep(ctx, hugePagePeriod, func(err error) {
+// keepHugePages advises the Go heap for transparent huge pages until
+// stop is called (--huge-pages). A system without them is logged, not an
+// error.
+func keepHugePages(ctx context.Context, log *slog.Logger) (stop func(), err error) {
+	stop, err = hugepage.Keep(ctx, hugePagePeriod, func(err error) {
 		log.Warn("huge pages: could not advise the heap", "err", err)
 	})
 	if errors.Is(err, hugepage.ErrUnsupported) {
 		log.Info("huge pages: the system gives none (transparent_hugepage is never or absent)")
-		return nil
+		return func() {}, nil
 	}
-	return err
+	return stop, err
 }

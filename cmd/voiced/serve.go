@@ -46,9 +46,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		defer stop()
 	}
 	if c.HugePages {
-		if err := keepHugePages(ctx, log); err != nil {
+		stop, err := keepHugePages(ctx, log)
+		if err != nil {
 			return err
 		}
+		defer stop()
 	}
 	ln, err := net.Listen("tcp", c.HTTPAddr)
 	if err != nil {

@@ -134,14 +134,15 @@ func (a *Advisor) add(s, e uintptr) {
 	a.done = append(out, [2]uintptr{s, e})
 }
 
-// Keep advises the heap now and every period until ctx ends, reporting
-// each pass's error (the first of a run of the same) to fail. It returns
+// Keep advises the heap now and every period until ctx ends or stop is
+// called, reporting each pass's error (the first of a run of the same) to
+// fail. stop ends the advising goroutine and waits for it. Keep returns
 // ErrUnsupported at once where the system never gives huge pages.
-func Keep(ctx context.Context, period time.Duration, fail func(error)) error {
+func Keep(ctx context.Context, period time.Duration, fail func(error)) (stop func(), err error) {
 	switch Mode() {
 	case "madvise", "always":
 	default:
-		return ErrUnsupported
+		return nil, ErrUnsupported
 	}
 	a := new(Advisor)
 	var last error
@@ -153,7 +154,10 @@ func Keep(ctx context.Context, period time.Duration, fail func(error)) error {
 		last = err
 	}
 	pass()
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		t := time.NewTicker(period)
 		defer t.Stop()
 		for {
@@ -165,7 +169,7 @@ func Keep(ctx context.Context, period time.Duration, fail func(error)) error {
 			}
 		}
 	}()
-	return nil
+	return func() { cancel(); <-done }, nil
 }
 
 // Advised reports whether the mapping that holds p asks for huge pages
