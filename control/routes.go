@@ -168,7 +168,7 @@ func (s *Server) registerRoutes() {
 func (s *Server) paymentProvider() billing.Provider {
 	st, err := payment.NewStripe(s.cfg.Payments)
 	if err == nil {
-		return st
+		return reportedPayments{st, s.providers}
 	}
 	if !errors.Is(err, payment.ErrNotConfigured) && s.log != nil {
 		s.log.Error("payment provider not usable; top-ups answer 503", "err", err.Error())
