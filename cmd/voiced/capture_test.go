@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/hex"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -21,6 +19,7 @@ import (
 	"github.com/voiced/voiced/codecs/g711"
 	"github.com/voiced/voiced/media"
 	"github.com/voiced/voiced/media/amd/amdtest"
+	"github.com/voiced/voiced/media/mediatest"
 	"github.com/voiced/voiced/sip/siptest"
 )
 
@@ -74,41 +73,14 @@ func TestCallFiguresMatchACapture(t *testing.T) {
 
 	// The capture: everything to and from the caller's media port.
 	mp := siptest.FreePort(t, "127.0.0.1")
-	file := filepath.Join(t.TempDir(), "call.pcap")
-	cap := exec.Command(tshark, "-i", "lo", "-f", fmt.Sprintf("udp port %d", mp), "-w", file, "-q")
-	stderr, err := cap.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, cap.Start())
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		once := false
-		for sc.Scan() {
-			if !once && strings.Contains(sc.Text(), "Capturing on") {
-				once = true
-				close(ready)
-			}
-		}
-	}()
-	select {
-	case <-ready:
-	case <-time.After(10 * time.Second):
-		cap.Process.Kill()
-		cap.Wait()
-		t.Fatal("tshark did not start capturing")
-	}
-	time.Sleep(200 * time.Millisecond)
+	file, stopCapture := mediatest.Capture(t, fmt.Sprintf("udp port %d", mp))
 
 	scen := renderScenario(t, "uac_pcap.xml", map[string]any{"Pcap": pcap})
 	callLen := time.Duration(len(caller)) * time.Second / rate8
 	uac := siptest.Sipp(t, scen, 40*time.Second, "-d", strconv.Itoa(int((callLen+time.Second)/time.Millisecond)), "-mp", strconv.Itoa(mp),
 		"-s", "+14155550100", "-m", "1", "127.0.0.1:"+strconv.Itoa(sv.sipPort))
 	require.NoError(t, uac.Wait())
-	// dumpcap hands packets over in batches: a SIGINT too early loses the
-	// last ones.
-	time.Sleep(1500 * time.Millisecond)
-	_ = cap.Process.Signal(syscall.SIGINT)
-	require.NoError(t, cap.Wait())
+	stopCapture()
 
 	id := lastCall(t, sv.call, "inbound")
 	var c map[string]any

@@ -1,20 +1,18 @@
 package rtp
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"math"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/voiced/voiced/media/mediatest"
 )
 
 // needTool returns the path of a command the test needs: when it is
@@ -31,56 +29,17 @@ func needTool(t *testing.T, name, pkg string) string {
 	return p
 }
 
-// capture runs tshark on the loopback interface for the given UDP ports
-// until stop is called, and returns the capture file's path.
+// capture records the given UDP ports on loopback until stop is called.
+// Both ends must be ours: other tests on the machine may reuse one of
+// these port numbers once a session closes, talking to someone else.
 func capture(t *testing.T, ports []int) (file string, stop func()) {
 	t.Helper()
-	tshark := needTool(t, "tshark", "tshark")
-	file = filepath.Join(t.TempDir(), "rtp.pcap")
-	// Both ends must be ours: other tests on the machine may reuse one of
-	// these port numbers once a session closes, talking to someone else.
 	var src, dst []string
 	for _, p := range ports {
 		src = append(src, "src port "+strconv.Itoa(p))
 		dst = append(dst, "dst port "+strconv.Itoa(p))
 	}
-	cmd := exec.Command(tshark, "-i", "lo", "-f", "udp and ("+strings.Join(src, " or ")+") and ("+strings.Join(dst, " or ")+")", "-w", file, "-q")
-	stderr, err := cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		once := false
-		for sc.Scan() {
-			if !once && strings.Contains(sc.Text(), "Capturing on") {
-				once = true
-				close(ready)
-			}
-		}
-	}()
-	select {
-	case <-ready:
-	case <-time.After(10 * time.Second):
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatal("tshark did not start capturing")
-	}
-	time.Sleep(200 * time.Millisecond) // the capture filter is live
-	return file, func() {
-		// dumpcap hands packets over in batches (up to a second apart);
-		// a SIGINT earlier loses the last ones.
-		time.Sleep(1500 * time.Millisecond)
-		_ = cmd.Process.Signal(syscall.SIGINT)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	}
+	return mediatest.Capture(t, "udp and ("+strings.Join(src, " or ")+") and ("+strings.Join(dst, " or ")+")")
 }
 
 type wirePkt struct {
