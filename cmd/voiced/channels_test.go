@@ -332,19 +332,8 @@ func realtimeAgentCall(t *testing.T, base, key string, agentID int64, done func(
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	d := ws.Dialer{Header: ws.HandshakeHeaderHTTP(http.Header{"Authorization": {"Bearer " + key}})}
-	u := strings.Replace(base, "http://", "ws://", 1) + "/v1/realtime?agent_id=" + strconv.FormatInt(agentID, 10)
-	nc, br, _, err := d.Dial(ctx, u)
-	require.NoError(t, err)
+	nc, rw := dialRealtimeAgent(t, ctx, base, key, agentID)
 	defer nc.Close()
-	var r io.Reader = nc
-	if br != nil {
-		r = io.MultiReader(br, nc)
-	}
-	rw := struct {
-		io.Reader
-		io.Writer
-	}{r, nc}
 	var id int64
 	deadline := time.Now().Add(25 * time.Second)
 	for time.Now().Before(deadline) {
@@ -379,4 +368,23 @@ func realtimeAgentCall(t *testing.T, base, key string, agentID int64, done func(
 	}
 	t.Fatalf("no tool event of the realtime call %d", id)
 	return 0
+}
+
+// dialRealtimeAgent opens a realtime socket for the saved agent with key:
+// the connection (its deadlines, Close) and what reads and writes frames
+// on it (the handshake's buffered bytes first).
+func dialRealtimeAgent(t *testing.T, ctx context.Context, base, key string, agentID int64) (net.Conn, io.ReadWriter) {
+	t.Helper()
+	d := ws.Dialer{Header: ws.HandshakeHeaderHTTP(http.Header{"Authorization": {"Bearer " + key}})}
+	u := strings.Replace(base, "http://", "ws://", 1) + "/v1/realtime?agent_id=" + strconv.FormatInt(agentID, 10)
+	nc, br, _, err := d.Dial(ctx, u)
+	require.NoError(t, err)
+	var r io.Reader = nc
+	if br != nil {
+		r = io.MultiReader(br, nc)
+	}
+	return nc, struct {
+		io.Reader
+		io.Writer
+	}{r, nc}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -105,19 +104,8 @@ func realtimeLoopbackCall(t *testing.T, base, key string, agentID int64, hold ti
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), hold+10*time.Second)
 	defer cancel()
-	d := ws.Dialer{Header: ws.HandshakeHeaderHTTP(http.Header{"Authorization": {"Bearer " + key}})}
-	u := strings.Replace(base, "http://", "ws://", 1) + "/v1/realtime?agent_id=" + strconv.FormatInt(agentID, 10)
-	nc, br, _, err := d.Dial(ctx, u)
-	require.NoError(t, err)
+	nc, rw := dialRealtimeAgent(t, ctx, base, key, agentID)
 	defer nc.Close()
-	var r io.Reader = nc
-	if br != nil {
-		r = io.MultiReader(br, nc)
-	}
-	rw := struct {
-		io.Reader
-		io.Writer
-	}{r, nc}
 	var types []string
 	// The caller is on the line and silent: 100 ms of silence every
 	// 100 ms, so the session's silence check-ins come due.
