@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/voiced/voiced/control"
+	"github.com/voiced/voiced/control/calllog"
 	"github.com/voiced/voiced/control/webhook"
 	"github.com/voiced/voiced/media"
 	"github.com/voiced/voiced/media/agent"
@@ -49,7 +50,7 @@ func callLimit(a control.AgentConfig, funded time.Duration) time.Duration {
 	if s := a.MaxCallDurationSeconds; s > 0 && time.Duration(s)*time.Second < d {
 		d = time.Duration(s) * time.Second
 	}
-	if d >= control.NoLimit {
+	if d >= calllog.NoLimit {
 		return 0
 	}
 	return d

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/voiced/voiced/control"
+	"github.com/voiced/voiced/control/calllog"
 	"github.com/voiced/voiced/media/dsp"
 )
 
@@ -46,6 +47,6 @@ func TestEngineConfigPerChannel(t *testing.T) {
 	inline := engineConfig(ChannelRealtime, a, engineCall{inline: true})
 	require.Equal(t, "Be kind.", inline.Instructions)
 	require.False(t, inline.SpeakFirst || inline.EndCall || inline.MaxCheckins > 0, "inline sessions have no automatic behaviours")
-	require.Equal(t, 90*time.Second, callLimit(control.AgentConfig{MaxCallDurationSeconds: 90}, control.NoLimit))
-	require.Zero(t, callLimit(control.AgentConfig{}, control.NoLimit))
+	require.Equal(t, 90*time.Second, callLimit(control.AgentConfig{MaxCallDurationSeconds: 90}, calllog.NoLimit))
+	require.Zero(t, callLimit(control.AgentConfig{}, calllog.NoLimit))
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/voiced/voiced/control"
+	"github.com/voiced/voiced/control/calllog"
 	"github.com/voiced/voiced/media/agent"
 	"github.com/voiced/voiced/media/pace"
 	"github.com/voiced/voiced/media/quality"
@@ -213,7 +214,7 @@ func (bc *browserCall) run(sess *webrtc.Session) {
 			bc.log.Warn("record transcript", "err", err)
 		}
 	}
-	end := control.CallEnd{Status: "completed", Reason: endReason(reason), Detail: reason, At: time.Now(), Quality: callQuality(q, &bc.rec.latency)}
+	end := calllog.CallEnd{Status: "completed", Reason: endReason(reason), Detail: reason, At: time.Now(), Quality: callQuality(q, &bc.rec.latency)}
 	end.RecordingKey, end.RecordingStartedAt = bc.recFile.ended(bc.agent)
 	if err := ctl.Finish.Finish(ctx, bc.call.CallID, end); err != nil {
 		bc.log.Error("record browser call end", "err", err)

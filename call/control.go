@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/voiced/voiced/control"
+	"github.com/voiced/voiced/control/calllog"
 	"github.com/voiced/voiced/control/webhook"
 	"github.com/voiced/voiced/media/realtime"
 )
 
 // Admitter admits calls: a refusal is one of control's Err* refusals.
 type Admitter interface {
-	Admit(ctx context.Context, r control.AdmitRequest) (control.Admission, error)
+	Admit(ctx context.Context, r calllog.AdmitRequest) (control.Admission, error)
 	// AdmitInline validates an inline realtime configuration and admits
 	// a call with it; a bad configuration is a *control.APIError with
 	// Fields.
@@ -23,15 +24,15 @@ type Admitter interface {
 // Recorder appends to a call's record.
 type Recorder interface {
 	// Append adds events; ids make redelivery harmless.
-	Append(ctx context.Context, callID int64, events []control.CallEvent) error
+	Append(ctx context.Context, callID int64, events []calllog.CallEvent) error
 	// ToolEvent emits the call's tool webhook event of one tool run.
-	ToolEvent(ctx context.Context, callID int64, r control.ToolRun) error
+	ToolEvent(ctx context.Context, callID int64, r calllog.ToolRun) error
 }
 
 // Finisher ends a call's record: Finish with how it ended (billing
 // follows), Fail when its media never connected.
 type Finisher interface {
-	Finish(ctx context.Context, callID int64, end control.CallEnd) error
+	Finish(ctx context.Context, callID int64, end calllog.CallEnd) error
 	Fail(ctx context.Context, callID int64, reason, detail string) error
 }
 
@@ -43,7 +44,7 @@ type ToolExchanger interface {
 
 // TrunkLookup finds the VoIP connection a number's calls come through.
 type TrunkLookup interface {
-	InboundTrunk(ctx context.Context, number string) (control.InboundTrunk, bool, error)
+	InboundTrunk(ctx context.Context, number string) (calllog.InboundTrunk, bool, error)
 }
 
 // Credentials checks a realtime socket's credential.

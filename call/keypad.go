@@ -7,7 +7,7 @@ import (
 	"fmt"
 
 	"github.com/voiced/voiced/ai/llm"
-	"github.com/voiced/voiced/control"
+	"github.com/voiced/voiced/control/calllog"
 )
 
 // KeypadToolName is the built-in tool that presses keys on the phone's
@@ -27,7 +27,7 @@ var keypadTool = llm.Tool{Name: KeypadToolName,
 
 // Tools implements Source.
 func (Keypad) Tools(c *Info) []llm.Tool {
-	if c.Leg == nil || !c.Channel.transfer || c.Direction != control.DirectionOutbound {
+	if c.Leg == nil || !c.Channel.transfer || c.Direction != calllog.DirectionOutbound {
 		return nil
 	}
 	return []llm.Tool{keypadTool}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/voiced/voiced/control"
+	"github.com/voiced/voiced/control/calllog"
 	"github.com/voiced/voiced/media/agent"
 	"github.com/voiced/voiced/media/pace"
 	"github.com/voiced/voiced/media/rtp"
@@ -204,7 +205,7 @@ func (t *Phone) Admit(ctx context.Context, a sip.Arrival) (sip.Admission, error)
 	if ctl == nil {
 		return sip.Admission{}, sip.ErrNoCapacity // still starting
 	}
-	adm, err := ctl.Admit.Admit(ctx, control.AdmitRequest{Direction: control.DirectionInbound, To: a.To, From: a.From,
+	adm, err := ctl.Admit.Admit(ctx, calllog.AdmitRequest{Direction: calllog.DirectionInbound, To: a.To, From: a.From,
 		WorkerExecution: "sip:" + a.SIPCallID})
 	if err != nil {
 		return sip.Admission{}, refusalOf(err)
@@ -218,11 +219,11 @@ func (t *Phone) Admit(ctx context.Context, a sip.Arrival) (sip.Admission, error)
 // carry the SIP answer; the control error stays wrapped for the log.
 func refusalOf(err error) error {
 	for _, m := range []struct{ from, to error }{
-		{control.ErrUnknownNumber, sip.ErrUnknownNumber},
-		{control.ErrNumberInactive, sip.ErrNumberInactive},
-		{control.ErrNoAgent, sip.ErrNoAgent},
-		{control.ErrUnknownAgent, sip.ErrNoAgent},
-		{control.ErrInsufficientBalance, sip.ErrInsufficientBalance},
+		{calllog.ErrUnknownNumber, sip.ErrUnknownNumber},
+		{calllog.ErrNumberInactive, sip.ErrNumberInactive},
+		{calllog.ErrNoAgent, sip.ErrNoAgent},
+		{calllog.ErrUnknownAgent, sip.ErrNoAgent},
+		{calllog.ErrInsufficientBalance, sip.ErrInsufficientBalance},
 	} {
 		if errors.Is(err, m.from) {
 			return fmt.Errorf("%w (%w)", m.to, err)
@@ -261,7 +262,7 @@ func (t *Phone) InboundTrunk(ctx context.Context, number string) (sip.InboundTru
 // recording the call's media left.
 func (t *Phone) Finish(ctx context.Context, id int64, e sip.End) error {
 	t.tools.End(id)
-	end := control.CallEnd{Status: e.Status, Reason: e.Reason, Detail: e.Detail, At: e.At}
+	end := calllog.CallEnd{Status: e.Status, Reason: e.Reason, Detail: e.Detail, At: e.At}
 	if e.Code != 0 && !strings.Contains(end.Detail, strconv.Itoa(e.Code)) {
 		end.Detail = strings.TrimSpace(end.Detail + " (SIP " + strconv.Itoa(e.Code) + ")")
 	}
@@ -275,7 +276,7 @@ func (t *Phone) Finish(ctx context.Context, id int64, e sip.End) error {
 		end.Quality = callQuality(m.rtp.Snapshot(), &m.rec.latency)
 		t.stats.done(m.rtp.Metrics())
 		if end.Reason == sip.ReasonCalleeHangup && m.vm.reachedMachine() {
-			end.Reason = control.EndReasonVoicemail // the machine hung up first
+			end.Reason = calllog.EndReasonVoicemail // the machine hung up first
 		}
 		turns := m.rec.take()
 		if ev, ok := m.vm.event(); ok {
@@ -346,7 +347,7 @@ func (t *Phone) Open(ctx context.Context, c *sip.Call) (sip.Media, error) {
 }
 
 // sipTrunk is a control plane trunk in the sip package's terms.
-func sipTrunk(c control.Trunk, register bool) *sip.Trunk {
+func sipTrunk(c calllog.Trunk, register bool) *sip.Trunk {
 	return &sip.Trunk{Host: c.Host, Port: c.Port, Transport: c.Transport, Username: c.Username, Password: c.Password,
 		OutboundProxy: c.OutboundProxy, Codecs: c.Codecs, Register: register}
 }

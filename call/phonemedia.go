@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/voiced/voiced/control"
+	"github.com/voiced/voiced/control/calllog"
 	"github.com/voiced/voiced/media"
 	"github.com/voiced/voiced/media/agent"
 	"github.com/voiced/voiced/media/quality"
@@ -252,7 +252,7 @@ func (m *callMedia) recordDigits() {
 				continue
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			err := rec.Append(ctx, m.call.ID(), []control.CallEvent{{ID: "dtmf-" + strconv.Itoa(n), Kind: control.EventDTMF,
+			err := rec.Append(ctx, m.call.ID(), []calllog.CallEvent{{ID: "dtmf-" + strconv.Itoa(n), Kind: calllog.EventDTMF,
 				At: time.Now(), Digits: string(d)}})
 			cancel()
 			if err != nil {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/voiced/voiced/control"
+	"github.com/voiced/voiced/control/calllog"
 	"github.com/voiced/voiced/media"
 	"github.com/voiced/voiced/media/agent"
 	"github.com/voiced/voiced/media/pace"
@@ -20,14 +21,14 @@ const (
 )
 
 // callQuality is what a call with RTP media stores as its quality
-// (control.CallQuality): the session's snapshot and the engine's response
+// (calllog.CallQuality): the session's snapshot and the engine's response
 // latency. Figures that were not measured stay null: rtt_ms before any
 // RTCP report, the loss percentage of a stream never received.
-func callQuality(s quality.Snapshot, lat *quality.Latency) *control.CallQuality {
+func callQuality(s quality.Snapshot, lat *quality.Latency) *calllog.CallQuality {
 	i64 := func(v uint64) *int64 { n := int64(v); return &n }
 	f64 := func(v float64) *float64 { return &v }
 	ms := func(v float64) *int64 { n := int64(v + 0.5); return &n }
-	q := &control.CallQuality{PacketsSent: i64(s.PacketsSent), PacketsReceived: i64(s.PacketsReceived), PacketsLost: i64(s.PacketsLost),
+	q := &calllog.CallQuality{PacketsSent: i64(s.PacketsSent), PacketsReceived: i64(s.PacketsReceived), PacketsLost: i64(s.PacketsLost),
 		JitterMS: f64(s.JitterMs), JitterMaxMS: f64(s.JitterMaxMs), JitterBufferDrops: i64(s.Late + s.BufferDrops),
 		ConcealedMS: i64(s.FramesConcealed * uint64(media.FrameDuration/time.Millisecond)),
 		MOS:         f64(min(max(s.MOS, 1), 4.5)), DeadAirMS: ms(s.DeadAirMs), TalkOverMS: ms(s.TalkOverMs),
@@ -49,7 +50,7 @@ func callQuality(s quality.Snapshot, lat *quality.Latency) *control.CallQuality 
 
 // responseLatency is lat's summary in the call's terms, nil without an
 // answered turn.
-func responseLatency(lat *quality.Latency) *control.ResponseLatency {
+func responseLatency(lat *quality.Latency) *calllog.ResponseLatency {
 	if lat == nil {
 		return nil
 	}
@@ -57,7 +58,7 @@ func responseLatency(lat *quality.Latency) *control.ResponseLatency {
 	if s.Turns == 0 {
 		return nil
 	}
-	return &control.ResponseLatency{P50: s.P50.Milliseconds(), P95: s.P95.Milliseconds(), Max: s.Max.Milliseconds(), Turns: int64(s.Turns)}
+	return &calllog.ResponseLatency{P50: s.P50.Milliseconds(), P95: s.P95.Milliseconds(), Max: s.Max.Milliseconds(), Turns: int64(s.Turns)}
 }
 
 // observeTurn feeds a transcript turn's times to lat: a caller turn's

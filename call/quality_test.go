@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/voiced/voiced/control"
+	"github.com/voiced/voiced/control/calllog"
 	"github.com/voiced/voiced/media/quality"
 )
 
@@ -74,7 +75,7 @@ func TestCallQualityFromSnapshot(t *testing.T) {
 	require.InDelta(t, 1.0, *q.LossPercent, 1e-9, "the network lost 5 of 500; the 2 late are buffer drops")
 	require.Nil(t, q.RTTMS, "no RTCP report yet")
 	require.Greater(t, *q.MOS, 3.5)
-	require.Equal(t, &control.ResponseLatency{P50: 800, P95: 800, Max: 800, Turns: 1}, q.ResponseLatencyMS)
+	require.Equal(t, &calllog.ResponseLatency{P50: 800, P95: 800, Max: 800, Turns: 1}, q.ResponseLatencyMS)
 
 	// Nothing received: no loss, jitter or MOS to report.
 	var silent quality.Metrics

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/voiced/voiced/control"
+	"github.com/voiced/voiced/control/calllog"
 	"github.com/voiced/voiced/media/agent"
 	"github.com/voiced/voiced/media/pace"
 	"github.com/voiced/voiced/media/quality"
@@ -125,7 +126,7 @@ type rtCalls struct {
 }
 
 func (r *rtCalls) AdmitAgent(ctx context.Context, orgID, agentID int64) (realtime.Admission, error) {
-	adm, err := r.ctl.Admit.Admit(ctx, control.AdmitRequest{Direction: control.DirectionWeb, OrgID: orgID, AgentID: agentID})
+	adm, err := r.ctl.Admit.Admit(ctx, calllog.AdmitRequest{Direction: calllog.DirectionWeb, OrgID: orgID, AgentID: agentID})
 	if err != nil {
 		return realtime.Admission{}, admitErr(err)
 	}
@@ -146,9 +147,9 @@ func (r *rtCalls) AdmitInline(ctx context.Context, orgID int64, cfg json.RawMess
 
 func admitErr(err error) error {
 	switch {
-	case errors.Is(err, control.ErrUnknownAgent):
+	case errors.Is(err, calllog.ErrUnknownAgent):
 		return realtime.ErrUnknownAgent
-	case errors.Is(err, control.ErrInsufficientBalance):
+	case errors.Is(err, calllog.ErrInsufficientBalance):
 		return realtime.ErrInsufficientBalance
 	}
 	return err
@@ -164,7 +165,7 @@ func (r *rtCalls) admitted(adm control.Admission, inline bool) realtime.Admissio
 		Agent:       realtime.Agent{Prompt: a.Prompt, Voice: a.Voice, EndpointingMS: a.Telephony.EndpointingMS, Interruptible: a.Telephony.Interruptible}}
 	var specs []agent.Tool
 	if !inline { // an inline session's tools are the client's, run by the client
-		ct := r.chain.Resolve(Info{CallID: adm.CallID, OrgID: adm.OrgID, AgentID: adm.AgentID, Agent: a, Direction: control.DirectionWeb,
+		ct := r.chain.Resolve(Info{CallID: adm.CallID, OrgID: adm.OrgID, AgentID: adm.AgentID, Agent: a, Direction: calllog.DirectionWeb,
 			Channel: ChannelRealtime})
 		r.tls.Store(adm.CallID, ct)
 		specs = ct.specs
@@ -198,16 +199,16 @@ func (r *rtCalls) Record(ctx context.Context, callID int64, id string, e agent.E
 	if ev.ID == "" {
 		ev.ID = id
 	}
-	return r.ctl.Record.Append(ctx, callID, []control.CallEvent{ev})
+	return r.ctl.Record.Append(ctx, callID, []calllog.CallEvent{ev})
 }
 
 func (r *rtCalls) Finish(ctx context.Context, callID int64, end realtime.CallEnd) error {
 	r.tls.Delete(callID)
 	r.chain.End(callID)
-	ce := control.CallEnd{Status: end.Status, Reason: end.Reason, Detail: end.Detail, At: end.At,
+	ce := calllog.CallEnd{Status: end.Status, Reason: end.Reason, Detail: end.Detail, At: end.At,
 		RecordingKey: end.RecordingKey, RecordingStartedAt: end.RecordingStartedAt}
 	if v, ok := r.lat.LoadAndDelete(callID); ok {
-		ce.Quality = &control.CallQuality{ResponseLatencyMS: responseLatency(v.(*quality.Latency))}
+		ce.Quality = &calllog.CallQuality{ResponseLatencyMS: responseLatency(v.(*quality.Latency))}
 	}
 	return r.ctl.Finish.Finish(ctx, callID, ce)
 }

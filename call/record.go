@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/voiced/voiced/control"
+	"github.com/voiced/voiced/control/calllog"
 	"github.com/voiced/voiced/media/agent"
 	"github.com/voiced/voiced/media/quality"
 )
@@ -24,7 +24,7 @@ type record struct {
 	latency quality.Latency
 
 	mu     sync.Mutex
-	events []control.CallEvent
+	events []calllog.CallEvent
 	seq    int
 }
 
@@ -47,35 +47,35 @@ func (r *record) event(e agent.Event) {
 }
 
 // take returns the events so far.
-func (r *record) take() []control.CallEvent {
+func (r *record) take() []calllog.CallEvent {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]control.CallEvent(nil), r.events...)
+	return append([]calllog.CallEvent(nil), r.events...)
 }
 
 // eventOf is the call event of an engine event, on every channel: a
 // transcript turn with words, a tool call, a tool result. Turns carry
 // their item's id (a redelivered turn is recorded once); tool events get
 // theirs from the caller.
-func eventOf(e agent.Event) (control.CallEvent, bool) {
+func eventOf(e agent.Event) (calllog.CallEvent, bool) {
 	switch v := e.(type) {
 	case agent.Turn:
 		if v.Text == "" {
-			return control.CallEvent{}, false
+			return calllog.CallEvent{}, false
 		}
-		return control.CallEvent{ID: "turn-" + v.ItemID, Kind: control.EventTurn, Role: v.Role, Text: v.Text, At: v.End,
+		return calllog.CallEvent{ID: "turn-" + v.ItemID, Kind: calllog.EventTurn, Role: v.Role, Text: v.Text, At: v.End,
 			Start: v.Start, End: v.End, Interrupted: v.Interrupted}, true
 	case agent.ToolCalled:
 		var args json.RawMessage
 		if v.Arguments != "" && json.Valid([]byte(v.Arguments)) {
 			args = json.RawMessage(v.Arguments)
 		}
-		return control.CallEvent{Kind: control.EventToolCall, ToolCallID: v.CallID, ToolName: v.Name, Arguments: args, At: v.At}, true
+		return calllog.CallEvent{Kind: calllog.EventToolCall, ToolCallID: v.CallID, ToolName: v.Name, Arguments: args, At: v.At}, true
 	case agent.ToolResult:
-		return control.CallEvent{Kind: control.EventToolResult, ToolCallID: v.CallID, ToolName: v.Name, Output: v.Output,
+		return calllog.CallEvent{Kind: calllog.EventToolResult, ToolCallID: v.CallID, ToolName: v.Name, Output: v.Output,
 			IsError: v.IsError, At: v.At}, true
 	}
-	return control.CallEvent{}, false
+	return calllog.CallEvent{}, false
 }
 
 // recording is where a phone or browser call's recording goes (the

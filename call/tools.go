@@ -10,6 +10,7 @@ import (
 
 	"github.com/voiced/voiced/ai/llm"
 	"github.com/voiced/voiced/control"
+	"github.com/voiced/voiced/control/calllog"
 	"github.com/voiced/voiced/media/agent"
 )
 
@@ -158,14 +159,14 @@ func (t *CallTools) run(ctx context.Context, tc llm.ToolCall) (string, error) {
 // report emits the run's tool event. Mic sessions (direction test) are
 // not calls anyone subscribes to: no event.
 func (t *CallTools) report(ctx context.Context, tc llm.ToolCall, out string, err error, start time.Time) {
-	if t.chain.recorder == nil || t.info.Direction == control.DirectionTest {
+	if t.chain.recorder == nil || t.info.Direction == calllog.DirectionTest {
 		return
 	}
 	rec := t.chain.recorder()
 	if rec == nil {
 		return
 	}
-	run := control.ToolRun{ToolCallID: tc.ID, Name: tc.Name, Arguments: json.RawMessage(tc.Arguments), Output: out, Start: start, End: time.Now()}
+	run := calllog.ToolRun{ToolCallID: tc.ID, Name: tc.Name, Arguments: json.RawMessage(tc.Arguments), Output: out, Start: start, End: time.Now()}
 	if err != nil {
 		run.Output, run.Error = "", err.Error()
 	}

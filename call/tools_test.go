@@ -11,6 +11,7 @@ import (
 
 	"github.com/voiced/voiced/ai/llm"
 	"github.com/voiced/voiced/control"
+	"github.com/voiced/voiced/control/calllog"
 	"github.com/voiced/voiced/control/webhook"
 )
 
@@ -47,11 +48,11 @@ func TestChainResolvesPerCall(t *testing.T) {
 		return out
 	}
 	leg := &keysLeg{}
-	out := chain.Resolve(Info{Agent: a, Direction: control.DirectionOutbound, Channel: ChannelPhone, Leg: leg})
+	out := chain.Resolve(Info{Agent: a, Direction: calllog.DirectionOutbound, Channel: ChannelPhone, Leg: leg})
 	require.Equal(t, []string{"book_table", TransferToolName, KeypadToolName, "slow"}, names(out))
-	in := chain.Resolve(Info{Agent: a, Direction: control.DirectionInbound, Channel: ChannelPhone, Leg: leg})
+	in := chain.Resolve(Info{Agent: a, Direction: calllog.DirectionInbound, Channel: ChannelPhone, Leg: leg})
 	require.Equal(t, []string{"book_table", TransferToolName, "slow"}, names(in))
-	web := chain.Resolve(Info{Agent: a, Direction: control.DirectionWeb, Channel: ChannelBrowser})
+	web := chain.Resolve(Info{Agent: a, Direction: calllog.DirectionWeb, Channel: ChannelBrowser})
 	require.Equal(t, []string{"book_table", "slow"}, names(web))
 
 	ctx := context.Background()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/voiced/voiced/ai/llm"
 	"github.com/voiced/voiced/control"
+	"github.com/voiced/voiced/control/calllog"
 )
 
 // TransferToolName is the built-in tool that hands the caller over to
@@ -48,8 +49,8 @@ func (s Transfers) Run(ctx context.Context, c *Info, tc llm.ToolCall) (string, e
 	}
 	if s.Recorder != nil {
 		if r := s.Recorder(); r != nil {
-			ev := control.CallEvent{ID: "transfer-" + tc.ID, Kind: control.EventTransfer, At: time.Now(), Destination: d.Number}
-			if err := r.Append(context.WithoutCancel(ctx), c.CallID, []control.CallEvent{ev}); err != nil && s.Log != nil {
+			ev := calllog.CallEvent{ID: "transfer-" + tc.ID, Kind: calllog.EventTransfer, At: time.Now(), Destination: d.Number}
+			if err := r.Append(context.WithoutCancel(ctx), c.CallID, []calllog.CallEvent{ev}); err != nil && s.Log != nil {
 				s.Log.Warn("transfer not recorded", "call_id", c.CallID, "err", err)
 			}
 		}

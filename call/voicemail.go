@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/voiced/voiced/control"
+	"github.com/voiced/voiced/control/calllog"
 	"github.com/voiced/voiced/media/agent"
 	"github.com/voiced/voiced/media/amd"
 	"github.com/voiced/voiced/sip"
@@ -148,7 +148,7 @@ func (s *screening) decide(r amd.Result) {
 	case !machine || s.action == voicemailContinue:
 		s.release(r)
 	case s.action == voicemailHangup:
-		s.m.call.Hangup(control.EndReasonVoicemail)
+		s.m.call.Hangup(calllog.EndReasonVoicemail)
 	case s.done: // leave_message, and the greeting is over
 		s.leave()
 	}
@@ -183,7 +183,7 @@ func (s *screening) leave() {
 	s.m.agent.ClearInput("")
 	if s.loopback || s.message == "" {
 		s.m.log.Info("voicemail message not left: the loopback engine has no voice")
-		s.m.call.Hangup(control.EndReasonVoicemail)
+		s.m.call.Hangup(calllog.EndReasonVoicemail)
 		return
 	}
 	s.leaving.Store(true)
@@ -198,7 +198,7 @@ func (s *screening) agentEvent(e agent.Event) {
 	}
 	switch e.(type) {
 	case agent.ResponseDone, agent.Error:
-		s.m.call.Hangup(control.EndReasonVoicemail)
+		s.m.call.Hangup(calllog.EndReasonVoicemail)
 	}
 }
 
@@ -216,15 +216,15 @@ func (s *screening) reachedMachine() bool {
 }
 
 // event returns the verdict as a call event, if there was one.
-func (s *screening) event() (control.CallEvent, bool) {
+func (s *screening) event() (calllog.CallEvent, bool) {
 	if s == nil {
-		return control.CallEvent{}, false
+		return calllog.CallEvent{}, false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.verdict == amd.Undecided {
-		return control.CallEvent{}, false
+		return calllog.CallEvent{}, false
 	}
-	return control.CallEvent{ID: "machine-detection", Kind: control.EventMachineDetection, At: s.verdictAt,
+	return calllog.CallEvent{ID: "machine-detection", Kind: calllog.EventMachineDetection, At: s.verdictAt,
 		Text: s.verdict.String(), Start: s.answerAt, End: s.verdictAt}, true
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/gofiber/fiber/v3"
 
-	"github.com/voiced/voiced/storage"
+	"github.com/voiced/voiced/control/calllog"
 )
 
 // BrowserMedia is the WebRTC side that browser calls (the widget and mic
@@ -78,24 +78,6 @@ func (s *Server) iceServers(id string) fiber.Map {
 // mic-session endpoints answer 503 and 502.
 func WithBrowserMedia(m BrowserMedia) Option { return func(r *resources) { r.browser = m } }
 
-// Fail ends call callID, which was admitted but whose media never
-// connected (the browser went away before ICE completed, or a mic-session
-// token was never used): status failed with reason, zero duration and no
-// charge. A call that already ended is left alone.
-func (l *CallLog) Fail(ctx context.Context, callID int64, reason, detail string) error {
-	_, _, err := l.s.store.Calls.UpdateCall(ctx, callID, func(c *storage.Call) error {
-		if c.Status != storage.CallInProgress {
-			return nil
-		}
-		zero := int64(0)
-		at := c.StartTime
-		c.Status, c.EndTime, c.DurationSeconds = storage.CallFailed, &at, &zero
-		c.EndReason, c.EndDetail = optStr(reason), detail
-		return nil
-	})
-	return err
-}
-
 // applyOverrides puts the incoming exchange's per-call answers into cfg:
 // prompt, first message and voice replace the agent's, and variables fill
 // {{name}} placeholders of the prompt and first message.
@@ -148,7 +130,7 @@ func (s *Server) startBrowserMedia(ctx context.Context, m BrowserMedia, bc Brows
 	}
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if ferr := s.CallLog().Fail(fctx, bc.CallID, "media_failed", err.Error()); ferr != nil && s.log != nil {
+	if ferr := s.calls.Fail(fctx, bc.CallID, "media_failed", err.Error()); ferr != nil && s.log != nil {
 		s.log.Error("fail browser call", "call_id", bc.CallID, "err", ferr)
 	}
 	switch {
@@ -165,9 +147,9 @@ func admitErr(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, ErrUnknownAgent):
+	case errors.Is(err, calllog.ErrUnknownAgent):
 		return apiErr(http.StatusNotFound, "Agent not found.")
-	case errors.Is(err, ErrInsufficientBalance):
+	case errors.Is(err, calllog.ErrInsufficientBalance):
 		return apiErr(http.StatusPaymentRequired, "Insufficient balance: top up to place calls.")
 	}
 	return err

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/voiced/voiced/control"
+	"github.com/voiced/voiced/control/calllog"
 	"github.com/voiced/voiced/storage"
 	"github.com/voiced/voiced/storage/sqltest"
 )
@@ -35,7 +36,7 @@ func TestCallCost(t *testing.T) {
 		{10 * time.Minute, false, 10, 90},
 		{40 * time.Second, true, 0.75, 1}, // straight to voicemail: flat cent
 	} {
-		got := control.CallCost(tc.d, base, tc.voicemail)
+		got := calllog.CallCost(tc.d, base, tc.voicemail)
 		require.Equal(t, storage.CallCharge{BillableMinutes: tc.minutes, TotalCents: tc.cents}, got, "%v voicemail=%v", tc.d, tc.voicemail)
 	}
 }
@@ -47,16 +48,16 @@ func TestMaxCallDuration(t *testing.T) {
 	for price := int64(1); price <= 40; price++ {
 		p := control.Product{Name: "p", CentsPerMinute: price}
 		for bal := int64(0); bal <= 300; bal++ {
-			d := control.MaxCallDuration(bal, p)
+			d := calllog.MaxCallDuration(bal, p)
 			if d == 0 {
-				require.Greater(t, control.CallCost(time.Second, p, false).TotalCents, bal, "price %d balance %d: the minimum was affordable", price, bal)
+				require.Greater(t, calllog.CallCost(time.Second, p, false).TotalCents, bal, "price %d balance %d: the minimum was affordable", price, bal)
 				continue
 			}
-			require.LessOrEqual(t, control.CallCost(d, p, false).TotalCents, bal, "price %d balance %d: %v overdraws", price, bal, d)
-			require.Greater(t, control.CallCost(d+time.Second, p, false).TotalCents, bal, "price %d balance %d: %v is not the longest", price, bal, d)
+			require.LessOrEqual(t, calllog.CallCost(d, p, false).TotalCents, bal, "price %d balance %d: %v overdraws", price, bal, d)
+			require.Greater(t, calllog.CallCost(d+time.Second, p, false).TotalCents, bal, "price %d balance %d: %v is not the longest", price, bal, d)
 		}
 	}
-	require.Equal(t, control.NoLimit, control.MaxCallDuration(0, control.Product{Name: "free"}))
+	require.Equal(t, calllog.NoLimit, calllog.MaxCallDuration(0, control.Product{Name: "free"}))
 }
 
 func TestCallBilling(t *testing.T) {
@@ -73,31 +74,31 @@ func TestCallBilling(t *testing.T) {
 		}
 		call := func(w world, agent int64, length time.Duration, reason string) int64 {
 			start := time.Now().Add(-length).Truncate(time.Millisecond)
-			adm, err := l.Admit(ctx, control.AdmitRequest{Direction: "web", OrgID: w.org.ID, AgentID: agent, At: start})
+			adm, err := l.Admit(ctx, calllog.AdmitRequest{Direction: "web", OrgID: w.org.ID, AgentID: agent, At: start})
 			require.NoError(t, err)
-			require.NoError(t, l.Finish(ctx, adm.CallID, control.CallEnd{Status: "completed", Reason: reason, At: start.Add(length)}))
+			require.NoError(t, l.Finish(ctx, adm.CallID, calllog.CallEnd{Status: "completed", Reason: reason, At: start.Add(length)}))
 			return adm.CallID
 		}
 
 		t.Run("admission caps the call at what the balance pays for", func(t *testing.T) {
 			w, agent := org(100)
-			adm, err := l.Admit(ctx, control.AdmitRequest{Direction: "web", OrgID: w.org.ID, AgentID: agent})
+			adm, err := l.Admit(ctx, calllog.AdmitRequest{Direction: "web", OrgID: w.org.ID, AgentID: agent})
 			require.NoError(t, err)
-			require.Equal(t, control.MaxCallDuration(100, control.Product{Name: "storm-base", CentsPerMinute: 9}), adm.MaxDuration)
+			require.Equal(t, calllog.MaxCallDuration(100, control.Product{Name: "storm-base", CentsPerMinute: 9}), adm.MaxDuration)
 			require.Equal(t, 667*time.Second, adm.MaxDuration) // 44 quarters
 
 			poor, agent2 := org(2) // a quarter minute costs 3 cents
-			_, err = l.Admit(ctx, control.AdmitRequest{Direction: "web", OrgID: poor.org.ID, AgentID: agent2})
-			require.ErrorIs(t, err, control.ErrInsufficientBalance)
+			_, err = l.Admit(ctx, calllog.AdmitRequest{Direction: "web", OrgID: poor.org.ID, AgentID: agent2})
+			require.ErrorIs(t, err, calllog.ErrInsufficientBalance)
 		})
 
 		t.Run("failed calls cost nothing", func(t *testing.T) {
 			w, agent := org(100)
 			// Lasted 40 s and ended failed (never answered, or our error).
 			start := time.Now().Add(-40 * time.Second).Truncate(time.Millisecond)
-			adm, err := l.Admit(ctx, control.AdmitRequest{Direction: "web", OrgID: w.org.ID, AgentID: agent, At: start})
+			adm, err := l.Admit(ctx, calllog.AdmitRequest{Direction: "web", OrgID: w.org.ID, AgentID: agent, At: start})
 			require.NoError(t, err)
-			require.NoError(t, l.Finish(ctx, adm.CallID, control.CallEnd{Status: "failed", Reason: "no_answer", At: start.Add(40 * time.Second)}))
+			require.NoError(t, l.Finish(ctx, adm.CallID, calllog.CallEnd{Status: "failed", Reason: "no_answer", At: start.Add(40 * time.Second)}))
 			c := a.do("GET", fmt.Sprintf("/v1/calls/%d", adm.CallID), w.ownerK, nil).obj(t)
 			require.Equal(t, float64(0), c["billing_total_cents"])
 			require.Equal(t, float64(0), c["billable_minutes"])
@@ -119,7 +120,7 @@ func TestCallBilling(t *testing.T) {
 			ep := r.obj(t)["id"].(string)
 
 			cid := call(w, agent, 61*time.Second, "caller_hangup")
-			end := control.CallEnd{Status: "completed", Reason: "caller_hangup"}
+			end := calllog.CallEnd{Status: "completed", Reason: "caller_hangup"}
 			var wg sync.WaitGroup
 			for range 20 {
 				wg.Go(func() {
@@ -168,7 +169,7 @@ func TestCallBilling(t *testing.T) {
 
 		t.Run("straight to voicemail bills a flat cent", func(t *testing.T) {
 			w, agent := org(100)
-			cid := call(w, agent, 40*time.Second, control.EndReasonVoicemail)
+			cid := call(w, agent, 40*time.Second, calllog.EndReasonVoicemail)
 			c := a.do("GET", fmt.Sprintf("/v1/calls/%d", cid), w.membK, nil).obj(t)
 			require.Equal(t, float64(1), c["billing_total_cents"])
 			bal, _ := a.store.Billing.Balance(ctx, w.org.ID)
@@ -181,12 +182,12 @@ func TestCallBilling(t *testing.T) {
 			start := time.Now().Add(-time.Minute)
 			var ids []int64
 			for range 2 {
-				adm, err := l.Admit(ctx, control.AdmitRequest{Direction: "web", OrgID: w.org.ID, AgentID: agent, At: start})
+				adm, err := l.Admit(ctx, calllog.AdmitRequest{Direction: "web", OrgID: w.org.ID, AgentID: agent, At: start})
 				require.NoError(t, err)
 				ids = append(ids, adm.CallID)
 			}
 			for _, cid := range ids {
-				require.NoError(t, l.Finish(ctx, cid, control.CallEnd{Status: "completed", Reason: "caller_hangup", At: start.Add(time.Minute)}))
+				require.NoError(t, l.Finish(ctx, cid, calllog.CallEnd{Status: "completed", Reason: "caller_hangup", At: start.Add(time.Minute)}))
 			}
 			bal, _ := a.store.Billing.Balance(ctx, w.org.ID)
 			require.Zero(t, bal)
@@ -200,7 +201,7 @@ func TestCallBilling(t *testing.T) {
 		t.Run("a call finished but never billed is swept", func(t *testing.T) {
 			w, agent := org(100)
 			start := time.Now().Add(-30 * time.Second)
-			adm, err := l.Admit(ctx, control.AdmitRequest{Direction: "test", OrgID: w.org.ID, AgentID: agent, At: start})
+			adm, err := l.Admit(ctx, calllog.AdmitRequest{Direction: "test", OrgID: w.org.ID, AgentID: agent, At: start})
 			require.NoError(t, err)
 			// The process died after finishing and before billing.
 			_, _, err = a.store.Calls.UpdateCall(ctx, adm.CallID, func(c *storage.Call) error {
@@ -221,7 +222,7 @@ func TestCallBilling(t *testing.T) {
 			require.NoError(t, err)
 			bal, _ = a.store.Billing.Balance(ctx, w.org.ID)
 			require.Equal(t, int64(95), bal, "billing again changes nothing")
-			in, err := l.Admit(ctx, control.AdmitRequest{Direction: "test", OrgID: w.org.ID, AgentID: agent})
+			in, err := l.Admit(ctx, calllog.AdmitRequest{Direction: "test", OrgID: w.org.ID, AgentID: agent})
 			require.NoError(t, err)
 			_, err = a.store.Calls.BillCall(ctx, in.CallID, storage.CallCharge{TotalCents: 1})
 			require.True(t, errors.Is(err, storage.ErrCallInProgress))

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/voiced/voiced/control/agents"
+	"github.com/voiced/voiced/control/calllog"
 	"github.com/voiced/voiced/control/calls"
 	"github.com/voiced/voiced/storage"
 )
@@ -61,7 +62,7 @@ func (m mcpTools) TranscriptView(ctx context.Context, p *storage.Principal, call
 	if err != nil {
 		return nil, storeErr(err)
 	}
-	events, err := m.s.store.Calls.CallEvents(ctx, []int64{c.ID}, EventTurn)
+	events, err := m.s.store.Calls.CallEvents(ctx, []int64{c.ID}, calls.EventTurn)
 	if err != nil {
 		return nil, err
 	}
@@ -69,7 +70,7 @@ func (m mcpTools) TranscriptView(ctx context.Context, p *storage.Principal, call
 }
 
 func (m mcpTools) PlaceCall(ctx context.Context, p *storage.Principal, agentID int64, from, to string) (any, error) {
-	c, err := m.s.dialOutbound(ctx, p.OrgID, outboundInput{AgentID: &agentID, FromNumber: &from, ToNumber: &to})
+	c, err := m.s.calls.Place(ctx, p.OrgID, calllog.PlaceRequest{AgentID: &agentID, FromNumber: &from, ToNumber: &to})
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gofiber/fiber/v3"
 
+	"github.com/voiced/voiced/control/calllog"
 	"github.com/voiced/voiced/storage"
 )
 
@@ -51,7 +52,7 @@ func (m *micSessions) create(c fiber.Ctx, p *storage.Principal) error {
 		return err
 	}
 	room := "mic-" + storage.NewUUID()
-	adm, err := m.s.CallLog().Admit(ctx, AdmitRequest{Direction: storage.DirectionTest, OrgID: p.OrgID, AgentID: *in.AgentID,
+	adm, err := m.s.calls.Admit(ctx, calllog.AdmitRequest{Direction: storage.DirectionTest, OrgID: p.OrgID, AgentID: *in.AgentID,
 		From: "mic:" + strconv.FormatInt(p.MemberID, 10), MediaRoomName: room})
 	if err := admitErr(err); err != nil {
 		return err
@@ -67,7 +68,7 @@ func (m *micSessions) create(c fiber.Ctx, p *storage.Principal) error {
 		if err != nil || cl.MediaRoomSID != nil {
 			return
 		}
-		if err := m.s.CallLog().Fail(fctx, adm.CallID, "no_media", "the mic session was never connected"); err != nil && m.s.log != nil {
+		if err := m.s.calls.Fail(fctx, adm.CallID, "no_media", "the mic session was never connected"); err != nil && m.s.log != nil {
 			m.s.log.Warn("fail unconnected mic session", "call_id", adm.CallID, "err", err)
 		}
 	})
@@ -168,8 +169,8 @@ func (m *micSessions) connect(c fiber.Ctx, _ *storage.Principal) error {
 	case err != nil:
 		return err
 	}
-	adm, err := m.admissionOf(ctx, cl)
-	if err != nil {
+	adm, err := m.s.calls.Readmit(ctx, cl)
+	if err := admitErr(err); err != nil {
 		return err
 	}
 	answer, err := m.s.startBrowserMedia(ctx, media, BrowserCall{Admission: adm, Direction: storage.DirectionTest}, *in.SDP)
@@ -177,30 +178,4 @@ func (m *micSessions) connect(c fiber.Ctx, _ *storage.Principal) error {
 		return err
 	}
 	return c.Status(http.StatusCreated).JSON(fiber.Map{"call_id": callID, "type": "answer", "sdp": answer})
-}
-
-// admissionOf rebuilds the admission of an admitted call: the agent's
-// deployed configuration and what the balance pays for now.
-func (m *micSessions) admissionOf(ctx context.Context, cl storage.Call) (Admission, error) {
-	adm := Admission{CallID: cl.ID, OrgID: cl.OrgID, StartTime: cl.StartTime}
-	if cl.AgentID == nil {
-		return Admission{}, apiErr(http.StatusNotFound, "Agent not found.")
-	}
-	adm.AgentID = *cl.AgentID
-	a, err := m.s.store.Agents.Agent(ctx, cl.OrgID, adm.AgentID)
-	if errors.Is(err, storage.ErrNotFound) {
-		return Admission{}, apiErr(http.StatusNotFound, "Agent not found.")
-	}
-	if err != nil {
-		return Admission{}, err
-	}
-	if adm.Agent, err = m.s.res.decodeConfig(a.Config); err != nil {
-		return Admission{}, err
-	}
-	bal, err := m.s.store.Billing.Balance(ctx, cl.OrgID)
-	if err != nil {
-		return Admission{}, err
-	}
-	adm.MaxDuration = MaxCallDuration(bal, m.s.res.product(cl.Product))
-	return adm, nil
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/voiced/voiced/control"
+	"github.com/voiced/voiced/control/calllog"
 )
 
 func TestBillableMinutes(t *testing.T) {
@@ -25,7 +26,7 @@ func TestBillableMinutes(t *testing.T) {
 		{10 * time.Minute, 10},    // long calls
 		{601 * time.Second, 10.0}, // one second over
 	} {
-		require.Equal(t, tc.want, control.BillableMinutes(tc.d), "%v", tc.d)
+		require.Equal(t, tc.want, calllog.BillableMinutes(tc.d), "%v", tc.d)
 	}
 }
 
@@ -39,11 +40,11 @@ func TestPriceCents(t *testing.T) {
 }
 
 func TestParseProducts(t *testing.T) {
-	p, err := control.ParseProducts(" storm-mini=5, storm-base=9 ,")
+	p, err := calllog.ParseProducts(" storm-mini=5, storm-base=9 ,")
 	require.NoError(t, err)
 	require.Equal(t, []control.Product{{Name: "storm-mini", CentsPerMinute: 5}, {Name: "storm-base", CentsPerMinute: 9}}, p)
 	for _, bad := range []string{"", "storm", "storm=x", "storm=-1", "Storm=1", "a=1,a=2", "bad name=1"} {
-		_, err := control.ParseProducts(bad)
+		_, err := calllog.ParseProducts(bad)
 		require.Error(t, err, bad)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/gofiber/fiber/v3"
 	"github.com/gofiber/fiber/v3/middleware/adaptor"
 
+	"github.com/voiced/voiced/control/calllog"
 	"github.com/voiced/voiced/control/realtime"
 	"github.com/voiced/voiced/storage"
 )
@@ -120,101 +120,6 @@ func (r *Realtime) AuthenticateAPIKey(ctx context.Context, key string) (int64, e
 	return p.OrgID, nil
 }
 
-// inlineKeys are the keys an inline configuration accepts (spec 4.14).
-var inlineKeys = []string{"prompt", "voice", "product", "tools", "primary_language", "additional_languages",
-	"background_track", "telephony", "placeholders", "outbound", "call_events"}
-
-// inlineConfig validates an inline configuration over the agent defaults.
-// Messages are keyed prefix+field. telephony may also be a boolean: false
-// is near-field tuning without echo cancellation, true the defaults.
-func (r *resources) inlineConfig(raw json.RawMessage, prefix string) (AgentConfig, fields) {
-	f := fields{}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
-		f.add(strings.TrimSuffix(prefix, "."), "Must be an object.")
-		return AgentConfig{}, f
-	}
-	cfg := r.defaultAgentConfig()
-	if p, ok := obj["prompt"]; !ok || string(p) == "null" {
-		f.add(prefix+"prompt", "This field is required.")
-	}
-	for k, v := range obj {
-		switch {
-		case !slices.Contains(inlineKeys, k):
-			f.add(prefix+k, "Unknown field; an inline config accepts only "+strings.Join(inlineKeys, ", ")+".")
-		case k == "outbound":
-			if string(v) != "null" && (len(v) == 0 || v[0] != '{') {
-				f.add(prefix+k, "Must be an object.")
-			}
-		case k == "telephony" && (string(v) == "false" || string(v) == "true"):
-			if string(v) == "false" {
-				cfg.Telephony.NoiseReduction, cfg.Telephony.EchoCancellation = "near_field", false
-			}
-		default:
-			for _, cf := range configFields {
-				if cf.name == k {
-					if msg := setField(&cfg, cf, v); msg != "" {
-						f.add(prefix+k, msg)
-					}
-				}
-			}
-		}
-	}
-	if len(f) > 0 {
-		return cfg, f
-	}
-	if strings.TrimSpace(cfg.Prompt) == "" {
-		f.add(prefix+"prompt", "This field may not be blank.")
-	}
-	vf := fields{}
-	r.validateConfig(&cfg, vf, "")
-	for k, msgs := range vf {
-		f[prefix+k] = append(f[prefix+k], msgs...)
-	}
-	// Inline sessions add no automatic behaviours (spec 4.14).
-	cfg.InboundSpeakOrder, cfg.OutboundSpeakOrder, cfg.FirstMessage = "user_first", "user_first", nil
-	cfg.SilenceIntervalSeconds, cfg.SilenceMaxCheckins = 0, 0
-	return cfg, f
-}
-
-// AdmitInline admits a web call that runs an inline configuration (a
-// realtime session.update or POST /v1/realtime/sessions config) instead of
-// a saved agent. A configuration error is an *APIError (400) with a message
-// per field; a zero balance is ErrInsufficientBalance, with the refused
-// call recorded as failed.
-func (l *CallLog) AdmitInline(ctx context.Context, orgID int64, raw json.RawMessage, roomName string) (Admission, error) {
-	cfg, f := l.s.res.inlineConfig(raw, "")
-	if err := f.err(); err != nil {
-		return Admission{}, err
-	}
-	return l.admitInline(ctx, orgID, cfg, roomName)
-}
-
-func (l *CallLog) admitInline(ctx context.Context, orgID int64, cfg AgentConfig, roomName string) (Admission, error) {
-	st := l.s.store
-	c := storage.Call{Direction: storage.DirectionWeb, OrgID: orgID, FromNumber: "internal:web", ToNumber: "agent:inline",
-		Status: storage.CallInProgress, MediaRoomName: optStr(roomName)}
-	snapshotConfig(&c, cfg)
-	bal, err := st.Billing.Balance(ctx, orgID)
-	if err != nil {
-		return Admission{}, err
-	}
-	maxDur := MaxCallDuration(bal, l.s.res.product(c.Product))
-	var refusal error
-	if bal <= 0 || maxDur == 0 {
-		refusal = ErrInsufficientBalance
-		now := time.Now()
-		zero := int64(0)
-		c.Status, c.EndTime, c.DurationSeconds = storage.CallFailed, &now, &zero
-		c.EndReason, c.EndDetail = optStr(refusalReason(refusal)), refusal.Error()
-	}
-	c, err = st.Calls.CreateCall(ctx, c)
-	if err != nil {
-		return Admission{}, err
-	}
-	return Admission{CallID: c.ID, OrgID: orgID, Agent: cfg, StartTime: c.StartTime, MaxDuration: maxDur}, refusal
-}
-
 // createRealtimeSession is POST /v1/realtime/sessions.
 func (r *Realtime) createSession(c fiber.Ctx, p *storage.Principal) error {
 	var body map[string]json.RawMessage
@@ -249,14 +154,14 @@ func (r *Realtime) createSession(c fiber.Ctx, p *storage.Principal) error {
 	var adm Admission
 	var err error
 	if hasAgent {
-		adm, err = r.s.CallLog().Admit(c.Context(), AdmitRequest{Direction: storage.DirectionWeb, OrgID: p.OrgID, AgentID: agentID, MediaRoomName: room})
+		adm, err = r.s.calls.Admit(c.Context(), calllog.AdmitRequest{Direction: storage.DirectionWeb, OrgID: p.OrgID, AgentID: agentID, MediaRoomName: room})
 	} else {
-		adm, err = r.s.CallLog().admitInline(c.Context(), p.OrgID, cfg, room)
+		adm, err = r.s.calls.AdmitConfig(c.Context(), p.OrgID, cfg, room)
 	}
 	switch {
-	case errors.Is(err, ErrUnknownAgent):
+	case errors.Is(err, calllog.ErrUnknownAgent):
 		return apiErr(http.StatusNotFound, "Agent not found.")
-	case errors.Is(err, ErrInsufficientBalance):
+	case errors.Is(err, calllog.ErrInsufficientBalance):
 		return apiErr(http.StatusPaymentRequired, "Insufficient balance: add credit to start calls.")
 	case err != nil:
 		return err
@@ -286,7 +191,7 @@ func (r *Realtime) createSession(c fiber.Ctx, p *storage.Principal) error {
 func (r *Realtime) closeUnjoined(id int64, detail string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := r.s.CallLog().Finish(ctx, id, CallEnd{Status: storage.CallFailed, Reason: "not_joined", Detail: detail}); err != nil && r.s.log != nil {
+	if err := r.s.calls.Finish(ctx, id, calllog.CallEnd{Status: storage.CallFailed, Reason: "not_joined", Detail: detail}); err != nil && r.s.log != nil {
 		r.s.log.Warn("unjoined realtime call not closed", "call_id", id, "err", err)
 	}
 }

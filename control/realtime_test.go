@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/voiced/voiced/control"
+	"github.com/voiced/voiced/control/calllog"
 	"github.com/voiced/voiced/storage"
 	"github.com/voiced/voiced/storage/sqltest"
 )
@@ -128,7 +129,7 @@ func TestRealtimeSessions(t *testing.T) {
 			require.Contains(t, ae.Fields, "colour")
 			adm, err := log.AdmitInline(ctx, w.org.ID, json.RawMessage(`{"prompt":"p"}`), "room-1")
 			require.NoError(t, err)
-			require.NoError(t, log.Finish(ctx, adm.CallID, control.CallEnd{Status: "completed", Reason: "caller_hangup"}))
+			require.NoError(t, log.Finish(ctx, adm.CallID, calllog.CallEnd{Status: "completed", Reason: "caller_hangup"}))
 		})
 
 		t.Run("no balance", func(t *testing.T) {
@@ -139,7 +140,7 @@ func TestRealtimeSessions(t *testing.T) {
 			r = a.do("POST", "/v1/realtime/sessions", poor.ownerK, map[string]any{"config": map[string]any{"prompt": "x"}})
 			require.Equal(t, 402, r.status, string(r.body))
 			_, err := a.srv.CallLog().AdmitInline(ctx, poor.org.ID, json.RawMessage(`{"prompt":"p"}`), "")
-			require.ErrorIs(t, err, control.ErrInsufficientBalance)
+			require.ErrorIs(t, err, calllog.ErrInsufficientBalance)
 		})
 
 		t.Run("api keys", func(t *testing.T) {

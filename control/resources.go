@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/voiced/voiced/control/calllog"
 	"github.com/voiced/voiced/control/numbers"
 	"github.com/voiced/voiced/control/voices"
 )
@@ -41,7 +42,7 @@ type ResourcesConfig struct {
 
 func (c ResourcesConfig) withDefaults() ResourcesConfig {
 	if len(c.Products) == 0 {
-		c.Products = DefaultProducts()
+		c.Products = calllog.DefaultProducts()
 	}
 	if c.DefaultProduct == "" {
 		c.DefaultProduct = c.Products[0].Name
@@ -101,7 +102,7 @@ func (s *Server) initResources(opts []Option) error {
 	}
 	r.products = map[string]Product{}
 	for _, p := range r.cfg.Products {
-		if err := p.validate(); err != nil {
+		if err := p.Validate(); err != nil {
 			return fmt.Errorf("control: product %q: %w", p.Name, err)
 		}
 		if _, dup := r.products[p.Name]; dup {
@@ -138,5 +139,8 @@ func (s *Server) initResources(opts []Option) error {
 		}
 	}
 	s.res = r
+	s.calls = calllog.New(calllog.Config{Products: r.products, DefaultProduct: r.cfg.DefaultProduct}, s.log, calllog.Stores{
+		Calls: s.store.Calls, Agents: s.store.Agents, Balances: s.store.Billing, Trunks: s.store.Numbers, Events: s.store.Outbox,
+	}, agentSchema{r}, r.dialer)
 	return nil
 }

@@ -143,7 +143,7 @@ func (s *Server) registerRoutes() {
 	s.mount(voices.Routes(s.res.catalog))
 	s.mount(s.numbers.Routes())
 	s.mount(calls.Routes(calls.Config{PublicURL: s.cfg.PublicURL, SignKey: s.res.signKey, AudioURLTTL: s.res.cfg.AudioURLTTL, BlobDir: s.res.cfg.BlobDir},
-		st.Calls, st.Calls, st.Calls, s.placeCall))
+		st.Calls, st.Calls, st.Calls, s.calls.ServePlace))
 	s.mount(onboarding.Routes(st.Onboarding))
 
 	s.mount(billing.Routes(s.log, st.Billing, st.Billing, s.paymentProvider()))

@@ -97,6 +97,7 @@ type Server struct {
 	reqSeq  atomic.Uint64
 	started time.Time
 	res     *resources
+	calls   *CallLog
 	numbers *numbers.Service
 	monitor *monitoring.Monitor
 	// providers counts the AI and payment providers' recent outcomes for

@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/voiced/voiced/control"
+	"github.com/voiced/voiced/control/calllog"
 	"github.com/voiced/voiced/control/webhook"
 	"github.com/voiced/voiced/storage"
 	"github.com/voiced/voiced/storage/sqltest"
@@ -52,14 +52,14 @@ func TestToolEvent(t *testing.T) {
 		r = a.do("POST", base, o.adminK, map[string]any{"label": "graded", "url": hook.URL + "/other", "events": []string{"call.graded"}})
 		require.Equal(t, 201, r.status, string(r.body))
 
-		adm, err := log.Admit(ctx, control.AdmitRequest{Direction: "inbound", To: o.number, From: "+15550004444"})
+		adm, err := log.Admit(ctx, calllog.AdmitRequest{Direction: "inbound", To: o.number, From: "+15550004444"})
 		require.NoError(t, err)
 		start := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
-		require.NoError(t, log.ToolEvent(ctx, adm.CallID, control.ToolRun{ToolCallID: "call_1", Name: "reschedule",
+		require.NoError(t, log.ToolEvent(ctx, adm.CallID, calllog.ToolRun{ToolCallID: "call_1", Name: "reschedule",
 			Arguments: json.RawMessage(`{"day":"Thursday"}`), Output: `{"moved":true}`, Start: start, End: start.Add(1500 * time.Millisecond)}))
-		require.NoError(t, log.ToolEvent(ctx, adm.CallID, control.ToolRun{ToolCallID: "call_2", Name: "transfer_call",
+		require.NoError(t, log.ToolEvent(ctx, adm.CallID, calllog.ToolRun{ToolCallID: "call_2", Name: "transfer_call",
 			Arguments: json.RawMessage(`not json`), Error: "the transfer did not go through", Start: start, End: start}))
-		require.ErrorIs(t, log.ToolEvent(ctx, adm.CallID, control.ToolRun{Name: "", Start: start, End: start}), control.ErrBadEvent)
+		require.ErrorIs(t, log.ToolEvent(ctx, adm.CallID, calllog.ToolRun{Name: "", Start: start, End: start}), calllog.ErrBadEvent)
 
 		w, err := webhook.New(webhook.Config{AllowLoopback: true}, nil, a.store.Outbox)
 		require.NoError(t, err)
@@ -103,9 +103,9 @@ func TestToolEvent(t *testing.T) {
 		// A web call's tool run is web.tool.
 		r = a.do("POST", base, o.adminK, map[string]any{"label": "web", "url": hook.URL + "/web", "events": []string{"web.tool"}})
 		require.Equal(t, 201, r.status, string(r.body))
-		web, err := log.Admit(ctx, control.AdmitRequest{Direction: "web", OrgID: o.org.ID, AgentID: o.agentID})
+		web, err := log.Admit(ctx, calllog.AdmitRequest{Direction: "web", OrgID: o.org.ID, AgentID: o.agentID})
 		require.NoError(t, err)
-		require.NoError(t, log.ToolEvent(ctx, web.CallID, control.ToolRun{Name: "reschedule", Start: start, End: start}))
+		require.NoError(t, log.ToolEvent(ctx, web.CallID, calllog.ToolRun{Name: "reschedule", Start: start, End: start}))
 		ds, err := a.store.Outbox.EndpointDeliveries(ctx, r.obj(t)["id"].(string))
 		require.NoError(t, err)
 		require.Len(t, ds, 1)

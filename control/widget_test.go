@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/voiced/voiced/control"
+	"github.com/voiced/voiced/control/calllog"
 	"github.com/voiced/voiced/control/webhook"
 	"github.com/voiced/voiced/storage"
 	"github.com/voiced/voiced/storage/sqltest"
@@ -177,7 +178,7 @@ func TestWidgetCalls(t *testing.T) {
 			require.True(t, strings.HasPrefix(c["media_room_name"].(string), "widget-"))
 
 			// The media side finishes it: billed, web.complete emitted.
-			require.NoError(t, a.srv.CallLog().Finish(ctx, cid, control.CallEnd{Status: "completed", Reason: "caller_hangup", At: time.Now().Add(60 * time.Second)}))
+			require.NoError(t, a.srv.CallLog().Finish(ctx, cid, calllog.CallEnd{Status: "completed", Reason: "caller_hangup", At: time.Now().Add(60 * time.Second)}))
 			c = a.do("GET", fmt.Sprintf("/v1/calls/%d", cid), w.membK, nil).obj(t)
 			require.Equal(t, "completed", c["status"])
 			require.Equal(t, float64(9), c["billing_total_cents"])
@@ -416,7 +417,7 @@ func TestMicSessions(t *testing.T) {
 		require.Equal(t, 409, connect(tok).status, "single use")
 
 		// Billed as a regular call at the agent's tier: 60 s of storm-pro.
-		require.NoError(t, a.srv.CallLog().Finish(ctx, cid, control.CallEnd{Status: "completed", Reason: "caller_hangup", At: time.Now().Add(60 * time.Second)}))
+		require.NoError(t, a.srv.CallLog().Finish(ctx, cid, calllog.CallEnd{Status: "completed", Reason: "caller_hangup", At: time.Now().Add(60 * time.Second)}))
 		c = a.do("GET", fmt.Sprintf("/v1/calls/%d", cid), w.membK, nil).obj(t)
 		require.Equal(t, float64(15), c["billing_total_cents"])
 		require.Equal(t, 1.0, c["billable_minutes"])

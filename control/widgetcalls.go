@@ -6,6 +6,7 @@ import (
 
 	"github.com/gofiber/fiber/v3"
 
+	"github.com/voiced/voiced/control/calllog"
 	"github.com/voiced/voiced/control/widget"
 	"github.com/voiced/voiced/storage"
 )
@@ -21,7 +22,7 @@ func (w widgetCalls) Start(ctx context.Context, r widget.CallRequest) (widget.Ca
 	if err != nil {
 		return widget.Call{}, err
 	}
-	adm, err := w.s.CallLog().Admit(ctx, AdmitRequest{Direction: storage.DirectionWeb, OrgID: r.OrgID, AgentID: r.AgentID,
+	adm, err := w.s.calls.Admit(ctx, calllog.AdmitRequest{Direction: storage.DirectionWeb, OrgID: r.OrgID, AgentID: r.AgentID,
 		From: "web:" + r.Host, MediaRoomName: "widget-" + storage.NewUUID()})
 	if err := admitErr(err); err != nil {
 		return widget.Call{}, err
@@ -33,7 +34,7 @@ func (w widgetCalls) Start(ctx context.Context, r widget.CallRequest) (widget.Ca
 		return widget.Call{}, err
 	}
 	c := widget.Call{ID: adm.CallID, AgentID: adm.AgentID, Answer: answer}
-	if adm.MaxDuration != NoLimit {
+	if adm.MaxDuration != calllog.NoLimit {
 		c.MaxDuration = adm.MaxDuration
 	}
 	return c, nil

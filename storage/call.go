@@ -66,7 +66,7 @@ type Call struct {
 	CallOutcome         *string
 	IssueCount          int64
 	CriticalIssueCount  int64
-	// Quality is the call's media quality as JSON (control.CallQuality),
+	// Quality is the call's media quality as JSON (calllog.CallQuality),
 	// nil until a call with media ends.
 	Quality   json.RawMessage
 	CreatedAt time.Time

@@ -10,7 +10,7 @@ import (
 )
 
 // CallEventRow is the stored form of one call event (the event itself,
-// and the shapes of Data by Kind, are control.CallEvent's). Seq orders a
+// and the shapes of Data by Kind, are calllog.CallEvent's). Seq orders a
 // call's events; EventID, when set, makes an append idempotent.
 type CallEventRow struct {
 	CallID  int64

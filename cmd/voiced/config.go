@@ -21,6 +21,7 @@ import (
 
 	"github.com/voiced/voiced/call"
 	"github.com/voiced/voiced/control"
+	"github.com/voiced/voiced/control/calllog"
 )
 
 // config is every setting of voiced serve, migrate and admin. Each flag has
@@ -269,7 +270,7 @@ func (c *config) validateAPI(has func(string) bool) error {
 		}
 	}
 	if has("products") {
-		p, err := control.ParseProducts(c.Products)
+		p, err := calllog.ParseProducts(c.Products)
 		if err != nil {
 			return fmt.Errorf("invalid --products %q: %v", c.Products, err)
 		}

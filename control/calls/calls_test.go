@@ -19,7 +19,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/voiced/voiced/control"
+	"github.com/voiced/voiced/control/calllog"
 	"github.com/voiced/voiced/control/calltest"
 	"github.com/voiced/voiced/storage"
 	"github.com/voiced/voiced/storage/sqltest"
@@ -142,8 +142,8 @@ func TestCalls(t *testing.T) {
 			require.Equal(t, 404, a.do("GET", fmt.Sprintf("/v1/calls/%d/history", cid), a.world().ownerK, nil).status)
 
 			// Redelivered events and a second finish change nothing.
-			require.NoError(t, log.Append(ctx, cid, []control.CallEvent{{ID: fmt.Sprintf("ev-%d-2", cid), Kind: control.EventTurn, Role: "user", Text: "dup"}}))
-			require.NoError(t, log.Finish(ctx, cid, control.CallEnd{Status: "failed", Reason: "timeout"}))
+			require.NoError(t, log.Append(ctx, cid, []calllog.CallEvent{{ID: fmt.Sprintf("ev-%d-2", cid), Kind: calllog.EventTurn, Role: "user", Text: "dup"}}))
+			require.NoError(t, log.Finish(ctx, cid, calllog.CallEnd{Status: "failed", Reason: "timeout"}))
 			r = a.do("GET", fmt.Sprintf("/v1/calls/%d/transcript", cid), o.membK, nil)
 			require.NoError(t, json.Unmarshal(r.body, &tr))
 			require.Len(t, tr.Turns, 4)
@@ -153,13 +153,13 @@ func TestCalls(t *testing.T) {
 		t.Run("malformed events are refused", func(t *testing.T) {
 			o := a.callOrg("+13105550301")
 			cid := calltest.Make(t, log, a.blobDir, calltest.Spec{To: o.number, InProgress: true})
-			for _, e := range []control.CallEvent{{Kind: "gossip"}, {Kind: control.EventTurn, Role: "narrator"},
-				{Kind: control.EventTurn, Role: "user", Start: time.Now(), End: time.Now().Add(-time.Second)},
-				{Kind: control.EventToolCall}, {Kind: control.EventToolCall, ToolName: "x", Arguments: json.RawMessage("{")}, {Kind: control.EventDTMF, Digits: "12x"}} {
-				require.ErrorIs(t, log.Append(ctx, cid, []control.CallEvent{e}), control.ErrBadEvent, "%+v", e)
+			for _, e := range []calllog.CallEvent{{Kind: "gossip"}, {Kind: calllog.EventTurn, Role: "narrator"},
+				{Kind: calllog.EventTurn, Role: "user", Start: time.Now(), End: time.Now().Add(-time.Second)},
+				{Kind: calllog.EventToolCall}, {Kind: calllog.EventToolCall, ToolName: "x", Arguments: json.RawMessage("{")}, {Kind: calllog.EventDTMF, Digits: "12x"}} {
+				require.ErrorIs(t, log.Append(ctx, cid, []calllog.CallEvent{e}), calllog.ErrBadEvent, "%+v", e)
 			}
-			for _, end := range []control.CallEnd{{Status: "done"}, {Status: "completed", Outcome: "great"}, {Status: "completed", RecordingKey: "../etc/passwd"}, {Status: "completed", RecordingKey: "/abs.wav"}} {
-				require.ErrorIs(t, log.Finish(ctx, cid, end), control.ErrBadEvent, "%+v", end)
+			for _, end := range []calllog.CallEnd{{Status: "done"}, {Status: "completed", Outcome: "great"}, {Status: "completed", RecordingKey: "../etc/passwd"}, {Status: "completed", RecordingKey: "/abs.wav"}} {
+				require.ErrorIs(t, log.Finish(ctx, cid, end), calllog.ErrBadEvent, "%+v", end)
 			}
 			c := a.do("GET", fmt.Sprintf("/v1/calls/%d", cid), o.membK, nil).obj(t)
 			require.Equal(t, "in_progress", c["status"])
@@ -169,24 +169,24 @@ func TestCalls(t *testing.T) {
 
 		t.Run("admission refusals keep the cause", func(t *testing.T) {
 			o := a.callOrg("+13105550302")
-			_, err := log.Admit(ctx, control.AdmitRequest{Direction: "inbound", To: "+19995550000", From: "+15550001111"})
-			require.ErrorIs(t, err, control.ErrUnknownNumber)
-			_, err = log.Admit(ctx, control.AdmitRequest{Direction: "outbound", OrgID: o.org.ID, AgentID: o.agentID})
-			require.ErrorIs(t, err, control.ErrBadEvent)
-			_, err = log.Admit(ctx, control.AdmitRequest{Direction: "test", OrgID: o.org.ID, AgentID: 999999999})
-			require.ErrorIs(t, err, control.ErrUnknownAgent)
+			_, err := log.Admit(ctx, calllog.AdmitRequest{Direction: "inbound", To: "+19995550000", From: "+15550001111"})
+			require.ErrorIs(t, err, calllog.ErrUnknownNumber)
+			_, err = log.Admit(ctx, calllog.AdmitRequest{Direction: "outbound", OrgID: o.org.ID, AgentID: o.agentID})
+			require.ErrorIs(t, err, calllog.ErrBadEvent)
+			_, err = log.Admit(ctx, calllog.AdmitRequest{Direction: "test", OrgID: o.org.ID, AgentID: 999999999})
+			require.ErrorIs(t, err, calllog.ErrUnknownAgent)
 
 			np := fmt.Sprintf("/v1/phone-numbers/%d", o.numID)
 			require.Equal(t, 200, a.do("PATCH", np, o.ownerK, map[string]any{"inbound_agent_id": nil}).status)
-			adm, err := log.Admit(ctx, control.AdmitRequest{Direction: "inbound", To: o.number, From: "+15550002222"})
-			require.ErrorIs(t, err, control.ErrNoAgent)
+			adm, err := log.Admit(ctx, calllog.AdmitRequest{Direction: "inbound", To: o.number, From: "+15550002222"})
+			require.ErrorIs(t, err, calllog.ErrNoAgent)
 			c := a.do("GET", fmt.Sprintf("/v1/calls/%d", adm.CallID), o.membK, nil).obj(t)
 			require.Equal(t, "failed", c["status"])
 			require.Equal(t, "no_agent", c["end_reason"])
 
 			require.Equal(t, 200, a.do("PATCH", np, o.ownerK, map[string]any{"status": "released"}).status)
-			adm, err = log.Admit(ctx, control.AdmitRequest{Direction: "inbound", To: o.number})
-			require.ErrorIs(t, err, control.ErrNumberInactive)
+			adm, err = log.Admit(ctx, calllog.AdmitRequest{Direction: "inbound", To: o.number})
+			require.ErrorIs(t, err, calllog.ErrNumberInactive)
 			require.Equal(t, "number_inactive", a.do("GET", fmt.Sprintf("/v1/calls/%d", adm.CallID), o.membK, nil).obj(t)["end_reason"])
 
 			require.Equal(t, 200, a.do("PATCH", np, o.ownerK, map[string]any{"status": "active", "inbound_agent_id": o.agentID}).status)
@@ -194,14 +194,14 @@ func TestCalls(t *testing.T) {
 			require.NoError(t, err)
 			_, err = a.store.Billing.Post(ctx, o.org.ID, storage.TxAdjustment, -bal, "drain", "")
 			require.NoError(t, err)
-			adm, err = log.Admit(ctx, control.AdmitRequest{Direction: "inbound", To: o.number})
-			require.ErrorIs(t, err, control.ErrInsufficientBalance)
+			adm, err = log.Admit(ctx, calllog.AdmitRequest{Direction: "inbound", To: o.number})
+			require.ErrorIs(t, err, calllog.ErrInsufficientBalance)
 			require.Equal(t, "insufficient_balance", a.do("GET", fmt.Sprintf("/v1/calls/%d", adm.CallID), o.membK, nil).obj(t)["end_reason"])
-			_, err = log.Admit(ctx, control.AdmitRequest{Direction: "web", OrgID: o.org.ID, AgentID: o.agentID})
-			require.ErrorIs(t, err, control.ErrInsufficientBalance)
+			_, err = log.Admit(ctx, calllog.AdmitRequest{Direction: "web", OrgID: o.org.ID, AgentID: o.agentID})
+			require.ErrorIs(t, err, calllog.ErrInsufficientBalance)
 
 			a.credit(o.org.ID, 100)
-			adm, err = log.Admit(ctx, control.AdmitRequest{Direction: "inbound", To: o.number, From: "+15550003333"})
+			adm, err = log.Admit(ctx, calllog.AdmitRequest{Direction: "inbound", To: o.number, From: "+15550003333"})
 			require.NoError(t, err)
 			require.Equal(t, o.agentID, adm.AgentID)
 			require.Equal(t, "Answer for Acme Dental.", adm.Agent.Prompt, "the deployed configuration")

@@ -18,7 +18,7 @@ const (
 )
 
 // EventData is a call event's stored form (storage.CallEventRow.Data);
-// times are Unix milliseconds. control.CallEvent says which fields each
+// times are Unix milliseconds. calllog.CallEvent says which fields each
 // kind sets.
 type EventData struct {
 	Role        string          `json:"role,omitempty"`

@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/voiced/voiced/control"
+	"github.com/voiced/voiced/control/calllog"
 	"github.com/voiced/voiced/storage"
 	"github.com/voiced/voiced/storage/sqltest"
 )
@@ -28,7 +28,7 @@ func TestCallQuality(t *testing.T) {
 		ctx := context.Background()
 		o := a.callOrg("+13105550320")
 		admit := func() int64 {
-			adm, err := log.Admit(ctx, control.AdmitRequest{Direction: "inbound", To: o.number, From: "+15550004444", At: time.Now().Add(-30 * time.Second)})
+			adm, err := log.Admit(ctx, calllog.AdmitRequest{Direction: "inbound", To: o.number, From: "+15550004444", At: time.Now().Add(-30 * time.Second)})
 			require.NoError(t, err)
 			return adm.CallID
 		}
@@ -40,12 +40,12 @@ func TestCallQuality(t *testing.T) {
 
 		// A phone call's figures, with unrounded floats as the media side
 		// computes them; rtt_ms not measured.
-		q := &control.CallQuality{Codec: ptr("PCMU"), PacketsSent: ptr(int64(1500)), PacketsReceived: ptr(int64(1490)), PacketsLost: ptr(int64(10)),
+		q := &calllog.CallQuality{Codec: ptr("PCMU"), PacketsSent: ptr(int64(1500)), PacketsReceived: ptr(int64(1490)), PacketsLost: ptr(int64(10)),
 			LossPercent: ptr(0.6666666), JitterMS: ptr(1.23456), JitterMaxMS: ptr(7.891), JitterBufferDrops: ptr(int64(3)), ConcealedMS: ptr(int64(260)),
 			MOS: ptr(4.31234), DeadAirMS: ptr(int64(0)), TalkOverMS: ptr(int64(420)),
-			ResponseLatencyMS: &control.ResponseLatency{P50: 640, P95: 910, Max: 1200, Turns: 4}}
+			ResponseLatencyMS: &calllog.ResponseLatency{P50: 640, P95: 910, Max: 1200, Turns: 4}}
 		cid := admit()
-		require.NoError(t, log.Finish(ctx, cid, control.CallEnd{Status: "completed", Reason: "caller_hangup", Quality: q}))
+		require.NoError(t, log.Finish(ctx, cid, calllog.CallEnd{Status: "completed", Reason: "caller_hangup", Quality: q}))
 		want := map[string]any{"codec": "PCMU", "packets_sent": float64(1500), "packets_received": float64(1490), "packets_lost": float64(10),
 			"loss_percent": 0.667, "jitter_ms": 1.23, "jitter_max_ms": 7.89, "jitter_buffer_drops": float64(3), "concealed_ms": float64(260),
 			"rtt_ms": nil, "mos": 4.31, "dead_air_ms": float64(0), "talk_over_ms": float64(420),
@@ -53,29 +53,29 @@ func TestCallQuality(t *testing.T) {
 		require.Equal(t, want, get(cid)["quality"])
 
 		// A second finish (redelivery) changes nothing, quality included.
-		require.NoError(t, log.Finish(ctx, cid, control.CallEnd{Status: "completed", Quality: &control.CallQuality{MOS: ptr(1.0)}}))
+		require.NoError(t, log.Finish(ctx, cid, calllog.CallEnd{Status: "completed", Quality: &calllog.CallQuality{MOS: ptr(1.0)}}))
 		require.Equal(t, want, get(cid)["quality"])
 
 		// A call ended without media has a null quality; so has one in progress.
 		bare := admit()
-		require.NoError(t, log.Finish(ctx, bare, control.CallEnd{Status: "failed", Reason: "error"}))
+		require.NoError(t, log.Finish(ctx, bare, calllog.CallEnd{Status: "failed", Reason: "error"}))
 		require.Contains(t, get(bare), "quality")
 		require.Nil(t, get(bare)["quality"])
 		open := admit()
 		require.Nil(t, get(open)["quality"])
 
 		// Impossible figures are refused and the call stays open.
-		for _, bad := range []*control.CallQuality{{MOS: ptr(5.0)}, {MOS: ptr(0.5)}, {LossPercent: ptr(101.0)}, {PacketsLost: ptr(int64(-1))},
-			{JitterMS: ptr(-2.0)}, {ResponseLatencyMS: &control.ResponseLatency{P50: 900, P95: 100, Max: 1000, Turns: 2}},
-			{ResponseLatencyMS: &control.ResponseLatency{}}} {
-			require.ErrorIs(t, log.Finish(ctx, open, control.CallEnd{Status: "completed", Quality: bad}), control.ErrBadEvent, "%+v", bad)
+		for _, bad := range []*calllog.CallQuality{{MOS: ptr(5.0)}, {MOS: ptr(0.5)}, {LossPercent: ptr(101.0)}, {PacketsLost: ptr(int64(-1))},
+			{JitterMS: ptr(-2.0)}, {ResponseLatencyMS: &calllog.ResponseLatency{P50: 900, P95: 100, Max: 1000, Turns: 2}},
+			{ResponseLatencyMS: &calllog.ResponseLatency{}}} {
+			require.ErrorIs(t, log.Finish(ctx, open, calllog.CallEnd{Status: "completed", Quality: bad}), calllog.ErrBadEvent, "%+v", bad)
 		}
 		require.Equal(t, "in_progress", get(open)["status"])
 
 		// A realtime session: the engine's latency only, packets null.
 		rt := admit()
-		require.NoError(t, log.Finish(ctx, rt, control.CallEnd{Status: "completed", Quality: &control.CallQuality{
-			ResponseLatencyMS: &control.ResponseLatency{P50: 300, P95: 300, Max: 300, Turns: 1}}}))
+		require.NoError(t, log.Finish(ctx, rt, calllog.CallEnd{Status: "completed", Quality: &calllog.CallQuality{
+			ResponseLatencyMS: &calllog.ResponseLatency{P50: 300, P95: 300, Max: 300, Turns: 1}}}))
 		rq := get(rt)["quality"].(map[string]any)
 		require.Nil(t, rq["packets_received"])
 		require.Nil(t, rq["mos"])

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/voiced/voiced/control"
+	"github.com/voiced/voiced/control/calllog"
 )
 
 // Turn is one utterance, placed by its offsets from the call's start.
@@ -89,31 +90,31 @@ func Make(t testing.TB, log *control.CallLog, blobDir string, spec Spec) int64 {
 	if spec.Start.IsZero() {
 		spec.Start = time.Now().Add(-spec.Length).Truncate(time.Millisecond)
 	}
-	adm, err := log.Admit(ctx, control.AdmitRequest{Direction: spec.Direction, To: spec.To, From: spec.From, OrgID: spec.OrgID,
+	adm, err := log.Admit(ctx, calllog.AdmitRequest{Direction: spec.Direction, To: spec.To, From: spec.From, OrgID: spec.OrgID,
 		AgentID: spec.AgentID, IsSimulation: spec.IsSimulation, At: spec.Start})
 	if err != nil {
 		t.Fatalf("calltest: admit: %v", err)
 	}
 	id := adm.CallID
-	var events []control.CallEvent
+	var events []calllog.CallEvent
 	seq := 0
 	next := func() string { seq++; return fmt.Sprintf("ev-%d-%d", id, seq) }
 	recording := spec.Record || spec.RecordAfter > 0
 	if recording {
-		events = append(events, control.CallEvent{ID: next(), Kind: control.EventRecordingStarted, At: spec.Start.Add(spec.RecordAfter)})
+		events = append(events, calllog.CallEvent{ID: next(), Kind: calllog.EventRecordingStarted, At: spec.Start.Add(spec.RecordAfter)})
 	}
 	for _, tr := range spec.Turns {
-		events = append(events, control.CallEvent{ID: next(), Kind: control.EventTurn, At: spec.Start.Add(tr.At + tr.Length), Role: tr.Role,
+		events = append(events, calllog.CallEvent{ID: next(), Kind: calllog.EventTurn, At: spec.Start.Add(tr.At + tr.Length), Role: tr.Role,
 			Text: tr.Text, Start: spec.Start.Add(tr.At), End: spec.Start.Add(tr.At + tr.Length), Interrupted: tr.Interrupted})
 	}
 	for i, tu := range spec.Tools {
 		callID := fmt.Sprintf("call_%d", i+1)
 		events = append(events,
-			control.CallEvent{ID: next(), Kind: control.EventToolCall, At: spec.Start.Add(tu.At), ToolCallID: callID, ToolName: tu.Name, Arguments: json.RawMessage(tu.Arguments)},
-			control.CallEvent{ID: next(), Kind: control.EventToolResult, At: spec.Start.Add(tu.At + 200*time.Millisecond), ToolCallID: callID, ToolName: tu.Name, Output: tu.Output})
+			calllog.CallEvent{ID: next(), Kind: calllog.EventToolCall, At: spec.Start.Add(tu.At), ToolCallID: callID, ToolName: tu.Name, Arguments: json.RawMessage(tu.Arguments)},
+			calllog.CallEvent{ID: next(), Kind: calllog.EventToolResult, At: spec.Start.Add(tu.At + 200*time.Millisecond), ToolCallID: callID, ToolName: tu.Name, Output: tu.Output})
 	}
 	if spec.DTMF != "" {
-		events = append(events, control.CallEvent{ID: next(), Kind: control.EventDTMF, At: spec.Start.Add(spec.Length / 2), Digits: spec.DTMF})
+		events = append(events, calllog.CallEvent{ID: next(), Kind: calllog.EventDTMF, At: spec.Start.Add(spec.Length / 2), Digits: spec.DTMF})
 	}
 	if len(events) > 0 {
 		if err := log.Append(ctx, id, events); err != nil {
@@ -123,7 +124,7 @@ func Make(t testing.TB, log *control.CallLog, blobDir string, spec Spec) int64 {
 	if spec.InProgress {
 		return id
 	}
-	end := control.CallEnd{Status: spec.Status, Reason: spec.Reason, Outcome: spec.Outcome, At: spec.Start.Add(spec.Length)}
+	end := calllog.CallEnd{Status: spec.Status, Reason: spec.Reason, Outcome: spec.Outcome, At: spec.Start.Add(spec.Length)}
 	if end.Status == "" {
 		end.Status = "completed"
 	}

@@ -121,7 +121,7 @@ type Admission struct {
 	Start       time.Time
 }
 
-// CallEnd is how a call ended (control.CallEnd's subset).
+// CallEnd is how a call ended (calllog.CallEnd's subset).
 type CallEnd struct {
 	Status             string // completed or failed
 	Reason             string

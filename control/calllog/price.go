@@ -1,4 +1,4 @@
-package control
+package calllog
 
 import (
 	"errors"
@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/voiced/voiced/storage"
 )
 
 // Product is an agent product tier and its price. Calls are billed
@@ -25,7 +27,8 @@ func DefaultProducts() []Product {
 
 var productName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
 
-func (p Product) validate() error {
+// Validate checks the name and the price.
+func (p Product) Validate() error {
 	if !productName.MatchString(p.Name) {
 		return errors.New("name must be 1-64 lowercase letters, digits, '.', '_' or '-'")
 	}
@@ -54,7 +57,7 @@ func ParseProducts(s string) ([]Product, error) {
 			return nil, fmt.Errorf("%q: price must be a whole number of cents per minute", part)
 		}
 		p := Product{Name: strings.TrimSpace(name), CentsPerMinute: c}
-		if err := p.validate(); err != nil {
+		if err := p.Validate(); err != nil {
 			return nil, fmt.Errorf("%q: %v", part, err)
 		}
 		if seen[p.Name] {
@@ -86,4 +89,47 @@ func (p Product) PriceCents(minutes float64) int64 {
 	// Quarter minutes times an integer price are exact in float64; the
 	// ceiling therefore never rounds an exact cent up.
 	return int64(math.Ceil(minutes * float64(p.CentsPerMinute)))
+}
+
+// NoLimit is the MaxDuration of a call whose product costs nothing.
+const NoLimit = time.Duration(math.MaxInt64)
+
+// EndReasonVoicemail is the end_reason of a call that went straight to
+// voicemail; it bills a flat VoicemailCents (spec sections 2.9 and 8).
+const EndReasonVoicemail = "voicemail"
+
+// VoicemailCents is the flat price of a straight-to-voicemail call.
+const VoicemailCents = 1
+
+// CallCost is what a call of duration d costs at product p: its billable
+// minutes (d to the nearest quarter minute, at least 0.25; see
+// BillableMinutes) times the per-minute price, rounded up to a whole cent
+// (Product.PriceCents). A straight-to-voicemail call costs a flat cent
+// whatever its length.
+func CallCost(d time.Duration, p Product, voicemail bool) storage.CallCharge {
+	m := BillableMinutes(d)
+	if voicemail {
+		return storage.CallCharge{BillableMinutes: m, TotalCents: VoicemailCents}
+	}
+	return storage.CallCharge{BillableMinutes: m, TotalCents: p.PriceCents(m)}
+}
+
+// MaxCallDuration is the longest call balance pays for at p, measured the
+// way calls are billed: durations are whole seconds, and s seconds bill
+// round(s/15) quarter minutes, so q affordable quarters allow up to
+// 15q+7 seconds. Zero means not even the 0.25-minute minimum is covered;
+// a free product has NoLimit.
+func MaxCallDuration(balanceCents int64, p Product) time.Duration {
+	if p.CentsPerMinute <= 0 {
+		return NoLimit
+	}
+	if balanceCents <= 0 {
+		return 0
+	}
+	// ceil(q*price/4) <= balance  <=>  q*price <= 4*balance.
+	q := 4 * balanceCents / p.CentsPerMinute
+	if q == 0 {
+		return 0
+	}
+	return time.Duration(15*q+7) * time.Second
 }

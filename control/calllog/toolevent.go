@@ -1,39 +1,23 @@
-package control
+package calllog
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/voiced/voiced/storage"
 )
-
-// ToolRun is one tool call an agent made during a call and how it ended:
-// the data of the call's tool webhook event.
-type ToolRun struct {
-	// ToolCallID is the model's id of the call; Name the tool.
-	ToolCallID, Name string
-	// Arguments is the model's JSON arguments ({} when it sent none or
-	// invalid JSON).
-	Arguments json.RawMessage
-	// Output is the result the model got; Error, when set, the failure it
-	// got instead.
-	Output, Error string
-	// Start and End bound the run.
-	Start, End time.Time
-}
 
 // ToolEvent emits the tool webhook event of one tool run of call callID:
 // telephony.tool for phone calls (inbound and outbound), web.tool for web
 // calls (docs/decisions.md, "Tool webhook events"). Endpoint deliveries are
 // fire-and-forget; the legacy URL already had the blocking exchange of
 // webhook-routed tools and gets nothing here.
-func (l *CallLog) ToolEvent(ctx context.Context, callID int64, r ToolRun) error {
+func (l *Log[C]) ToolEvent(ctx context.Context, callID int64, r ToolRun) error {
 	if r.Name == "" || r.Start.IsZero() || r.End.Before(r.Start) {
 		return fmt.Errorf("%w: tool event needs a name and its times", ErrBadEvent)
 	}
-	c, err := l.s.store.Calls.CallByID(ctx, callID)
+	c, err := l.st.Calls.CallByID(ctx, callID)
 	if err != nil {
 		return err
 	}
@@ -56,7 +40,7 @@ func (l *CallLog) ToolEvent(ctx context.Context, callID int64, r ToolRun) error 
 		out = r.Output
 	}
 	const ms = "2006-01-02T15:04:05.000Z"
-	_, err = l.s.store.Outbox.Emit(ctx, c.OrgID, typ, map[string]any{
+	_, err = l.st.Events.Emit(ctx, c.OrgID, typ, map[string]any{
 		"call_id": c.ID, "agent_id": c.AgentID, "direction": c.Direction, "from_number": c.FromNumber, "to_number": c.ToNumber,
 		"is_simulation": c.IsSimulation, "tool_call_id": r.ToolCallID, "name": r.Name, "arguments": args,
 		"output": out, "error": errMsg, "is_error": r.Error != "",

@@ -1,0 +1,23 @@
+package control
+
+import "github.com/voiced/voiced/control/calllog"
+
+// The call log's types over this control plane's AgentConfig: what the
+// live call (package call) and the front doors trade with control. The
+// rest of the call's record types (CallEvent, CallEnd, ToolRun, the
+// refusals) are control/calllog's own.
+type (
+	// CallLog admits calls and keeps their record (calllog.Log).
+	CallLog = calllog.Log[AgentConfig]
+	// Admission is an admitted call with its agent configuration.
+	Admission = calllog.Admission[AgentConfig]
+	// OutboundCall is a recorded call the dialer places.
+	OutboundCall = calllog.OutboundCall[AgentConfig]
+	// Dialer places outbound calls (WithDialer).
+	Dialer = calllog.Dialer[AgentConfig]
+	// Product is an agent product tier and its price.
+	Product = calllog.Product
+)
+
+// CallLog returns the server's call log.
+func (s *Server) CallLog() *CallLog { return s.calls }
