@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/voiced/voiced/control"
+	"github.com/voiced/voiced/control/browser"
 	"github.com/voiced/voiced/control/calllog"
 	"github.com/voiced/voiced/media/agent"
 	"github.com/voiced/voiced/media/pace"
@@ -81,13 +82,13 @@ func NewBrowser(cfg Config, log *slog.Logger, pacer *pace.Pacer, link *Link, pro
 	return &Browser{srv: srv, link: link, blobDir: cfg.BlobDir, log: log, model: cfg.Model, prov: prov, tools: tools, stats: stats, recorders: recs}, nil
 }
 
-// ICEServers implements control.BrowserICE: the node's TURN servers with
+// ICEServers implements browser.ICE: the node's TURN servers with
 // credentials for id (time-limited with --webrtc-turn-secret).
-func (b *Browser) ICEServers(id string) ([]control.ICEServer, time.Time) {
+func (b *Browser) ICEServers(id string) ([]browser.ICEServer, time.Time) {
 	servers, exp := b.srv.BrowserICEServers(id)
-	out := make([]control.ICEServer, 0, len(servers))
+	out := make([]browser.ICEServer, 0, len(servers))
 	for _, s := range servers {
-		out = append(out, control.ICEServer{URLs: s.URLs, Username: s.Username, Credential: s.Credential})
+		out = append(out, browser.ICEServer{URLs: s.URLs, Username: s.Username, Credential: s.Credential})
 	}
 	return out, exp
 }
@@ -95,7 +96,7 @@ func (b *Browser) ICEServers(id string) ([]control.ICEServer, time.Time) {
 // Check implements control.BrowserMedia.
 func (b *Browser) Check(context.Context) error {
 	if err := b.srv.Check(); err != nil {
-		return fmt.Errorf("%w: %v", control.ErrMediaUnavailable, err)
+		return fmt.Errorf("%w: %v", browser.ErrMediaUnavailable, err)
 	}
 	return nil
 }
@@ -122,7 +123,7 @@ func (b *Browser) Answer(ctx context.Context, c control.BrowserCall, offer strin
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
-		return "", control.ErrMediaUnavailable
+		return "", browser.ErrMediaUnavailable
 	}
 	b.mu.Unlock()
 	rec, err := newRecording(b.blobDir, c.OrgID, c.CallID)
@@ -153,9 +154,9 @@ func (b *Browser) Answer(ctx context.Context, c control.BrowserCall, offer strin
 		bc.agent.Close()
 		switch {
 		case errors.Is(err, webrtc.ErrBadOffer):
-			return "", fmt.Errorf("%w: %v", control.ErrBadOffer, err)
+			return "", fmt.Errorf("%w: %v", browser.ErrBadOffer, err)
 		case errors.Is(err, webrtc.ErrCapacity), errors.Is(err, webrtc.ErrClosed):
-			return "", fmt.Errorf("%w: %v", control.ErrMediaUnavailable, err)
+			return "", fmt.Errorf("%w: %v", browser.ErrMediaUnavailable, err)
 		}
 		return "", err
 	}
@@ -166,7 +167,7 @@ func (b *Browser) Answer(ctx context.Context, c control.BrowserCall, offer strin
 	if b.closed {
 		sess.Close("shutdown")
 		bc.agent.Close()
-		return "", control.ErrMediaUnavailable
+		return "", browser.ErrMediaUnavailable
 	}
 	b.stats.add(ChannelBrowser.door, metrics)
 	b.wg.Go(func() { bc.run(sess) })

@@ -1,6 +1,9 @@
 package control
 
-import "github.com/voiced/voiced/control/calllog"
+import (
+	"github.com/voiced/voiced/control/browser"
+	"github.com/voiced/voiced/control/calllog"
+)
 
 // The call log's types over this control plane's AgentConfig: what the
 // live call (package call) and the front doors trade with control. The
@@ -15,6 +18,10 @@ type (
 	OutboundCall = calllog.OutboundCall[AgentConfig]
 	// Dialer places outbound calls (WithDialer).
 	Dialer = calllog.Dialer[AgentConfig]
+	// BrowserMedia is the WebRTC side of browser calls (WithBrowserMedia).
+	BrowserMedia = browser.Media[AgentConfig]
+	// BrowserCall is an admitted browser call as the media side needs it.
+	BrowserCall = browser.Call[AgentConfig]
 	// Product is an agent product tier and its price.
 	Product = calllog.Product
 )

@@ -82,3 +82,32 @@ func (r *resources) inlineConfig(raw json.RawMessage, prefix string) (AgentConfi
 	cfg.SilenceIntervalSeconds, cfg.SilenceMaxCheckins = 0, 0
 	return cfg, f
 }
+
+// Override puts the widget webhook's per-call answers into cfg
+// (browser.Overrider): prompt, first message and voice replace the
+// agent's, and variables fill {{name}} placeholders of the prompt and
+// first message.
+func (agentSchema) Override(cfg *AgentConfig, prompt, first, voice string, vars map[string]string) {
+	if prompt != "" {
+		cfg.Prompt = prompt
+	}
+	if first != "" {
+		cfg.FirstMessage = &first
+	}
+	if voice != "" {
+		cfg.Voice = voice
+	}
+	if len(vars) == 0 {
+		return
+	}
+	pairs := make([]string, 0, 2*len(vars))
+	for k, v := range vars {
+		pairs = append(pairs, "{{"+k+"}}", v, "{{ "+k+" }}", v)
+	}
+	r := strings.NewReplacer(pairs...)
+	cfg.Prompt = r.Replace(cfg.Prompt)
+	if cfg.FirstMessage != nil {
+		fm := r.Replace(*cfg.FirstMessage)
+		cfg.FirstMessage = &fm
+	}
+}

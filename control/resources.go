@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/voiced/voiced/control/browser"
 	"github.com/voiced/voiced/control/calllog"
 	"github.com/voiced/voiced/control/numbers"
 	"github.com/voiced/voiced/control/voices"
@@ -63,6 +64,10 @@ func (c ResourcesConfig) withDefaults() ResourcesConfig {
 	}
 	return c
 }
+
+// WithBrowserMedia hands browser calls to m. Without it the widget and
+// mic-session endpoints answer 503 and 502.
+func WithBrowserMedia(m BrowserMedia) Option { return func(r *resources) { r.browser = m } }
 
 // Option wires an optional collaborator into the server.
 type Option func(*resources)
@@ -142,5 +147,6 @@ func (s *Server) initResources(opts []Option) error {
 	s.calls = calllog.New(calllog.Config{Products: r.products, DefaultProduct: r.cfg.DefaultProduct}, s.log, calllog.Stores{
 		Calls: s.store.Calls, Agents: s.store.Agents, Balances: s.store.Billing, Trunks: s.store.Numbers, Events: s.store.Outbox,
 	}, agentSchema{r}, r.dialer)
+	s.browser = browser.New(browser.Config{PublicURL: s.cfg.PublicURL, SigningKey: r.signKey}, s.log, r.browser, s.calls, s.store.Calls, agentSchema{r})
 	return nil
 }

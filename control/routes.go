@@ -154,8 +154,8 @@ func (s *Server) registerRoutes() {
 
 	s.mount(widget.KeyRoutes(st.PublishableKeys, st.PublishableKeys))
 	ex := webhook.NewExchanger(widget.HookStore{Legacy: st.Webhooks}, s.cfg.Webhooks.AllowLoopback, nil, s.log)
-	s.mount(widget.Routes(s.log, st.PublishableKeys, s.limiter, ex, widgetCalls{s}))
-	(&micSessions{s}).register()
+	s.mount(widget.Routes(s.log, st.PublishableKeys, s.limiter, ex, s.browser))
+	s.mount(s.browser.MicRoutes())
 	s.mount(s.knowledge.Routes())
 
 	tools := mcpTools{s}

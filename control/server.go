@@ -18,6 +18,7 @@ import (
 	"github.com/gofiber/fiber/v3"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/voiced/voiced/control/browser"
 	"github.com/voiced/voiced/control/knowledge"
 	"github.com/voiced/voiced/control/monitoring"
 	"github.com/voiced/voiced/control/numbers"
@@ -98,6 +99,7 @@ type Server struct {
 	started time.Time
 	res     *resources
 	calls   *CallLog
+	browser *browser.Calls[AgentConfig]
 	numbers *numbers.Service
 	monitor *monitoring.Monitor
 	// providers counts the AI and payment providers' recent outcomes for

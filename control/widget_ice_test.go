@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/voiced/voiced/control"
+	"github.com/voiced/voiced/control/browser"
 	"github.com/voiced/voiced/control/webhook"
 	"github.com/voiced/voiced/storage"
 	"github.com/voiced/voiced/storage/sqltest"
@@ -24,11 +25,11 @@ type iceMedia struct {
 	exp time.Time
 }
 
-func (m *iceMedia) ICEServers(id string) ([]control.ICEServer, time.Time) {
+func (m *iceMedia) ICEServers(id string) ([]browser.ICEServer, time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.ids = append(m.ids, id)
-	return []control.ICEServer{{URLs: []string{"turn:turn.example:3478?transport=udp"}, Username: "1700000000:" + id, Credential: "pw-" + id}}, m.exp
+	return []browser.ICEServer{{URLs: []string{"turn:turn.example:3478?transport=udp"}, Username: "1700000000:" + id, Credential: "pw-" + id}}, m.exp
 }
 
 func TestWidgetICEServers(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/voiced/voiced/control"
+	"github.com/voiced/voiced/control/browser"
 	"github.com/voiced/voiced/control/calllog"
 	"github.com/voiced/voiced/control/webhook"
 	"github.com/voiced/voiced/storage"
@@ -223,7 +224,7 @@ func TestWidgetCalls(t *testing.T) {
 
 			// The media side refuses the offer: 400 on sdp, the call failed
 			// and not charged.
-			a.media.answer = func(string) (string, error) { return "", fmt.Errorf("pion says no: %w", control.ErrBadOffer) }
+			a.media.answer = func(string) (string, error) { return "", fmt.Errorf("pion says no: %w", browser.ErrBadOffer) }
 			r = a.widgetCall(origin, key)
 			require.Equal(t, 400, r.status, string(r.body))
 			require.Contains(t, r.obj(t), "sdp")
@@ -236,7 +237,7 @@ func TestWidgetCalls(t *testing.T) {
 			a.media.answer = func(string) (string, error) { return "", errors.New("boom") }
 			require.Equal(t, 500, a.widgetCall(origin, key).status)
 			a.media.answer = nil
-			a.media.checkErr = control.ErrMediaUnavailable
+			a.media.checkErr = browser.ErrMediaUnavailable
 			require.Equal(t, 503, a.widgetCall(origin, key).status)
 			a.media.checkErr = nil
 
@@ -373,7 +374,7 @@ func TestMicSessions(t *testing.T) {
 		require.Equal(t, 404, a.do("POST", "/v1/mic-session", w.membK, map[string]any{"agent_id": 999999999}).status)
 		require.Equal(t, 404, a.do("POST", "/v1/mic-session", w.membK, map[string]any{"agent_id": id(a.agent(a.world().ownerK, "Other", nil))}).status)
 		require.Equal(t, 401, a.do("POST", "/v1/mic-session", "", map[string]any{"agent_id": id(ag)}).status)
-		a.media.checkErr = control.ErrMediaUnavailable
+		a.media.checkErr = browser.ErrMediaUnavailable
 		require.Equal(t, 502, a.do("POST", "/v1/mic-session", w.membK, map[string]any{"agent_id": id(ag)}).status)
 		a.media.checkErr = nil
 		b := newBrowserAPI(t, db, false)

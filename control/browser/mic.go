@@ -1,4 +1,4 @@
-package control
+package browser
 
 import (
 	"context"
@@ -13,7 +13,9 @@ import (
 
 	"github.com/gofiber/fiber/v3"
 
+	"github.com/voiced/voiced/control/api"
 	"github.com/voiced/voiced/control/calllog"
+	"github.com/voiced/voiced/control/widget"
 	"github.com/voiced/voiced/storage"
 )
 
@@ -25,34 +27,34 @@ import (
 // session that never connects is failed, without a charge, soon after.
 const micTokenTTL = 5 * time.Minute
 
-// micSessions serves the mic-session routes. Its tokens are signed with
+// MicRoutes returns the mic-session routes. Their tokens are signed with
 // the URL-signing key, so any replica sharing the key accepts them.
-type micSessions struct{ s *Server }
-
-func (m *micSessions) register() {
-	m.s.add(route{method: "POST", path: "/v1/mic-session", summary: "Start a mic session: a test call of the agent, billed at its product tier, with a room to connect a browser to", tag: "calls", auth: authOrg, reqSchema: "MicSessionInput", resSchema: "MicSession", errors: []int{400, 402, 404, 502}, handler: m.create})
-	m.s.add(route{method: "POST", path: "/v1/mic-session/connect", summary: "Connect a browser to a mic session's room: token and SDP offer in, SDP answer out (the token is the credential; single use)", tag: "calls", reqSchema: "MicConnectInput", resSchema: "MicConnect", errors: []int{400, 401, 409, 503}, handler: m.connect})
+func (b *Calls[C]) MicRoutes() []api.Route {
+	return []api.Route{
+		{Method: "POST", Path: "/v1/mic-session", Summary: "Start a mic session: a test call of the agent, billed at its product tier, with a room to connect a browser to", Tag: "calls", Auth: api.AuthOrg, ReqSchema: "MicSessionInput", ResSchema: "MicSession", Errors: []int{400, 402, 404, 502}, Handler: b.createMic},
+		{Method: "POST", Path: "/v1/mic-session/connect", Summary: "Connect a browser to a mic session's room: token and SDP offer in, SDP answer out (the token is the credential; single use)", Tag: "calls", ReqSchema: "MicConnectInput", ResSchema: "MicConnect", Errors: []int{400, 401, 409, 503}, Handler: b.connectMic},
+	}
 }
 
 type micSessionInput struct {
 	AgentID *int64 `json:"agent_id"`
 }
 
-func (m *micSessions) create(c fiber.Ctx, p *storage.Principal) error {
+func (b *Calls[C]) createMic(c fiber.Ctx, p *storage.Principal) error {
 	var in micSessionInput
-	if err := decode(c, &in); err != nil {
+	if err := api.Decode(c, &in); err != nil {
 		return err
 	}
 	if in.AgentID == nil || *in.AgentID <= 0 {
-		return fieldErr("agent_id", "This field is required.")
+		return api.FieldErr("agent_id", "This field is required.")
 	}
 	ctx := c.Context()
 	// The room is the media side's: without capacity there is none (502).
-	if _, err := m.s.browserMedia(ctx, http.StatusBadGateway); err != nil {
+	if _, err := b.available(ctx, http.StatusBadGateway); err != nil {
 		return err
 	}
 	room := "mic-" + storage.NewUUID()
-	adm, err := m.s.calls.Admit(ctx, calllog.AdmitRequest{Direction: storage.DirectionTest, OrgID: p.OrgID, AgentID: *in.AgentID,
+	adm, err := b.calls.Admit(ctx, calllog.AdmitRequest{Direction: storage.DirectionTest, OrgID: p.OrgID, AgentID: *in.AgentID,
 		From: "mic:" + strconv.FormatInt(p.MemberID, 10), MediaRoomName: room})
 	if err := admitErr(err); err != nil {
 		return err
@@ -64,35 +66,35 @@ func (m *micSessions) create(c fiber.Ctx, p *storage.Principal) error {
 	time.AfterFunc(micTokenTTL+10*time.Second, func() {
 		fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		cl, err := m.s.store.Calls.CallByID(fctx, adm.CallID)
+		cl, err := b.store.CallByID(fctx, adm.CallID)
 		if err != nil || cl.MediaRoomSID != nil {
 			return
 		}
-		if err := m.s.calls.Fail(fctx, adm.CallID, "no_media", "the mic session was never connected"); err != nil && m.s.log != nil {
-			m.s.log.Warn("fail unconnected mic session", "call_id", adm.CallID, "err", err)
+		if err := b.calls.Fail(fctx, adm.CallID, "no_media", "the mic session was never connected"); err != nil {
+			b.log.Warn("fail unconnected mic session", "call_id", adm.CallID, "err", err)
 		}
 	})
-	out := m.s.iceServers("call-" + strconv.FormatInt(adm.CallID, 10))
-	out["call_id"], out["token"], out["room_name"] = adm.CallID, m.token(adm.CallID, exp), room
-	out["server_url"], out["expires_at"] = m.s.cfg.PublicURL+"/v1/mic-session/connect", ts(exp)
+	out := b.ICEServers("call-" + strconv.FormatInt(adm.CallID, 10))
+	out["call_id"], out["token"], out["room_name"] = adm.CallID, b.micToken(adm.CallID, exp), room
+	out["server_url"], out["expires_at"] = b.cfg.PublicURL+"/v1/mic-session/connect", api.TS(exp)
 	return c.JSON(out)
 }
 
 // token signs (call id, expiry) with the URL-signing key, so any
 // replica sharing the key accepts it: mic_<call id>.<unix expiry>.<hmac>.
-func (m *micSessions) token(callID int64, exp time.Time) string {
+func (b *Calls[C]) micToken(callID int64, exp time.Time) string {
 	body := strconv.FormatInt(callID, 10) + "." + strconv.FormatInt(exp.Unix(), 10)
-	return "mic_" + body + "." + m.sig(body)
+	return "mic_" + body + "." + b.micSig(body)
 }
 
-func (m *micSessions) sig(body string) string {
-	h := hmac.New(sha256.New, m.s.res.signKey)
+func (b *Calls[C]) micSig(body string) string {
+	h := hmac.New(sha256.New, b.cfg.SigningKey)
 	h.Write([]byte("mic-session\n" + body))
 	return hex.EncodeToString(h.Sum(nil))
 }
 
 // parseToken returns the call id of a valid, unexpired token.
-func (m *micSessions) parseToken(tok string, now time.Time) (int64, bool) {
+func (b *Calls[C]) parseMicToken(tok string, now time.Time) (int64, bool) {
 	rest, ok := strings.CutPrefix(tok, "mic_")
 	if !ok {
 		return 0, false
@@ -102,7 +104,7 @@ func (m *micSessions) parseToken(tok string, now time.Time) (int64, bool) {
 		return 0, false
 	}
 	body := parts[0] + "." + parts[1]
-	if !hmac.Equal([]byte(m.sig(body)), []byte(parts[2])) {
+	if !hmac.Equal([]byte(b.micSig(body)), []byte(parts[2])) {
 		return 0, false
 	}
 	id, err1 := strconv.ParseInt(parts[0], 10, 64)
@@ -118,40 +120,40 @@ type micConnectInput struct {
 	SDP   *string `json:"sdp"`
 }
 
-var errMicToken = apiErr(http.StatusUnauthorized, "The mic session token is invalid or expired.")
+var errMicToken = api.Err(http.StatusUnauthorized, "The mic session token is invalid or expired.")
 
 // errRoomUsed is returned inside UpdateCall when the room was connected.
 var errRoomUsed = errors.New("mic session room already connected")
 
-func (m *micSessions) connect(c fiber.Ctx, _ *storage.Principal) error {
+func (b *Calls[C]) connectMic(c fiber.Ctx, _ *storage.Principal) error {
 	var in micConnectInput
-	if err := decode(c, &in); err != nil {
+	if err := api.Decode(c, &in); err != nil {
 		return err
 	}
-	f := fields{}
+	f := api.Fields{}
 	if in.Token == nil || *in.Token == "" {
-		f.add("token", "This field is required.")
+		f.Add("token", "This field is required.")
 	}
 	if in.SDP == nil || strings.TrimSpace(*in.SDP) == "" {
-		f.add("sdp", "This field is required: the browser's SDP offer.")
-	} else if len(*in.SDP) > maxOfferBytes {
-		f.add("sdp", "The SDP offer is too large.")
+		f.Add("sdp", "This field is required: the browser's SDP offer.")
+	} else if len(*in.SDP) > widget.MaxOfferBytes {
+		f.Add("sdp", "The SDP offer is too large.")
 	}
-	if err := f.err(); err != nil {
+	if err := f.Err(); err != nil {
 		return err
 	}
-	callID, ok := m.parseToken(*in.Token, time.Now())
+	callID, ok := b.parseMicToken(*in.Token, time.Now())
 	if !ok {
 		return errMicToken
 	}
 	ctx := c.Context()
-	media, err := m.s.browserMedia(ctx, http.StatusServiceUnavailable)
+	media, err := b.available(ctx, http.StatusServiceUnavailable)
 	if err != nil {
 		return err
 	}
 	// The token is single use: the first connect takes the room.
 	sid := "pc-" + storage.NewUUID()
-	_, cl, err := m.s.store.Calls.UpdateCall(ctx, callID, func(cl *storage.Call) error {
+	_, cl, err := b.store.UpdateCall(ctx, callID, func(cl *storage.Call) error {
 		switch {
 		case cl.Direction != storage.DirectionTest:
 			return errRoomUsed
@@ -165,15 +167,15 @@ func (m *micSessions) connect(c fiber.Ctx, _ *storage.Principal) error {
 	case errors.Is(err, storage.ErrNotFound):
 		return errMicToken
 	case errors.Is(err, errRoomUsed):
-		return apiErr(http.StatusConflict, "This mic session was already connected or has ended; start a new one.")
+		return api.Err(http.StatusConflict, "This mic session was already connected or has ended; start a new one.")
 	case err != nil:
 		return err
 	}
-	adm, err := m.s.calls.Readmit(ctx, cl)
+	adm, err := b.calls.Readmit(ctx, cl)
 	if err := admitErr(err); err != nil {
 		return err
 	}
-	answer, err := m.s.startBrowserMedia(ctx, media, BrowserCall{Admission: adm, Direction: storage.DirectionTest}, *in.SDP)
+	answer, err := b.start(ctx, media, Call[C]{Admission: adm, Direction: storage.DirectionTest}, *in.SDP)
 	if err != nil {
 		return err
 	}
