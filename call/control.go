@@ -8,15 +8,16 @@ import (
 
 	"github.com/voiced/voiced/control"
 	"github.com/voiced/voiced/control/calllog"
+	sessions "github.com/voiced/voiced/control/realtime"
 	"github.com/voiced/voiced/control/webhook"
 	"github.com/voiced/voiced/media/realtime"
 )
 
-// Admitter admits calls: a refusal is one of control's Err* refusals.
+// Admitter admits calls: a refusal is one of calllog's Err* refusals.
 type Admitter interface {
 	Admit(ctx context.Context, r calllog.AdmitRequest) (control.Admission, error)
 	// AdmitInline validates an inline realtime configuration and admits
-	// a call with it; a bad configuration is a *control.APIError with
+	// a call with it; a bad configuration is an *api.Error with
 	// Fields.
 	AdmitInline(ctx context.Context, orgID int64, cfg json.RawMessage, room string) (control.Admission, error)
 }
@@ -54,8 +55,9 @@ type Credentials interface {
 }
 
 // Control is the control plane as the live call reaches it. In serve it
-// is control.CallLog (Admit, Record, Finish, Trunks), the webhook
-// Exchanger (Tools) and control.Realtime (Credentials); a media node gets a
+// is control.CallLog (control/calllog: Admit, Record, Finish, Trunks), the
+// webhook Exchanger (Tools) and control.Realtime (control/realtime:
+// Credentials); a media node gets a
 // network client for the same interfaces.
 type Control struct {
 	Admit       Admitter
@@ -68,8 +70,8 @@ type Control struct {
 	MCP MCPCatalog
 }
 
-// Slots bounds concurrent sessions per key (control.SessionSlots):
-// Acquire returns control.ErrSessionLimit when every slot is taken.
+// Slots bounds concurrent sessions per key (control/realtime.SessionSlots):
+// Acquire returns sessions.ErrSessionLimit when every slot is taken.
 type Slots interface {
 	Acquire(ctx context.Context, key string, size int, ttl time.Duration) (token string, err error)
 	Release(ctx context.Context, key, token string) error
@@ -81,7 +83,7 @@ type rtSlots struct{ Slots }
 
 func (s rtSlots) Acquire(ctx context.Context, key string, size int, ttl time.Duration) (string, error) {
 	tok, err := s.Slots.Acquire(ctx, key, size, ttl)
-	if errors.Is(err, control.ErrSessionLimit) {
+	if errors.Is(err, sessions.ErrSessionLimit) {
 		return "", realtime.ErrSessionLimit
 	}
 	return tok, err

@@ -10,6 +10,7 @@ import (
 
 	"github.com/voiced/voiced/control"
 	"github.com/voiced/voiced/control/calllog"
+	sessions "github.com/voiced/voiced/control/realtime"
 	"github.com/voiced/voiced/media/agent"
 	"github.com/voiced/voiced/media/pace"
 	"github.com/voiced/voiced/media/quality"
@@ -95,7 +96,7 @@ type rtAuth struct {
 
 func (a rtAuth) Authenticate(ctx context.Context, key string) (int64, error) {
 	org, err := a.creds.AuthenticateAPIKey(ctx, key)
-	if errors.Is(err, control.ErrInvalidCredential) {
+	if errors.Is(err, sessions.ErrInvalidCredential) {
 		return 0, realtime.ErrUnauthorized
 	}
 	return org, err
@@ -103,7 +104,7 @@ func (a rtAuth) Authenticate(ctx context.Context, key string) (int64, error) {
 
 func (a rtAuth) Claim(ctx context.Context, token string) (realtime.Admission, error) {
 	g, err := a.creds.ClaimRealtimeToken(ctx, token)
-	if errors.Is(err, control.ErrInvalidCredential) {
+	if errors.Is(err, sessions.ErrInvalidCredential) {
 		return realtime.Admission{}, realtime.ErrUnauthorized
 	}
 	if err != nil {

@@ -3,6 +3,7 @@ package control
 import (
 	"github.com/voiced/voiced/control/browser"
 	"github.com/voiced/voiced/control/calllog"
+	"github.com/voiced/voiced/control/realtime"
 )
 
 // The call log's types over this control plane's AgentConfig: what the
@@ -22,9 +23,16 @@ type (
 	BrowserMedia = browser.Media[AgentConfig]
 	// BrowserCall is an admitted browser call as the media side needs it.
 	BrowserCall = browser.Call[AgentConfig]
+	// Realtime serves realtime sessions and redeems their credentials.
+	Realtime = realtime.Sessions[AgentConfig]
+	// RealtimeGrant is what a realtime session token grants.
+	RealtimeGrant = realtime.Grant[AgentConfig]
 	// Product is an agent product tier and its price.
 	Product = calllog.Product
 )
+
+// Realtime returns the server's realtime sessions.
+func (s *Server) Realtime() *Realtime { return s.rt }
 
 // CallLog returns the server's call log.
 func (s *Server) CallLog() *CallLog { return s.calls }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/voiced/voiced/control"
 	"github.com/voiced/voiced/control/calllog"
+	"github.com/voiced/voiced/control/realtime"
 	"github.com/voiced/voiced/storage"
 	"github.com/voiced/voiced/storage/sqltest"
 )
@@ -88,7 +89,7 @@ func TestRealtimeSessions(t *testing.T) {
 				forged = tok[:len(tok)-2] + "11"
 			}
 			_, err := a.srv.Realtime().ClaimRealtimeToken(ctx, forged)
-			require.ErrorIs(t, err, control.ErrInvalidCredential, "forged signature")
+			require.ErrorIs(t, err, realtime.ErrInvalidCredential, "forged signature")
 			g, err := a.srv.Realtime().ClaimRealtimeToken(ctx, tok)
 			require.NoError(t, err)
 			require.False(t, g.Inline)
@@ -98,7 +99,7 @@ func TestRealtimeSessions(t *testing.T) {
 			require.Equal(t, "Hi, Acme here.", *g.Agent.FirstMessage)
 			require.Positive(t, g.MaxDuration)
 			_, err = a.srv.Realtime().ClaimRealtimeToken(ctx, tok)
-			require.ErrorIs(t, err, control.ErrInvalidCredential, "used twice")
+			require.ErrorIs(t, err, realtime.ErrInvalidCredential, "used twice")
 		})
 
 		t.Run("inline config", func(t *testing.T) {
@@ -149,7 +150,7 @@ func TestRealtimeSessions(t *testing.T) {
 			require.Equal(t, w.org.ID, org)
 			for _, k := range []string{"sk_live_nope", "pk_live_x", ""} {
 				_, err = a.srv.Realtime().AuthenticateAPIKey(ctx, k)
-				require.ErrorIs(t, err, control.ErrInvalidCredential)
+				require.ErrorIs(t, err, realtime.ErrInvalidCredential)
 			}
 		})
 	})
@@ -193,7 +194,7 @@ func TestRealtimeSessionsAcrossReplicas(t *testing.T) {
 		require.Positive(t, g.MaxDuration)
 		for _, x := range []*resAPI{a, b} {
 			_, err = x.srv.Realtime().ClaimRealtimeToken(ctx, tok)
-			require.ErrorIs(t, err, control.ErrInvalidCredential, "used once, on any replica")
+			require.ErrorIs(t, err, realtime.ErrInvalidCredential, "used once, on any replica")
 		}
 
 		// A saved agent's session, created on B, redeemed on A.

@@ -150,7 +150,7 @@ func (s *Server) registerRoutes() {
 	// webhook.New fails only without a store, and New has checked it.
 	first, _ := webhook.New(s.cfg.Webhooks, s.log, st.Outbox)
 	s.mount(webhook.EndpointRoutes(st.Webhooks, st.Outbox, first))
-	s.rt.register()
+	s.mount(s.rt.Routes())
 
 	s.mount(widget.KeyRoutes(st.PublishableKeys, st.PublishableKeys))
 	ex := webhook.NewExchanger(widget.HookStore{Legacy: st.Webhooks}, s.cfg.Webhooks.AllowLoopback, nil, s.log)

@@ -109,7 +109,7 @@ type Server struct {
 	// until Close or Shutdown (stopIngest waits for it).
 	knowledge  *knowledge.Service
 	stopIngest func()
-	// rt serves realtime sessions (realtime.go).
+	// rt serves realtime sessions (control/realtime).
 	rt *Realtime
 }
 
@@ -147,10 +147,9 @@ func New(cfg Config, log *slog.Logger, store *storage.Store, limiter Limiter, op
 		IdleTimeout:                  120 * time.Second,
 	})
 	s.app.Use(s.observe)
-	s.rt = &Realtime{s: s}
-	if s.rt.tokens, err = realtime.NewTokens(store.Calls, s.res.signKey, log, func(id int64) {
-		s.rt.closeUnjoined(id, "the realtime session token expired unused")
-	}); err != nil {
+	s.rt, err = realtime.NewSessions(realtime.Config{PublicURL: cfg.PublicURL, SigningKey: s.res.signKey, Touch: s.auth.touch},
+		log, s.calls, agentSchema{s.res}, store.Keys, store.Calls)
+	if err != nil {
 		return nil, err
 	}
 	s.registerRoutes()

@@ -18,6 +18,7 @@ import (
 	"github.com/voiced/voiced/call"
 	"github.com/voiced/voiced/control"
 	"github.com/voiced/voiced/control/mcp"
+	"github.com/voiced/voiced/control/realtime"
 	"github.com/voiced/voiced/control/webhook"
 	"github.com/voiced/voiced/storage"
 )
@@ -92,7 +93,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	calls := srv.CallLog()
 	var slots call.Slots
-	if s, ok := control.SlotsOf(env.coord); ok {
+	if s, ok := realtime.SlotsOf(env.coord); ok {
 		slots = s
 	}
 	x := webhook.NewExchanger(env.store.Webhooks, c.WebhookAllowLoopback, time.Now, log)
