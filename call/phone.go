@@ -17,6 +17,7 @@ import (
 
 	"github.com/voiced/voiced/control"
 	"github.com/voiced/voiced/control/calllog"
+	"github.com/voiced/voiced/control/numbers"
 	"github.com/voiced/voiced/media/agent"
 	"github.com/voiced/voiced/media/pace"
 	"github.com/voiced/voiced/media/rtp"
@@ -307,17 +308,17 @@ func (t *Phone) Dial(ctx context.Context, o control.OutboundCall) error {
 	return err
 }
 
-// VerifyVoIP implements control.VoIPVerifier with SIP OPTIONS.
-func (t *Phone) VerifyVoIP(ctx context.Context, v control.VoIPCheck) (control.VoIPResult, error) {
+// VerifyVoIP implements numbers.VoIPVerifier with SIP OPTIONS.
+func (t *Phone) VerifyVoIP(ctx context.Context, v numbers.VoIPCheck) (numbers.VoIPResult, error) {
 	if t.srv == nil {
-		return control.VoIPResult{}, errors.New("telephony is not running")
+		return numbers.VoIPResult{}, errors.New("telephony is not running")
 	}
 	r, err := t.srv.VerifyTrunk(ctx, sip.Trunk{Host: v.Host, Port: v.Port, Transport: v.Transport, Username: v.Username,
 		Password: v.Password, OutboundProxy: v.OutboundProxy}, v.Number)
 	if err != nil {
-		return control.VoIPResult{}, err
+		return numbers.VoIPResult{}, err
 	}
-	return control.VoIPResult{Verified: r.OK, Reason: r.Reason}, nil
+	return numbers.VoIPResult{Verified: r.OK, Reason: r.Reason}, nil
 }
 
 // Open implements sip.MediaPort: an RTP session on the node's port range

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/voiced/voiced/control"
+	"github.com/voiced/voiced/control/numbers"
 	"github.com/voiced/voiced/storage"
 	"github.com/voiced/voiced/storage/sqltest"
 )
@@ -46,12 +46,12 @@ func TestOutboundCall(t *testing.T) {
 			require.Equal(t, 204, a.do("DELETE", fmt.Sprintf("/v1/phone-numbers/%d", id(demo)), o.membK, nil).status)
 
 			// A number whose verification failed is provisioning: 409.
-			a.verifier.set(control.VoIPResult{Verified: false}, nil)
+			a.verifier.set(numbers.VoIPResult{Verified: false}, nil)
 			require.Equal(t, 200, a.do("POST", fmt.Sprintf("/v1/phone-numbers/%d/verify-voip", o.numID), o.membK, nil).status)
 			r = a.do("POST", "/v1/call", o.membK, call)
 			require.Equal(t, 409, r.status)
 			require.Contains(t, r.obj(t)["detail"], "provisioning")
-			a.verifier.set(control.VoIPResult{Verified: true}, nil)
+			a.verifier.set(numbers.VoIPResult{Verified: true}, nil)
 			require.Equal(t, 200, a.do("POST", fmt.Sprintf("/v1/phone-numbers/%d/verify-voip", o.numID), o.membK, nil).status)
 
 			r = a.do("POST", "/v1/call", o.membK, call)

@@ -27,7 +27,7 @@ type ResourcesConfig struct {
 	DefaultVoice string
 	// DIDPool lists the operator's demo numbers: DIDs routed to this
 	// service, handed out by POST /v1/phone-numbers.
-	DIDPool []DID
+	DIDPool []numbers.DID
 	// BlobDir is the local blob store that holds recordings. Default
 	// "data/blobs".
 	BlobDir string
@@ -78,11 +78,11 @@ func WithDialer(d Dialer) Option { return func(r *resources) { r.dialer = d } }
 
 // WithVoIPVerifier checks trunks for verify-voip with v. Without one that
 // endpoint answers 503.
-func WithVoIPVerifier(v VoIPVerifier) Option { return func(r *resources) { r.verifier = v } }
+func WithVoIPVerifier(v numbers.VoIPVerifier) Option { return func(r *resources) { r.verifier = v } }
 
 // WithVoiceProviders sets the TTS providers whose voices form the catalog.
 // Default: the offline espeak-ng voices.
-func WithVoiceProviders(p ...VoiceProvider) Option {
+func WithVoiceProviders(p ...voices.Provider) Option {
 	return func(r *resources) { r.providers = p }
 }
 
@@ -91,17 +91,17 @@ type resources struct {
 	cfg      ResourcesConfig
 	products map[string]Product
 	dialer   Dialer
-	verifier VoIPVerifier
+	verifier numbers.VoIPVerifier
 	browser  BrowserMedia
 	// providers and catalog: the catalog is loaded once, at New; TTS
 	// providers' voice lists change with deployments, not at run time.
-	providers []VoiceProvider
+	providers []voices.Provider
 	catalog   *voices.Catalog
 	signKey   []byte
 }
 
 func (s *Server) initResources(opts []Option) error {
-	r := &resources{cfg: s.cfg.Resources.withDefaults(), providers: []VoiceProvider{EspeakVoices{}}}
+	r := &resources{cfg: s.cfg.Resources.withDefaults(), providers: []voices.Provider{voices.Espeak{}}}
 	for _, o := range opts {
 		o(r)
 	}

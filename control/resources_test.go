@@ -10,6 +10,7 @@ import (
 
 	"github.com/voiced/voiced/control"
 	"github.com/voiced/voiced/control/controltest"
+	"github.com/voiced/voiced/control/numbers"
 	"github.com/voiced/voiced/storage"
 )
 
@@ -31,19 +32,19 @@ func (d *fakeDialer) Dial(_ context.Context, c control.OutboundCall) error {
 // boundary.
 type fakeVerifier struct {
 	mu     sync.Mutex
-	res    control.VoIPResult
+	res    numbers.VoIPResult
 	err    error
-	checks []control.VoIPCheck
+	checks []numbers.VoIPCheck
 }
 
-func (v *fakeVerifier) VerifyVoIP(_ context.Context, c control.VoIPCheck) (control.VoIPResult, error) {
+func (v *fakeVerifier) VerifyVoIP(_ context.Context, c numbers.VoIPCheck) (numbers.VoIPResult, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.checks = append(v.checks, c)
 	return v.res, v.err
 }
 
-func (v *fakeVerifier) set(res control.VoIPResult, err error) {
+func (v *fakeVerifier) set(res numbers.VoIPResult, err error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.res, v.err = res, err
@@ -62,7 +63,7 @@ type resAPI struct {
 	verifier *fakeVerifier
 }
 
-func newResAPI(t *testing.T, db *storage.DB, pool []control.DID) *resAPI {
+func newResAPI(t *testing.T, db *storage.DB, pool []numbers.DID) *resAPI {
 	t.Helper()
 	r := &resAPI{blobDir: t.TempDir(), dialer: &fakeDialer{}, verifier: &fakeVerifier{}}
 	r.api = newAPIWith(t, db, control.Config{PublicURL: "https://voice.example", Resources: control.ResourcesConfig{

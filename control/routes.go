@@ -15,6 +15,7 @@ import (
 	"github.com/voiced/voiced/control/calls"
 	"github.com/voiced/voiced/control/keys"
 	"github.com/voiced/voiced/control/mcp"
+	"github.com/voiced/voiced/control/monitoring"
 	"github.com/voiced/voiced/control/onboarding"
 	"github.com/voiced/voiced/control/orgs"
 	"github.com/voiced/voiced/control/payment"
@@ -168,7 +169,7 @@ func (s *Server) registerRoutes() {
 func (s *Server) paymentProvider() billing.Provider {
 	st, err := payment.NewStripe(s.cfg.Payments)
 	if err == nil {
-		return reportedPayments{st, s.providers}
+		return monitoring.ReportPayments(st, s.providers)
 	}
 	if !errors.Is(err, payment.ErrNotConfigured) && s.log != nil {
 		s.log.Error("payment provider not usable; top-ups answer 503", "err", err.Error())

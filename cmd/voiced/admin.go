@@ -9,7 +9,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/voiced/voiced/control"
+	operator "github.com/voiced/voiced/control/admin"
 )
 
 const adminUsage = `usage: voiced admin COMMAND [flags]
@@ -81,7 +81,7 @@ func admin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer e.close()
-	adm := control.NewAdmin(e.store)
+	adm := operator.New(e.store.Orgs, e.store.Keys, e.store.Billing)
 	need := func(flagName string, ok bool) error {
 		if !ok {
 			return fmt.Errorf("--%s is required", flagName)

@@ -22,6 +22,7 @@ import (
 	"github.com/voiced/voiced/call"
 	"github.com/voiced/voiced/control"
 	"github.com/voiced/voiced/control/calllog"
+	"github.com/voiced/voiced/control/numbers"
 )
 
 // config is every setting of voiced serve, migrate and admin. Each flag has
@@ -64,7 +65,7 @@ type config struct {
 	call call.Config
 	prov call.ProvidersConfig
 
-	didPool     []control.DID
+	didPool     []numbers.DID
 	products    []control.Product
 	audioURLTTL time.Duration
 }
@@ -263,7 +264,7 @@ func (c *config) validateAPI(has func(string) bool) error {
 		if err != nil {
 			return fmt.Errorf("invalid --did-pool %q: %v", c.DIDPool, err)
 		}
-		c.didPool, err = control.ParseDIDPool(f)
+		c.didPool, err = numbers.ParseDIDPool(f)
 		f.Close()
 		if err != nil {
 			return fmt.Errorf("invalid --did-pool %q: %v", c.DIDPool, err)

@@ -14,10 +14,11 @@ import (
 	"testing"
 	"time"
 
+	operator "github.com/voiced/voiced/control/admin"
+
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/voiced/voiced/control"
 	"github.com/voiced/voiced/storage/migrations"
 	"github.com/voiced/voiced/storage/sqltest"
 )
@@ -93,7 +94,7 @@ func TestAdminBootstrapAndCredit(t *testing.T) {
 	dir := t.TempDir()
 	var out bytes.Buffer
 	require.NoError(t, run(context.Background(), []string{"admin", "bootstrap", "--data-dir", dir, "--dev-credit-cents", "250"}, &out, io.Discard))
-	var b control.Bootstrapped
+	var b operator.Bootstrapped
 	require.NoError(t, json.Unmarshal(out.Bytes(), &b), out.String())
 	require.Positive(t, b.OrgID)
 	require.Positive(t, b.UserID)

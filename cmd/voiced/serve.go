@@ -17,6 +17,7 @@ import (
 
 	"github.com/voiced/voiced/call"
 	"github.com/voiced/voiced/control"
+	operator "github.com/voiced/voiced/control/admin"
 	"github.com/voiced/voiced/control/mcp"
 	"github.com/voiced/voiced/control/realtime"
 	"github.com/voiced/voiced/control/webhook"
@@ -114,7 +115,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	provisioned := make(chan struct{})
 	go func() {
 		defer close(provisioned)
-		srv.RunProvisioner(pctx, time.Second)
+		srv.Numbers().Run(pctx, time.Second)
 	}()
 	defer func() {
 		stopProvisioner()
@@ -169,7 +170,7 @@ func signingKey(secret []byte) []byte {
 // firstUse creates an owner, an org and an API key on an empty database and
 // prints the key once.
 func firstUse(ctx context.Context, store *storage.Store, c *config, stdout io.Writer, log *slog.Logger) error {
-	b, ok, err := control.NewAdmin(store).FirstUse(ctx, "owner@localhost", "Default", c.DevCreditCents)
+	b, ok, err := operator.New(store.Orgs, store.Keys, store.Billing).FirstUse(ctx, "owner@localhost", "Default", c.DevCreditCents)
 	if !ok {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/voiced/voiced/control"
 	"github.com/voiced/voiced/control/controltest"
+	"github.com/voiced/voiced/control/numbers"
 	"github.com/voiced/voiced/storage"
 )
 
@@ -23,7 +24,7 @@ type resAPI struct {
 	blobDir string
 }
 
-func newResAPI(t *testing.T, db *storage.DB, pool []control.DID) *resAPI {
+func newResAPI(t *testing.T, db *storage.DB, pool []numbers.DID) *resAPI {
 	t.Helper()
 	x := controltest.NewResources(t, db, pool)
 	return &resAPI{t: t, x: x, srv: x.Srv, store: x.Store, blobDir: x.BlobDir}

@@ -21,12 +21,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/voiced/voiced/control"
+	"github.com/voiced/voiced/control/numbers"
 	"github.com/voiced/voiced/storage"
 	"github.com/voiced/voiced/storage/coord"
 )
 
 // Pool is the demo DID pool of the resource tests.
-var Pool = []control.DID{
+var Pool = []numbers.DID{
 	{Number: "+14155550100", City: "San Francisco", State: "CA"},
 	{Number: "+14155550101", City: "San Francisco", State: "CA"},
 	{Number: "+12125550100", City: "New York", State: "NY"},
@@ -222,7 +223,7 @@ type Resources struct {
 }
 
 // NewResources builds a Resources over db with the demo pool.
-func NewResources(t *testing.T, db *storage.DB, pool []control.DID) *Resources {
+func NewResources(t *testing.T, db *storage.DB, pool []numbers.DID) *Resources {
 	t.Helper()
 	r := &Resources{BlobDir: t.TempDir(), Dialer: &Dialer{}, Verifier: &Verifier{}}
 	r.API = NewWith(t, db, control.Config{PublicURL: "https://voice.example", Resources: control.ResourcesConfig{
@@ -250,13 +251,13 @@ func (d *Dialer) Dial(_ context.Context, c control.OutboundCall) error {
 // boundary.
 type Verifier struct {
 	mu     sync.Mutex
-	res    control.VoIPResult
+	res    numbers.VoIPResult
 	err    error
-	checks []control.VoIPCheck
+	checks []numbers.VoIPCheck
 }
 
 // VerifyVoIP records c and answers what Set said.
-func (v *Verifier) VerifyVoIP(_ context.Context, c control.VoIPCheck) (control.VoIPResult, error) {
+func (v *Verifier) VerifyVoIP(_ context.Context, c numbers.VoIPCheck) (numbers.VoIPResult, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.checks = append(v.checks, c)
@@ -264,15 +265,15 @@ func (v *Verifier) VerifyVoIP(_ context.Context, c control.VoIPCheck) (control.V
 }
 
 // Set makes the next checks answer res and err.
-func (v *Verifier) Set(res control.VoIPResult, err error) {
+func (v *Verifier) Set(res numbers.VoIPResult, err error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.res, v.err = res, err
 }
 
 // Checks lists the checks made so far.
-func (v *Verifier) Checks() []control.VoIPCheck {
+func (v *Verifier) Checks() []numbers.VoIPCheck {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return append([]control.VoIPCheck(nil), v.checks...)
+	return append([]numbers.VoIPCheck(nil), v.checks...)
 }

@@ -54,10 +54,10 @@ func TestPhoneNumbers(t *testing.T) {
 			require.Contains(t, r.Obj(t)["detail"], "all of the pool's numbers are in use")
 
 			// The provisioning pass activates them, as system versions.
-			n, err := a.Srv.ProvisionNumbers(ctx)
+			n, err := a.Srv.Numbers().Provision(ctx)
 			require.NoError(t, err)
 			require.Equal(t, 3, n)
-			again, err := a.Srv.ProvisionNumbers(ctx)
+			again, err := a.Srv.Numbers().Provision(ctx)
 			require.NoError(t, err)
 			require.Zero(t, again)
 			np := fmt.Sprintf("/v1/phone-numbers/%d", controltest.ID(ny))
@@ -99,7 +99,7 @@ func TestPhoneNumbers(t *testing.T) {
 			require.Equal(t, 201, r.Status)
 			// Another server whose operator dropped that DID runs the pass.
 			b := controltest.NewWith(t, db, control.Config{Resources: control.ResourcesConfig{DIDPool: controltest.Pool[:2]}})
-			_, err := b.Srv.ProvisionNumbers(ctx)
+			_, err := b.Srv.Numbers().Provision(ctx)
 			require.NoError(t, err)
 			np := fmt.Sprintf("/v1/phone-numbers/%d", controltest.ID(r.Obj(t)))
 			require.Equal(t, "failed", a.Do("GET", np, w.MembK, nil).Obj(t)["status"])
@@ -147,7 +147,7 @@ func TestPhoneNumbers(t *testing.T) {
 			r = a.Do("PATCH", np, w.MembK, map[string]any{"status": "released"})
 			require.Equal(t, 409, r.Status)
 			require.Contains(t, r.Obj(t)["detail"], "provisioning")
-			_, err := a.Srv.ProvisionNumbers(ctx)
+			_, err := a.Srv.Numbers().Provision(ctx)
 			require.NoError(t, err)
 
 			for _, tc := range []struct {

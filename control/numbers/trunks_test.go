@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/voiced/voiced/control"
 	"github.com/voiced/voiced/control/controltest"
+	"github.com/voiced/voiced/control/numbers"
 	"github.com/voiced/voiced/storage"
 	"github.com/voiced/voiced/storage/sqltest"
 )
@@ -123,7 +123,7 @@ func TestVoIPConnections(t *testing.T) {
 			np := fmt.Sprintf("/v1/phone-numbers/%d", controltest.ID(num))
 
 			// Failure: verification failed and an active number goes to provisioning.
-			a.Verifier.Set(control.VoIPResult{Verified: false, Reason: "The trunk answered 403 Forbidden."}, nil)
+			a.Verifier.Set(numbers.VoIPResult{Verified: false, Reason: "The trunk answered 403 Forbidden."}, nil)
 			r := a.Do("POST", vp, w.MembK, nil)
 			require.Equal(t, 200, r.Status, string(r.Body))
 			res := r.Obj(t)
@@ -138,10 +138,10 @@ func TestVoIPConnections(t *testing.T) {
 			require.Equal(t, "provisioning", got["status"])
 			require.Nil(t, got["voip_last_verified_at"])
 			chk := a.Verifier.Checks()[len(a.Verifier.Checks())-1]
-			require.Equal(t, control.VoIPCheck{Number: "+13105550200", Host: "sip.carrier.example", Port: 5060, Transport: "udp", Username: "acme", Password: "s3cret-pass"}, chk)
+			require.Equal(t, numbers.VoIPCheck{Number: "+13105550200", Host: "sip.carrier.example", Port: 5060, Transport: "udp", Username: "acme", Password: "s3cret-pass"}, chk)
 
 			// Success: verified, timestamp set, active again.
-			a.Verifier.Set(control.VoIPResult{Verified: true, ChargeEstimateCents: 1, ChargeNote: "one OPTIONS probe"}, nil)
+			a.Verifier.Set(numbers.VoIPResult{Verified: true, ChargeEstimateCents: 1, ChargeNote: "one OPTIONS probe"}, nil)
 			r = a.Do("POST", vp, w.MembK, nil)
 			require.Equal(t, 200, r.Status)
 			res = r.Obj(t)
@@ -155,7 +155,7 @@ func TestVoIPConnections(t *testing.T) {
 			require.ElementsMatch(t, []any{"status", "voip_verification_status", "voip_last_verified_at"}, v["changed_fields"])
 
 			// A check that cannot run at all is 502 and changes nothing.
-			a.Verifier.Set(control.VoIPResult{}, errors.New("no route to host"))
+			a.Verifier.Set(numbers.VoIPResult{}, errors.New("no route to host"))
 			r = a.Do("POST", vp, w.MembK, nil)
 			require.Equal(t, 502, r.Status)
 			require.NotContains(t, string(r.Body), "no route")

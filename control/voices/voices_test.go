@@ -13,6 +13,8 @@ import (
 	"github.com/voiced/voiced/ai/tts/espeak"
 	"github.com/voiced/voiced/control"
 	"github.com/voiced/voiced/control/controltest"
+	"github.com/voiced/voiced/control/numbers"
+	"github.com/voiced/voiced/control/voices"
 	"github.com/voiced/voiced/storage"
 	"github.com/voiced/voiced/storage/migrations"
 	"github.com/voiced/voiced/storage/sqltest"
@@ -105,16 +107,16 @@ func TestVoiceCatalog(t *testing.T) {
 // brokenProvider is a TTS provider that cannot list its voices.
 type brokenProvider struct{}
 
-func (brokenProvider) CatalogVoices(context.Context) ([]control.Voice, error) {
+func (brokenProvider) CatalogVoices(context.Context) ([]voices.Voice, error) {
 	return nil, errors.New("provider down")
 }
 
 // fixedProvider lists one voice.
 type fixedProvider struct{}
 
-func (fixedProvider) CatalogVoices(context.Context) ([]control.Voice, error) {
+func (fixedProvider) CatalogVoices(context.Context) ([]voices.Voice, error) {
 	g := "female"
-	return []control.Voice{{Name: "cloud:aria", DisplayName: "Aria", Provider: "cloud", Category: "premium", Gender: &g, Languages: []string{"en-US", "es-US"}}}, nil
+	return []voices.Voice{{Name: "cloud:aria", DisplayName: "Aria", Provider: "cloud", Category: "premium", Gender: &g, Languages: []string{"en-US", "es-US"}}}, nil
 }
 
 func TestVoiceProvidersMerge(t *testing.T) {
@@ -138,6 +140,6 @@ func TestVoiceProvidersMerge(t *testing.T) {
 	require.ErrorContains(t, err, "espeak:en-us")
 	_, err = control.New(control.Config{Resources: control.ResourcesConfig{DefaultProduct: "storm-max"}}, nil, store, controltest.Limiter(t))
 	require.ErrorContains(t, err, "storm-max")
-	_, err = control.New(control.Config{Resources: control.ResourcesConfig{DIDPool: []control.DID{{Number: "415"}}}}, nil, store, controltest.Limiter(t))
+	_, err = control.New(control.Config{Resources: control.ResourcesConfig{DIDPool: []numbers.DID{{Number: "415"}}}}, nil, store, controltest.Limiter(t))
 	require.ErrorContains(t, err, "E.164")
 }

@@ -1,4 +1,4 @@
-package control
+package monitoring
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/voiced/voiced/control/billing"
-	"github.com/voiced/voiced/control/monitoring"
 	"github.com/voiced/voiced/control/payment"
 )
 
@@ -27,7 +26,7 @@ func (f failingPayments) Charge(context.Context, payment.Charge) (payment.Intent
 // failures count, a customer's declined card does not, and a cancelled
 // request says nothing.
 func TestPaymentOutcomesReachTheHeartbeat(t *testing.T) {
-	w := monitoring.NewWindow(nil)
+	w := NewWindow(nil)
 	for _, err := range []error{
 		nil,
 		payment.Unavailable(errors.New("connection refused")),
@@ -38,5 +37,5 @@ func TestPaymentOutcomesReachTheHeartbeat(t *testing.T) {
 		_, got := reportedPayments{failingPayments{err: err}, w}.Charge(context.Background(), payment.Charge{})
 		require.Equal(t, err, got, "the error is passed on as it is")
 	}
-	require.Equal(t, monitoring.ProviderHealth{Requests: 4, Errors: 2}, w.Health()[monitoring.ProviderPayments])
+	require.Equal(t, ProviderHealth{Requests: 4, Errors: 2}, w.Health()[ProviderPayments])
 }

@@ -1,4 +1,7 @@
-package control
+// Package admin is the operator's side of the control plane (voiced admin
+// and a first start): it creates users, tokens, organizations and keys and
+// adjusts balances in the store directly, with no API principal.
+package admin
 
 import (
 	"context"
@@ -9,14 +12,37 @@ import (
 	"github.com/voiced/voiced/storage"
 )
 
-// Admin is the operator's side of the control plane (voiced admin and a
-// first start): it creates users, tokens, organizations and keys and
-// adjusts balances in the store directly, with no API principal. Errors
-// are written for the operator; the command names its flags.
-type Admin struct{ store *storage.Store }
+// OrgStore creates and finds users, organizations and members.
+type OrgStore interface {
+	UserByEmail(ctx context.Context, email string) (storage.User, error)
+	CreateUser(ctx context.Context, email, first, last string) (storage.User, error)
+	CountUsers(ctx context.Context) (int64, error)
+	CreateOrg(ctx context.Context, userID int64, name string) (storage.Org, error)
+	Members(ctx context.Context, orgID int64) ([]storage.Member, error)
+	MemberByUser(ctx context.Context, orgID, userID int64) (storage.Member, error)
+}
 
-// NewAdmin returns the operator's actions on store.
-func NewAdmin(store *storage.Store) Admin { return Admin{store} }
+// KeyStore creates API keys and personal tokens.
+type KeyStore interface {
+	CreateAPIKey(ctx context.Context, orgID, userID int64, name string) (storage.APIKey, string, error)
+	CreatePersonalToken(ctx context.Context, userID int64, name string) (string, error)
+}
+
+// Ledger posts to an organization's balance.
+type Ledger interface {
+	Post(ctx context.Context, orgID int64, kind storage.TxKind, amount int64, desc, ref string) (storage.Transaction, error)
+}
+
+// Admin is the operator's actions. Errors are written for the operator;
+// the command names its flags.
+type Admin struct {
+	orgs   OrgStore
+	keys   KeyStore
+	ledger Ledger
+}
+
+// New returns the operator's actions on the stores.
+func New(orgs OrgStore, keys KeyStore, ledger Ledger) Admin { return Admin{orgs, keys, ledger} }
 
 // Bootstrapped is what Bootstrap created.
 type Bootstrapped struct {
@@ -29,24 +55,23 @@ type Bootstrapped struct {
 // organization, an API key and the starting credit (a manual adjustment
 // in the ledger, so billing builds on it).
 func (a Admin) Bootstrap(ctx context.Context, email, orgName string, credit int64) (Bootstrapped, error) {
-	s := a.store
-	u, err := s.Orgs.UserByEmail(ctx, email)
+	u, err := a.orgs.UserByEmail(ctx, email)
 	if errors.Is(err, storage.ErrNotFound) {
-		u, err = s.Orgs.CreateUser(ctx, email, "", "")
+		u, err = a.orgs.CreateUser(ctx, email, "", "")
 	}
 	if err != nil {
 		return Bootstrapped{}, fmt.Errorf("owner user: %w", err)
 	}
-	o, err := s.Orgs.CreateOrg(ctx, u.ID, orgName)
+	o, err := a.orgs.CreateOrg(ctx, u.ID, orgName)
 	if err != nil {
 		return Bootstrapped{}, fmt.Errorf("create org: %w", err)
 	}
 	if credit > 0 {
-		if _, err := s.Billing.Post(ctx, o.ID, storage.TxAdjustment, credit, "starting credit", ""); err != nil {
+		if _, err := a.ledger.Post(ctx, o.ID, storage.TxAdjustment, credit, "starting credit", ""); err != nil {
 			return Bootstrapped{}, fmt.Errorf("starting credit: %w", err)
 		}
 	}
-	_, raw, err := s.Keys.CreateAPIKey(ctx, o.ID, u.ID, "Default key")
+	_, raw, err := a.keys.CreateAPIKey(ctx, o.ID, u.ID, "Default key")
 	if err != nil {
 		return Bootstrapped{}, fmt.Errorf("create key: %w", err)
 	}
@@ -56,7 +81,7 @@ func (a Admin) Bootstrap(ctx context.Context, email, orgName string, credit int6
 // FirstUse bootstraps an empty database (no users yet); ok reports
 // whether it did.
 func (a Admin) FirstUse(ctx context.Context, email, orgName string, credit int64) (b Bootstrapped, ok bool, err error) {
-	n, err := a.store.Orgs.CountUsers(ctx)
+	n, err := a.orgs.CountUsers(ctx)
 	if err != nil || n > 0 {
 		return Bootstrapped{}, false, err
 	}
@@ -66,7 +91,7 @@ func (a Admin) FirstUse(ctx context.Context, email, orgName string, credit int64
 
 // user finds the user with email.
 func (a Admin) user(ctx context.Context, email string) (storage.User, error) {
-	u, err := a.store.Orgs.UserByEmail(ctx, email)
+	u, err := a.orgs.UserByEmail(ctx, email)
 	if errors.Is(err, storage.ErrNotFound) {
 		return u, fmt.Errorf("no user with email %s", email)
 	}
@@ -75,7 +100,7 @@ func (a Admin) user(ctx context.Context, email string) (storage.User, error) {
 
 // CreateUser creates a user.
 func (a Admin) CreateUser(ctx context.Context, email, first, last string) (map[string]any, error) {
-	u, err := a.store.Orgs.CreateUser(ctx, email, first, last)
+	u, err := a.orgs.CreateUser(ctx, email, first, last)
 	if errors.Is(err, storage.ErrConflict) {
 		return nil, fmt.Errorf("a user with email %s exists", email)
 	}
@@ -92,7 +117,7 @@ func (a Admin) CreateToken(ctx context.Context, email, name string) (map[string]
 	if err != nil {
 		return nil, err
 	}
-	tok, err := a.store.Keys.CreatePersonalToken(ctx, u.ID, name)
+	tok, err := a.keys.CreatePersonalToken(ctx, u.ID, name)
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +134,7 @@ func (a Admin) CreateOrg(ctx context.Context, email, name string) (map[string]an
 	if n := len([]rune(name)); n < 1 || n > 120 {
 		return nil, errors.New("the name must be 1-120 characters")
 	}
-	o, err := a.store.Orgs.CreateOrg(ctx, u.ID, name)
+	o, err := a.orgs.CreateOrg(ctx, u.ID, name)
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +144,6 @@ func (a Admin) CreateOrg(ctx context.Context, email, name string) (map[string]an
 // CreateKey creates an API key of organization orgID acting for the
 // member with email (empty: the owner).
 func (a Admin) CreateKey(ctx context.Context, orgID int64, email, name string) (map[string]any, error) {
-	s := a.store
 	var uid int64
 	if email != "" {
 		u, err := a.user(ctx, email)
@@ -128,7 +152,7 @@ func (a Admin) CreateKey(ctx context.Context, orgID int64, email, name string) (
 		}
 		uid = u.ID
 	} else {
-		ms, err := s.Orgs.Members(ctx, orgID)
+		ms, err := a.orgs.Members(ctx, orgID)
 		if err != nil {
 			return nil, err
 		}
@@ -141,10 +165,10 @@ func (a Admin) CreateKey(ctx context.Context, orgID int64, email, name string) (
 			return nil, fmt.Errorf("no organization %d", orgID)
 		}
 	}
-	if _, err := s.Orgs.MemberByUser(ctx, orgID, uid); err != nil {
+	if _, err := a.orgs.MemberByUser(ctx, orgID, uid); err != nil {
 		return nil, fmt.Errorf("%s is not a member of organization %d", email, orgID)
 	}
-	k, raw, err := s.Keys.CreateAPIKey(ctx, orgID, uid, name)
+	k, raw, err := a.keys.CreateAPIKey(ctx, orgID, uid, name)
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +178,7 @@ func (a Admin) CreateKey(ctx context.Context, orgID int64, email, name string) (
 // AddCredit posts a manual adjustment of cents (negative removes) to
 // organization orgID's ledger.
 func (a Admin) AddCredit(ctx context.Context, orgID, cents int64, note string) (map[string]any, error) {
-	t, err := a.store.Billing.Post(ctx, orgID, storage.TxAdjustment, cents, note, "")
+	t, err := a.ledger.Post(ctx, orgID, storage.TxAdjustment, cents, note, "")
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
 		return nil, fmt.Errorf("no organization %d", orgID)
