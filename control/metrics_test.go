@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/voiced/voiced/control"
+	"github.com/voiced/voiced/control/controltest"
 	"github.com/voiced/voiced/storage/migrations"
 	"github.com/voiced/voiced/storage/sqltest"
 )
@@ -46,8 +47,8 @@ func lintMetrics(t *testing.T, body []byte) {
 // quantile label, which it refuses; they are summaries now.
 func TestMetricsPassPromtool(t *testing.T) {
 	db := sqltest.New(t, migrations.SQLite)
-	a := newAPIWith(t, db, control.Config{PublicURL: "https://voice.example"})
-	a.srv.SetMediaStats(func() control.MediaStats {
+	a := controltest.NewWith(t, db, control.Config{PublicURL: "https://voice.example"})
+	a.Srv.SetMediaStats(func() control.MediaStats {
 		return control.MediaStats{
 			Pacer: &control.PacerStats{Streams: 3, Ticks: 500, Skipped: 1,
 				LateP50: 40 * time.Microsecond, LateP99: 900 * time.Microsecond, LateMax: 2 * time.Millisecond,
@@ -58,8 +59,8 @@ func TestMetricsPassPromtool(t *testing.T) {
 			SendErrors: 2,
 		}
 	})
-	a.do("GET", "/v1/healthz", "", nil) // some HTTP series too
-	res, err := a.srv.App().Test(httptest.NewRequest("GET", "/metrics", nil))
+	a.Do("GET", "/v1/healthz", "", nil) // some HTTP series too
+	res, err := a.Srv.App().Test(httptest.NewRequest("GET", "/metrics", nil))
 	require.NoError(t, err)
 	require.Equal(t, 200, res.StatusCode)
 	var body bytes.Buffer

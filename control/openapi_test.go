@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/voiced/voiced/control/controltest"
 	"github.com/voiced/voiced/storage/migrations"
 	"github.com/voiced/voiced/storage/sqltest"
 )
@@ -15,15 +16,15 @@ import (
 // missing from /v1/openapi.json, e.g. one registered with app.Get directly
 // instead of through the route table.
 func TestOpenAPICoversEveryRoute(t *testing.T) {
-	a := newAPI(t, sqltest.New(t, migrations.SQLite))
-	r := a.do("GET", "/v1/openapi.json", "", nil)
-	require.Equal(t, 200, r.status)
-	doc := r.obj(t)
+	a := controltest.New(t, sqltest.New(t, migrations.SQLite))
+	r := a.Do("GET", "/v1/openapi.json", "", nil)
+	require.Equal(t, 200, r.Status)
+	doc := r.Obj(t)
 	require.Equal(t, "3.1.0", doc["openapi"])
 	paths := doc["paths"].(map[string]any)
 	param := regexp.MustCompile(`:([A-Za-z_]+)`)
 	n := 0
-	for _, rt := range a.srv.App().GetRoutes(true) {
+	for _, rt := range a.Srv.App().GetRoutes(true) {
 		if rt.Method == "HEAD" || rt.Method == "USE" {
 			continue
 		}
@@ -39,7 +40,7 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 	require.Greater(t, n, 20)
 	// And every documented schema reference resolves.
 	schemas := doc["components"].(map[string]any)["schemas"].(map[string]any)
-	refs := regexp.MustCompile(`#/components/schemas/([A-Za-z]+)`).FindAllStringSubmatch(string(r.body), -1)
+	refs := regexp.MustCompile(`#/components/schemas/([A-Za-z]+)`).FindAllStringSubmatch(string(r.Body), -1)
 	require.NotEmpty(t, refs)
 	for _, m := range refs {
 		require.Contains(t, schemas, m[1])
@@ -47,8 +48,8 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 }
 
 func TestOpenAPIUploadsAreMultipart(t *testing.T) {
-	a := newAPI(t, sqltest.New(t, migrations.SQLite))
-	doc := a.do("GET", "/v1/openapi.json", "", nil).obj(t)
+	a := controltest.New(t, sqltest.New(t, migrations.SQLite))
+	doc := a.Do("GET", "/v1/openapi.json", "", nil).Obj(t)
 	post := doc["paths"].(map[string]any)["/v1/knowledge/documents"].(map[string]any)["post"].(map[string]any)
 	content := post["requestBody"].(map[string]any)["content"].(map[string]any)
 	require.Contains(t, content, "multipart/form-data")

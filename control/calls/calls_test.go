@@ -21,28 +21,10 @@ import (
 
 	"github.com/voiced/voiced/control/calllog"
 	"github.com/voiced/voiced/control/calltest"
+	"github.com/voiced/voiced/control/controltest"
 	"github.com/voiced/voiced/storage"
 	"github.com/voiced/voiced/storage/sqltest"
 )
-
-// callOrg is an org with credit, an agent and a VoIP number answered by it.
-type callOrg struct {
-	world
-	agentID int64
-	number  string
-	numID   int64
-}
-
-func (a *resAPI) callOrg(number string) callOrg {
-	a.t.Helper()
-	w := a.world()
-	a.credit(w.org.ID, 500)
-	ag := a.agent(w.ownerK, "Receptionist", map[string]any{"prompt": "Answer for Acme Dental.", "tools": []any{map[string]any{"name": "reschedule"}}})
-	_, num := a.trunk(w, number)
-	r := a.do("PATCH", fmt.Sprintf("/v1/phone-numbers/%d", id(num)), w.ownerK, map[string]any{"inbound_agent_id": id(ag)})
-	require.Equal(a.t, 200, r.status, string(r.body))
-	return callOrg{world: w, agentID: id(ag), number: number, numID: id(num)}
-}
 
 // callKeys are the fields of the call object, spec section 2.9.
 var callKeys = []string{"call_id", "agent_id", "agent_variant_id", "agent_variant_label", "direction", "from_number", "to_number",
@@ -53,39 +35,39 @@ var callKeys = []string{"call_id", "agent_id", "agent_variant_id", "agent_varian
 
 func TestCalls(t *testing.T) {
 	sqltest.Run(t, func(t *testing.T, db *storage.DB) {
-		a := newResAPI(t, db, testPool)
-		log := a.srv.CallLog()
+		a := controltest.NewResources(t, db, controltest.Pool)
+		log := a.Srv.CallLog()
 		ctx := context.Background()
 
 		t.Run("a realistic call: detail, transcript, history", func(t *testing.T) {
-			o := a.callOrg("+13105550300")
+			o := a.CallOrg("+13105550300")
 			start := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
-			cid := calltest.Make(t, log, a.blobDir, calltest.Spec{To: o.number, Start: start, Turns: calltest.Conversation(),
+			cid := calltest.Make(t, log, a.BlobDir, calltest.Spec{To: o.Number, Start: start, Turns: calltest.Conversation(),
 				Tools: []calltest.ToolUse{{Name: "reschedule", Arguments: `{"day":"Thursday"}`, Output: "moved", At: 13 * time.Second}},
 				DTMF:  "1#", RecordAfter: 2 * time.Second, Outcome: "success"})
 			// Later prompt changes do not rewrite the call's snapshot.
-			require.Equal(t, 200, a.do("PATCH", fmt.Sprintf("/v1/agents/%d", o.agentID), o.ownerK, map[string]any{"prompt": "New prompt."}).status)
+			require.Equal(t, 200, a.Do("PATCH", fmt.Sprintf("/v1/agents/%d", o.AgentID), o.OwnerK, map[string]any{"prompt": "New prompt."}).Status)
 
-			r := a.do("GET", fmt.Sprintf("/v1/calls/%d", cid), o.membK, nil)
-			require.Equal(t, 200, r.status, string(r.body))
-			c := r.obj(t)
+			r := a.Do("GET", fmt.Sprintf("/v1/calls/%d", cid), o.MembK, nil)
+			require.Equal(t, 200, r.Status, string(r.Body))
+			c := r.Obj(t)
 			keys := make([]string, 0, len(c))
 			for k := range c {
 				keys = append(keys, k)
 			}
 			require.ElementsMatch(t, callKeys, keys)
 			require.Equal(t, float64(cid), c["call_id"])
-			require.Equal(t, float64(o.agentID), c["agent_id"])
+			require.Equal(t, float64(o.AgentID), c["agent_id"])
 			require.Equal(t, "inbound", c["direction"])
 			require.Equal(t, "+15550001111", c["from_number"])
-			require.Equal(t, o.number, c["to_number"])
+			require.Equal(t, o.Number, c["to_number"])
 			require.Equal(t, "completed", c["status"])
 			require.Equal(t, "caller_hangup", c["end_reason"])
 			require.Equal(t, "success", c["call_outcome"])
 			require.Equal(t, float64(15), c["duration_seconds"])
 			require.Equal(t, start.UTC().Format("2006-01-02T15:04:05.000Z"), c["start_time"])
 			require.Equal(t, start.Add(2*time.Second).UTC().Format("2006-01-02T15:04:05.000Z"), c["recording_started_at"])
-			require.Equal(t, fmt.Sprintf("blob://recordings/%d/%d.wav", o.org.ID, cid), c["recording_url"])
+			require.Equal(t, fmt.Sprintf("blob://recordings/%d/%d.wav", o.Org.ID, cid), c["recording_url"])
 			require.Equal(t, "Answer for Acme Dental.", c["prompt_snapshot"])
 			require.Equal(t, "reschedule", c["tool_snapshot"].([]any)[0].(map[string]any)["name"])
 			require.Equal(t, "storm-base", c["product"])
@@ -97,11 +79,11 @@ func TestCalls(t *testing.T) {
 			require.Equal(t, float64(3), c["billing_total_cents"])
 			require.NotNil(t, c["billed_at"])
 			require.Equal(t, float64(0), c["issue_count"])
-			require.Equal(t, 404, a.do("GET", fmt.Sprintf("/v1/calls/%d", cid), a.world().ownerK, nil).status)
-			require.Equal(t, 404, a.do("GET", "/v1/calls/999999999", o.ownerK, nil).status)
+			require.Equal(t, 404, a.Do("GET", fmt.Sprintf("/v1/calls/%d", cid), a.World().OwnerK, nil).Status)
+			require.Equal(t, 404, a.Do("GET", "/v1/calls/999999999", o.OwnerK, nil).Status)
 
-			r = a.do("GET", fmt.Sprintf("/v1/calls/%d/transcript", cid), o.membK, nil)
-			require.Equal(t, 200, r.status)
+			r = a.Do("GET", fmt.Sprintf("/v1/calls/%d/transcript", cid), o.MembK, nil)
+			require.Equal(t, 200, r.Status)
 			var tr struct {
 				CallID             int64  `json:"call_id"`
 				RecordingStartedAt string `json:"recording_started_at"`
@@ -113,7 +95,7 @@ func TestCalls(t *testing.T) {
 					Interrupted bool   `json:"interrupted"`
 				} `json:"turns"`
 			}
-			require.NoError(t, json.Unmarshal(r.body, &tr))
+			require.NoError(t, json.Unmarshal(r.Body, &tr))
 			require.Len(t, tr.Turns, 4)
 			require.Equal(t, c["recording_started_at"], tr.RecordingStartedAt)
 			// Anchored to the recording, which started 2 s into the call.
@@ -125,9 +107,9 @@ func TestCalls(t *testing.T) {
 			require.True(t, tr.Turns[2].Interrupted)
 			require.Equal(t, "Sure. Which day works better,\nWednesday or Thursday?", tr.Turns[2].Text)
 
-			r = a.do("GET", fmt.Sprintf("/v1/calls/%d/history", cid), o.membK, nil)
-			require.Equal(t, 200, r.status)
-			items := r.obj(t)["items"].([]any)
+			r = a.Do("GET", fmt.Sprintf("/v1/calls/%d/history", cid), o.MembK, nil)
+			require.Equal(t, 200, r.Status)
+			items := r.Obj(t)["items"].([]any)
 			var types []string
 			for _, it := range items {
 				types = append(types, it.(map[string]any)["type"].(string))
@@ -139,20 +121,20 @@ func TestCalls(t *testing.T) {
 			require.Equal(t, call["tool_call_id"], items[6].(map[string]any)["tool_call_id"])
 			require.Equal(t, "moved", items[6].(map[string]any)["output"])
 			require.Equal(t, "1#", items[7].(map[string]any)["digits"])
-			require.Equal(t, 404, a.do("GET", fmt.Sprintf("/v1/calls/%d/history", cid), a.world().ownerK, nil).status)
+			require.Equal(t, 404, a.Do("GET", fmt.Sprintf("/v1/calls/%d/history", cid), a.World().OwnerK, nil).Status)
 
 			// Redelivered events and a second finish change nothing.
 			require.NoError(t, log.Append(ctx, cid, []calllog.CallEvent{{ID: fmt.Sprintf("ev-%d-2", cid), Kind: calllog.EventTurn, Role: "user", Text: "dup"}}))
 			require.NoError(t, log.Finish(ctx, cid, calllog.CallEnd{Status: "failed", Reason: "timeout"}))
-			r = a.do("GET", fmt.Sprintf("/v1/calls/%d/transcript", cid), o.membK, nil)
-			require.NoError(t, json.Unmarshal(r.body, &tr))
+			r = a.Do("GET", fmt.Sprintf("/v1/calls/%d/transcript", cid), o.MembK, nil)
+			require.NoError(t, json.Unmarshal(r.Body, &tr))
 			require.Len(t, tr.Turns, 4)
-			require.Equal(t, "completed", a.do("GET", fmt.Sprintf("/v1/calls/%d", cid), o.membK, nil).obj(t)["status"])
+			require.Equal(t, "completed", a.Do("GET", fmt.Sprintf("/v1/calls/%d", cid), o.MembK, nil).Obj(t)["status"])
 		})
 
 		t.Run("malformed events are refused", func(t *testing.T) {
-			o := a.callOrg("+13105550301")
-			cid := calltest.Make(t, log, a.blobDir, calltest.Spec{To: o.number, InProgress: true})
+			o := a.CallOrg("+13105550301")
+			cid := calltest.Make(t, log, a.BlobDir, calltest.Spec{To: o.Number, InProgress: true})
 			for _, e := range []calllog.CallEvent{{Kind: "gossip"}, {Kind: calllog.EventTurn, Role: "narrator"},
 				{Kind: calllog.EventTurn, Role: "user", Start: time.Now(), End: time.Now().Add(-time.Second)},
 				{Kind: calllog.EventToolCall}, {Kind: calllog.EventToolCall, ToolName: "x", Arguments: json.RawMessage("{")}, {Kind: calllog.EventDTMF, Digits: "12x"}} {
@@ -161,62 +143,62 @@ func TestCalls(t *testing.T) {
 			for _, end := range []calllog.CallEnd{{Status: "done"}, {Status: "completed", Outcome: "great"}, {Status: "completed", RecordingKey: "../etc/passwd"}, {Status: "completed", RecordingKey: "/abs.wav"}} {
 				require.ErrorIs(t, log.Finish(ctx, cid, end), calllog.ErrBadEvent, "%+v", end)
 			}
-			c := a.do("GET", fmt.Sprintf("/v1/calls/%d", cid), o.membK, nil).obj(t)
+			c := a.Do("GET", fmt.Sprintf("/v1/calls/%d", cid), o.MembK, nil).Obj(t)
 			require.Equal(t, "in_progress", c["status"])
 			require.Nil(t, c["end_time"])
 			require.Nil(t, c["duration_seconds"])
 		})
 
 		t.Run("admission refusals keep the cause", func(t *testing.T) {
-			o := a.callOrg("+13105550302")
+			o := a.CallOrg("+13105550302")
 			_, err := log.Admit(ctx, calllog.AdmitRequest{Direction: "inbound", To: "+19995550000", From: "+15550001111"})
 			require.ErrorIs(t, err, calllog.ErrUnknownNumber)
-			_, err = log.Admit(ctx, calllog.AdmitRequest{Direction: "outbound", OrgID: o.org.ID, AgentID: o.agentID})
+			_, err = log.Admit(ctx, calllog.AdmitRequest{Direction: "outbound", OrgID: o.Org.ID, AgentID: o.AgentID})
 			require.ErrorIs(t, err, calllog.ErrBadEvent)
-			_, err = log.Admit(ctx, calllog.AdmitRequest{Direction: "test", OrgID: o.org.ID, AgentID: 999999999})
+			_, err = log.Admit(ctx, calllog.AdmitRequest{Direction: "test", OrgID: o.Org.ID, AgentID: 999999999})
 			require.ErrorIs(t, err, calllog.ErrUnknownAgent)
 
-			np := fmt.Sprintf("/v1/phone-numbers/%d", o.numID)
-			require.Equal(t, 200, a.do("PATCH", np, o.ownerK, map[string]any{"inbound_agent_id": nil}).status)
-			adm, err := log.Admit(ctx, calllog.AdmitRequest{Direction: "inbound", To: o.number, From: "+15550002222"})
+			np := fmt.Sprintf("/v1/phone-numbers/%d", o.NumID)
+			require.Equal(t, 200, a.Do("PATCH", np, o.OwnerK, map[string]any{"inbound_agent_id": nil}).Status)
+			adm, err := log.Admit(ctx, calllog.AdmitRequest{Direction: "inbound", To: o.Number, From: "+15550002222"})
 			require.ErrorIs(t, err, calllog.ErrNoAgent)
-			c := a.do("GET", fmt.Sprintf("/v1/calls/%d", adm.CallID), o.membK, nil).obj(t)
+			c := a.Do("GET", fmt.Sprintf("/v1/calls/%d", adm.CallID), o.MembK, nil).Obj(t)
 			require.Equal(t, "failed", c["status"])
 			require.Equal(t, "no_agent", c["end_reason"])
 
-			require.Equal(t, 200, a.do("PATCH", np, o.ownerK, map[string]any{"status": "released"}).status)
-			adm, err = log.Admit(ctx, calllog.AdmitRequest{Direction: "inbound", To: o.number})
+			require.Equal(t, 200, a.Do("PATCH", np, o.OwnerK, map[string]any{"status": "released"}).Status)
+			adm, err = log.Admit(ctx, calllog.AdmitRequest{Direction: "inbound", To: o.Number})
 			require.ErrorIs(t, err, calllog.ErrNumberInactive)
-			require.Equal(t, "number_inactive", a.do("GET", fmt.Sprintf("/v1/calls/%d", adm.CallID), o.membK, nil).obj(t)["end_reason"])
+			require.Equal(t, "number_inactive", a.Do("GET", fmt.Sprintf("/v1/calls/%d", adm.CallID), o.MembK, nil).Obj(t)["end_reason"])
 
-			require.Equal(t, 200, a.do("PATCH", np, o.ownerK, map[string]any{"status": "active", "inbound_agent_id": o.agentID}).status)
-			bal, err := a.store.Billing.Balance(ctx, o.org.ID)
+			require.Equal(t, 200, a.Do("PATCH", np, o.OwnerK, map[string]any{"status": "active", "inbound_agent_id": o.AgentID}).Status)
+			bal, err := a.Store.Billing.Balance(ctx, o.Org.ID)
 			require.NoError(t, err)
-			_, err = a.store.Billing.Post(ctx, o.org.ID, storage.TxAdjustment, -bal, "drain", "")
+			_, err = a.Store.Billing.Post(ctx, o.Org.ID, storage.TxAdjustment, -bal, "drain", "")
 			require.NoError(t, err)
-			adm, err = log.Admit(ctx, calllog.AdmitRequest{Direction: "inbound", To: o.number})
+			adm, err = log.Admit(ctx, calllog.AdmitRequest{Direction: "inbound", To: o.Number})
 			require.ErrorIs(t, err, calllog.ErrInsufficientBalance)
-			require.Equal(t, "insufficient_balance", a.do("GET", fmt.Sprintf("/v1/calls/%d", adm.CallID), o.membK, nil).obj(t)["end_reason"])
-			_, err = log.Admit(ctx, calllog.AdmitRequest{Direction: "web", OrgID: o.org.ID, AgentID: o.agentID})
+			require.Equal(t, "insufficient_balance", a.Do("GET", fmt.Sprintf("/v1/calls/%d", adm.CallID), o.MembK, nil).Obj(t)["end_reason"])
+			_, err = log.Admit(ctx, calllog.AdmitRequest{Direction: "web", OrgID: o.Org.ID, AgentID: o.AgentID})
 			require.ErrorIs(t, err, calllog.ErrInsufficientBalance)
 
-			a.credit(o.org.ID, 100)
-			adm, err = log.Admit(ctx, calllog.AdmitRequest{Direction: "inbound", To: o.number, From: "+15550003333"})
+			a.Credit(o.Org.ID, 100)
+			adm, err = log.Admit(ctx, calllog.AdmitRequest{Direction: "inbound", To: o.Number, From: "+15550003333"})
 			require.NoError(t, err)
-			require.Equal(t, o.agentID, adm.AgentID)
+			require.Equal(t, o.AgentID, adm.AgentID)
 			require.Equal(t, "Answer for Acme Dental.", adm.Agent.Prompt, "the deployed configuration")
-			require.Equal(t, "in_progress", a.do("GET", fmt.Sprintf("/v1/calls/%d", adm.CallID), o.membK, nil).obj(t)["status"])
+			require.Equal(t, "in_progress", a.Do("GET", fmt.Sprintf("/v1/calls/%d", adm.CallID), o.MembK, nil).Obj(t)["status"])
 		})
 
 		t.Run("list: envelope, order, filters, paging", func(t *testing.T) {
-			o := a.callOrg("+13105550303")
+			o := a.CallOrg("+13105550303")
 			base := time.Now().Add(-time.Hour).Truncate(time.Second)
 			mk := func(spec calltest.Spec) int64 {
-				spec.OrgID, spec.AgentID = o.org.ID, o.agentID
+				spec.OrgID, spec.AgentID = o.Org.ID, o.AgentID
 				if spec.Direction == "" {
-					spec.To = o.number
+					spec.To = o.Number
 				}
-				return calltest.Make(t, log, a.blobDir, spec)
+				return calltest.Make(t, log, a.BlobDir, spec)
 			}
 			c1 := mk(calltest.Spec{Start: base, Length: 30 * time.Second})
 			c2 := mk(calltest.Spec{Start: base.Add(10 * time.Minute), From: "+15557770000", Status: "failed", Reason: "timeout"})
@@ -225,53 +207,53 @@ func TestCalls(t *testing.T) {
 			c5 := mk(calltest.Spec{Start: base.Add(30 * time.Minute), InProgress: true})
 			ids := func(q string) []int64 {
 				t.Helper()
-				r := a.do("GET", "/v1/calls"+q, o.membK, nil)
-				require.Equal(t, 200, r.status, "%s: %s", q, r.body)
+				r := a.Do("GET", "/v1/calls"+q, o.MembK, nil)
+				require.Equal(t, 200, r.Status, "%s: %s", q, r.Body)
 				var out []int64
-				for _, c := range r.obj(t)["results"].([]any) {
-					out = append(out, id(c.(map[string]any)))
+				for _, c := range r.Obj(t)["results"].([]any) {
+					out = append(out, controltest.ID(c.(map[string]any)))
 				}
 				return out
 			}
-			r := a.do("GET", "/v1/calls", o.membK, nil)
-			env := r.obj(t)
+			r := a.Do("GET", "/v1/calls", o.MembK, nil)
+			env := r.Obj(t)
 			require.Equal(t, float64(5), env["total"])
 			require.Equal(t, float64(50), env["limit"])
 			require.Equal(t, float64(0), env["offset"])
 			require.Equal(t, []int64{c5, c4, c3, c2, c1}, ids(""))
 			require.Equal(t, []int64{c4, c3}, ids("?limit=2&offset=1"))
-			r = a.do("GET", "/v1/calls?limit=2&offset=1", o.membK, nil)
-			require.Equal(t, float64(5), r.obj(t)["total"], "total ignores paging")
+			r = a.Do("GET", "/v1/calls?limit=2&offset=1", o.MembK, nil)
+			require.Equal(t, float64(5), r.Obj(t)["total"], "total ignores paging")
 			require.Equal(t, []int64{c2}, ids("?status=failed"))
 			require.Equal(t, []int64{c5}, ids("?status=in_progress"))
 			require.Equal(t, []int64{c3}, ids("?direction=test"))
 			require.Equal(t, []int64{c3}, ids("?is_simulation=true"))
 			require.Equal(t, []int64{c5, c4, c2, c1}, ids("?is_simulation=false"))
-			require.Equal(t, []int64{c5, c4, c3, c2, c1}, ids(fmt.Sprintf("?agent_id=%d", o.agentID)))
+			require.Equal(t, []int64{c5, c4, c3, c2, c1}, ids(fmt.Sprintf("?agent_id=%d", o.AgentID)))
 			require.Empty(t, ids("?agent_id=999999999"))
 			require.Equal(t, []int64{c2}, ids("?number=%2B15557770000"))
 			require.Equal(t, []int64{c2}, ids("?number=+15557770000"), "an unescaped + decodes to a space")
-			require.Equal(t, []int64{c5, c2, c1}, ids("?number="+url.QueryEscape(o.number)))
+			require.Equal(t, []int64{c5, c2, c1}, ids("?number="+url.QueryEscape(o.Number)))
 			after := url.QueryEscape(base.Add(10 * time.Minute).UTC().Format(time.RFC3339))
 			before := url.QueryEscape(base.Add(30 * time.Minute).UTC().Format(time.RFC3339))
 			require.Equal(t, []int64{c4, c3, c2}, ids("?started_after="+after+"&started_before="+before))
 			require.Empty(t, ids("?status=failed&direction=web"))
 			for _, q := range []string{"?status=lost", "?direction=sideways", "?agent_id=x", "?number=555", "?started_after=yesterday", "?is_simulation=maybe", "?limit=0", "?limit=501", "?offset=-1"} {
-				require.Equal(t, 400, a.do("GET", "/v1/calls"+q, o.membK, nil).status, q)
+				require.Equal(t, 400, a.Do("GET", "/v1/calls"+q, o.MembK, nil).Status, q)
 			}
-			require.Equal(t, float64(0), a.do("GET", "/v1/calls", a.world().membK, nil).obj(t)["total"])
+			require.Equal(t, float64(0), a.Do("GET", "/v1/calls", a.World().MembK, nil).Obj(t)["total"])
 		})
 
 		t.Run("export: CSV with commas, quotes and newlines, and JSON", func(t *testing.T) {
-			o := a.callOrg("+13105550304")
-			cid := calltest.Make(t, log, a.blobDir, calltest.Spec{To: o.number, Turns: calltest.Conversation(), Record: true})
-			other := calltest.Make(t, log, a.blobDir, calltest.Spec{To: o.number, Turns: []calltest.Turn{{Role: "user", Text: "a,b", Length: time.Second}}})
-			r := a.do("GET", "/v1/calls/export", o.membK, nil)
-			require.Equal(t, 200, r.status, string(r.body))
-			require.Equal(t, "text/csv; charset=utf-8", r.header.Get("Content-Type"))
-			require.Contains(t, r.header.Get("Content-Disposition"), "attachment")
-			require.Equal(t, "2", r.header.Get("X-Total-Count"))
-			rows, err := csv.NewReader(strings.NewReader(string(r.body))).ReadAll()
+			o := a.CallOrg("+13105550304")
+			cid := calltest.Make(t, log, a.BlobDir, calltest.Spec{To: o.Number, Turns: calltest.Conversation(), Record: true})
+			other := calltest.Make(t, log, a.BlobDir, calltest.Spec{To: o.Number, Turns: []calltest.Turn{{Role: "user", Text: "a,b", Length: time.Second}}})
+			r := a.Do("GET", "/v1/calls/export", o.MembK, nil)
+			require.Equal(t, 200, r.Status, string(r.Body))
+			require.Equal(t, "text/csv; charset=utf-8", r.Header.Get("Content-Type"))
+			require.Contains(t, r.Header.Get("Content-Disposition"), "attachment")
+			require.Equal(t, "2", r.Header.Get("X-Total-Count"))
+			rows, err := csv.NewReader(strings.NewReader(string(r.Body))).ReadAll()
 			require.NoError(t, err)
 			require.Len(t, rows, 3)
 			hdr := rows[0]
@@ -289,64 +271,64 @@ func TestCalls(t *testing.T) {
 			require.Equal(t, "completed", rows[2][col("status")])
 			require.Equal(t, "inbound", rows[2][col("direction")])
 
-			r = a.do("GET", "/v1/calls/export?format=json&limit=1", o.membK, nil)
-			require.Equal(t, 200, r.status)
-			l := r.list(t)
+			r = a.Do("GET", "/v1/calls/export?format=json&limit=1", o.MembK, nil)
+			require.Equal(t, 200, r.Status)
+			l := r.List(t)
 			require.Len(t, l, 1)
 			require.Equal(t, float64(other), l[0]["call_id"])
 			require.Equal(t, "a,b", l[0]["transcript"].([]any)[0].(map[string]any)["text"])
-			r = a.do("GET", "/v1/calls/export?format=json&offset=1", o.membK, nil)
-			require.Len(t, r.list(t)[0]["transcript"], 4)
-			require.Equal(t, 200, a.do("GET", "/v1/calls/export?limit=1000", o.membK, nil).status)
-			require.Equal(t, 400, a.do("GET", "/v1/calls/export?limit=1001", o.membK, nil).status)
-			require.Equal(t, 400, a.do("GET", "/v1/calls/export?format=xml", o.membK, nil).status)
-			r = a.do("GET", "/v1/calls/export", a.world().membK, nil)
-			rows, err = csv.NewReader(strings.NewReader(string(r.body))).ReadAll()
+			r = a.Do("GET", "/v1/calls/export?format=json&offset=1", o.MembK, nil)
+			require.Len(t, r.List(t)[0]["transcript"], 4)
+			require.Equal(t, 200, a.Do("GET", "/v1/calls/export?limit=1000", o.MembK, nil).Status)
+			require.Equal(t, 400, a.Do("GET", "/v1/calls/export?limit=1001", o.MembK, nil).Status)
+			require.Equal(t, 400, a.Do("GET", "/v1/calls/export?format=xml", o.MembK, nil).Status)
+			r = a.Do("GET", "/v1/calls/export", a.World().MembK, nil)
+			rows, err = csv.NewReader(strings.NewReader(string(r.Body))).ReadAll()
 			require.NoError(t, err)
 			require.Len(t, rows, 1, "another org exports only a header")
 		})
 
 		t.Run("grade", func(t *testing.T) {
-			o := a.callOrg("+13105550305")
-			cid := calltest.Make(t, log, a.blobDir, calltest.Spec{To: o.number, Turns: calltest.Conversation()})
+			o := a.CallOrg("+13105550305")
+			cid := calltest.Make(t, log, a.BlobDir, calltest.Spec{To: o.Number, Turns: calltest.Conversation()})
 			gp := fmt.Sprintf("/v1/calls/%d/grade", cid)
-			r := a.do("GET", gp, o.membK, nil)
-			require.Equal(t, 404, r.status)
-			require.Contains(t, r.obj(t)["detail"], "not been graded")
+			r := a.Do("GET", gp, o.MembK, nil)
+			require.Equal(t, 404, r.Status)
+			require.Contains(t, r.Obj(t)["detail"], "not been graded")
 			score, outcome := int64(87), "success"
 			graded := time.Now().Truncate(time.Millisecond)
-			_, err := a.store.Calls.AddCallGrade(ctx, storage.CallGrade{CallID: cid, Status: "completed", Score: &score, CallOutcome: &outcome,
+			_, err := a.Store.Calls.AddCallGrade(ctx, storage.CallGrade{CallID: cid, Status: "completed", Score: &score, CallOutcome: &outcome,
 				Summary: "Rescheduled to Thursday.", RubricBreakdown: json.RawMessage(`{"politeness":9}`), DetectedIssues: json.RawMessage(`[]`),
 				GraderModel: "echo", GraderVersion: "1", GradedAt: &graded})
 			require.NoError(t, err)
-			r = a.do("GET", gp, o.membK, nil)
-			require.Equal(t, 200, r.status)
-			g := r.obj(t)
+			r = a.Do("GET", gp, o.MembK, nil)
+			require.Equal(t, 200, r.Status)
+			g := r.Obj(t)
 			require.Equal(t, float64(87), g["score"])
 			require.Equal(t, "completed", g["status"])
 			require.Equal(t, map[string]any{"politeness": float64(9)}, g["rubric_breakdown"])
 			require.Equal(t, []any{}, g["detected_issues"])
-			c := a.do("GET", fmt.Sprintf("/v1/calls/%d", cid), o.membK, nil).obj(t)
+			c := a.Do("GET", fmt.Sprintf("/v1/calls/%d", cid), o.MembK, nil).Obj(t)
 			require.Equal(t, float64(87), c["grade_score"])
 			require.Equal(t, "completed", c["grade_status"])
 			require.Equal(t, "success", c["call_outcome"])
 			require.NotNil(t, c["grade_updated_at"])
-			require.Equal(t, 404, a.do("GET", gp, a.world().ownerK, nil).status)
+			require.Equal(t, 404, a.Do("GET", gp, a.World().OwnerK, nil).Status)
 		})
 
 		t.Run("signed audio URLs expire and reject tampering", func(t *testing.T) {
-			o := a.callOrg("+13105550306")
-			cid := calltest.Make(t, log, a.blobDir, calltest.Spec{To: o.number, Turns: calltest.Conversation(), Record: true})
-			silent := calltest.Make(t, log, a.blobDir, calltest.Spec{To: o.number})
-			r := a.do("GET", fmt.Sprintf("/v1/calls/%d/audio", silent), o.membK, nil)
-			require.Equal(t, 404, r.status)
-			require.Contains(t, r.obj(t)["detail"], "no recording")
-			require.Equal(t, 404, a.do("GET", fmt.Sprintf("/v1/calls/%d/audio", cid), a.world().membK, nil).status)
+			o := a.CallOrg("+13105550306")
+			cid := calltest.Make(t, log, a.BlobDir, calltest.Spec{To: o.Number, Turns: calltest.Conversation(), Record: true})
+			silent := calltest.Make(t, log, a.BlobDir, calltest.Spec{To: o.Number})
+			r := a.Do("GET", fmt.Sprintf("/v1/calls/%d/audio", silent), o.MembK, nil)
+			require.Equal(t, 404, r.Status)
+			require.Contains(t, r.Obj(t)["detail"], "no recording")
+			require.Equal(t, 404, a.Do("GET", fmt.Sprintf("/v1/calls/%d/audio", cid), a.World().MembK, nil).Status)
 
 			before := time.Now()
-			r = a.do("GET", fmt.Sprintf("/v1/calls/%d/audio", cid), o.membK, nil)
-			require.Equal(t, 200, r.status, string(r.body))
-			au := r.obj(t)
+			r = a.Do("GET", fmt.Sprintf("/v1/calls/%d/audio", cid), o.MembK, nil)
+			require.Equal(t, 200, r.Status, string(r.Body))
+			au := r.Obj(t)
 			require.Equal(t, "audio/wav", au["content_type"])
 			exp, err := time.Parse(time.RFC3339, au["expires_at"].(string))
 			require.NoError(t, err)
@@ -356,13 +338,13 @@ func TestCalls(t *testing.T) {
 			require.Equal(t, "voice.example", u.Host)
 			path := u.Path + "?" + u.RawQuery
 
-			want, err := os.ReadFile(filepath.Join(a.blobDir, "recordings", fmt.Sprint(o.org.ID), fmt.Sprintf("%d.wav", cid)))
+			want, err := os.ReadFile(filepath.Join(a.BlobDir, "recordings", fmt.Sprint(o.Org.ID), fmt.Sprintf("%d.wav", cid)))
 			require.NoError(t, err)
-			r = a.do("GET", path, "", nil)
-			require.Equal(t, 200, r.status, string(r.body))
-			require.Equal(t, "audio/wav", r.header.Get("Content-Type"))
-			require.Equal(t, want, r.body)
-			require.Equal(t, "RIFF", string(r.body[:4]))
+			r = a.Do("GET", path, "", nil)
+			require.Equal(t, 200, r.Status, string(r.Body))
+			require.Equal(t, "audio/wav", r.Header.Get("Content-Type"))
+			require.Equal(t, want, r.Body)
+			require.Equal(t, "RIFF", string(r.Body[:4]))
 
 			q := u.Query()
 			sig, expires := q.Get("sig"), q.Get("expires")
@@ -376,7 +358,7 @@ func TestCalls(t *testing.T) {
 				return string(b)
 			}
 			sign := func(callID, exp int64) string {
-				m := hmac.New(sha256.New, testSigningKey)
+				m := hmac.New(sha256.New, controltest.SigningKey)
 				fmt.Fprintf(m, "recording\n%d\n%d", callID, exp)
 				return hex.EncodeToString(m.Sum(nil))
 			}
@@ -392,17 +374,17 @@ func TestCalls(t *testing.T) {
 				"signed with the wrong key": fmt.Sprintf("/v1/calls/%d/recording?expires=%s&sig=%s", cid, expires, hex.EncodeToString(make([]byte, 32))),
 				"not a call id":             fmt.Sprintf("/v1/calls/abc/recording?expires=%s&sig=%s", expires, sig),
 			} {
-				r := a.do("GET", p, "", nil)
-				require.Equal(t, 401, r.status, name)
-				require.Contains(t, r.obj(t)["detail"], "expired", name)
+				r := a.Do("GET", p, "", nil)
+				require.Equal(t, 401, r.Status, name)
+				require.Contains(t, r.Obj(t)["detail"], "expired", name)
 			}
 			// The test's own signer agrees with the server: the format is as documented.
 			future := time.Now().Add(time.Minute).Unix()
-			r = a.do("GET", fmt.Sprintf("/v1/calls/%d/recording?expires=%d&sig=%s", cid, future, sign(cid, future)), "", nil)
-			require.Equal(t, 200, r.status)
+			r = a.Do("GET", fmt.Sprintf("/v1/calls/%d/recording?expires=%d&sig=%s", cid, future, sign(cid, future)), "", nil)
+			require.Equal(t, 200, r.Status)
 			// A validly signed URL of a call without a recording is 404.
-			r = a.do("GET", fmt.Sprintf("/v1/calls/%d/recording?expires=%d&sig=%s", silent, future, sign(silent, future)), "", nil)
-			require.Equal(t, 404, r.status)
+			r = a.Do("GET", fmt.Sprintf("/v1/calls/%d/recording?expires=%d&sig=%s", silent, future, sign(silent, future)), "", nil)
+			require.Equal(t, 404, r.Status)
 		})
 	})
 }

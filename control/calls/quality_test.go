@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/voiced/voiced/control/calllog"
+	"github.com/voiced/voiced/control/controltest"
 	"github.com/voiced/voiced/storage"
 	"github.com/voiced/voiced/storage/sqltest"
 )
@@ -23,19 +24,19 @@ func ptr[T any](v T) *T { return &v }
 // from the call detail, the list, and both exports, on both databases.
 func TestCallQuality(t *testing.T) {
 	sqltest.Run(t, func(t *testing.T, db *storage.DB) {
-		a := newResAPI(t, db, testPool)
-		log := a.srv.CallLog()
+		a := controltest.NewResources(t, db, controltest.Pool)
+		log := a.Srv.CallLog()
 		ctx := context.Background()
-		o := a.callOrg("+13105550320")
+		o := a.CallOrg("+13105550320")
 		admit := func() int64 {
-			adm, err := log.Admit(ctx, calllog.AdmitRequest{Direction: "inbound", To: o.number, From: "+15550004444", At: time.Now().Add(-30 * time.Second)})
+			adm, err := log.Admit(ctx, calllog.AdmitRequest{Direction: "inbound", To: o.Number, From: "+15550004444", At: time.Now().Add(-30 * time.Second)})
 			require.NoError(t, err)
 			return adm.CallID
 		}
 		get := func(cid int64) map[string]any {
-			r := a.do("GET", fmt.Sprintf("/v1/calls/%d", cid), o.membK, nil)
-			require.Equal(t, 200, r.status, string(r.body))
-			return r.obj(t)
+			r := a.Do("GET", fmt.Sprintf("/v1/calls/%d", cid), o.MembK, nil)
+			require.Equal(t, 200, r.Status, string(r.Body))
+			return r.Obj(t)
 		}
 
 		// A phone call's figures, with unrounded floats as the media side
@@ -82,18 +83,18 @@ func TestCallQuality(t *testing.T) {
 		require.Equal(t, float64(1), rq["response_latency_ms"].(map[string]any)["turns"])
 
 		// List items carry it too.
-		r := a.do("GET", "/v1/calls?status=completed", o.membK, nil)
-		require.Equal(t, 200, r.status)
+		r := a.Do("GET", "/v1/calls?status=completed", o.MembK, nil)
+		require.Equal(t, 200, r.Status)
 		byID := map[int64]map[string]any{}
-		for _, c := range r.obj(t)["results"].([]any) {
-			byID[id(c.(map[string]any))] = c.(map[string]any)
+		for _, c := range r.Obj(t)["results"].([]any) {
+			byID[controltest.ID(c.(map[string]any))] = c.(map[string]any)
 		}
 		require.Equal(t, want, byID[cid]["quality"])
 
 		// CSV export: flat columns; JSON export: the object.
-		r = a.do("GET", "/v1/calls/export", o.membK, nil)
-		require.Equal(t, 200, r.status, string(r.body))
-		rows, err := csv.NewReader(strings.NewReader(string(r.body))).ReadAll()
+		r = a.Do("GET", "/v1/calls/export", o.MembK, nil)
+		require.Equal(t, 200, r.Status, string(r.Body))
+		rows, err := csv.NewReader(strings.NewReader(string(r.Body))).ReadAll()
 		require.NoError(t, err)
 		hdr := rows[0]
 		col := func(name string) int {
@@ -115,11 +116,11 @@ func TestCallQuality(t *testing.T) {
 			[]string{row(cid)[col("mos")], row(cid)[col("loss_percent")], row(cid)[col("jitter_ms")], row(cid)[col("response_latency_p95_ms")]})
 		require.Equal(t, []string{"", "", "", ""},
 			[]string{row(bare)[col("mos")], row(bare)[col("loss_percent")], row(bare)[col("jitter_ms")], row(bare)[col("response_latency_p95_ms")]})
-		r = a.do("GET", "/v1/calls/export?format=json", o.membK, nil)
-		require.Equal(t, 200, r.status)
+		r = a.Do("GET", "/v1/calls/export?format=json", o.MembK, nil)
+		require.Equal(t, 200, r.Status)
 		found := false
-		for _, c := range r.list(t) {
-			if id(c) == cid {
+		for _, c := range r.List(t) {
+			if controltest.ID(c) == cid {
 				found = true
 				require.Equal(t, want, c["quality"])
 			}

@@ -277,3 +277,62 @@ func (v *Verifier) Checks() []numbers.VoIPCheck {
 	defer v.mu.Unlock()
 	return append([]numbers.VoIPCheck(nil), v.checks...)
 }
+
+// Last is the last call dialed.
+func (d *Dialer) Last() control.OutboundCall {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.Calls[len(d.Calls)-1]
+}
+
+// SetErr makes the next dials answer err.
+func (d *Dialer) SetErr(err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.Err = err
+}
+
+// CallOrg is an org with credit, an agent and a VoIP number answered by it.
+type CallOrg struct {
+	World
+	AgentID int64
+	Number  string
+	NumID   int64
+}
+
+// CallOrg makes a fresh World with 500 cents of credit, an agent
+// ("Receptionist", with a reschedule tool) and number on a VoIP
+// connection, answered by the agent.
+func (a *API) CallOrg(number string) CallOrg {
+	a.T.Helper()
+	w := a.World()
+	a.Credit(w.Org.ID, 500)
+	ag := a.Agent(w.OwnerK, "Receptionist", map[string]any{"prompt": "Answer for Acme Dental.", "tools": []any{map[string]any{"name": "reschedule"}}})
+	_, num := a.Trunk(w, number)
+	r := a.Do("PATCH", fmt.Sprintf("/v1/phone-numbers/%d", ID(num)), w.OwnerK, map[string]any{"inbound_agent_id": ID(ag)})
+	require.Equal(a.T, 200, r.Status, string(r.Body))
+	return CallOrg{World: w, AgentID: ID(ag), Number: number, NumID: ID(num)}
+}
+
+// Raw sends a request with extra headers (no credential); body is nil
+// or marshalled as JSON.
+func (a *API) Raw(method, path string, hdr map[string]string, body any) Resp {
+	a.T.Helper()
+	var rd io.Reader
+	if body != nil {
+		j, err := json.Marshal(body)
+		require.NoError(a.T, err)
+		rd = bytes.NewReader(j)
+	}
+	req := httptest.NewRequest(method, path, rd)
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	res, err := a.Srv.App().Test(req, fiber.TestConfig{Timeout: 30 * time.Second})
+	require.NoError(a.T, err)
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	require.NoError(a.T, err)
+	return Resp{Status: res.StatusCode, Body: b, Header: res.Header}
+}

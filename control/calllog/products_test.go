@@ -1,4 +1,4 @@
-package control_test
+package calllog_test
 
 import (
 	"testing"

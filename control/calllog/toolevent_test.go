@@ -1,4 +1,4 @@
-package control_test
+package calllog_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/voiced/voiced/control/calllog"
+	"github.com/voiced/voiced/control/controltest"
 	"github.com/voiced/voiced/control/webhook"
 	"github.com/voiced/voiced/storage"
 	"github.com/voiced/voiced/storage/sqltest"
@@ -24,10 +25,10 @@ import (
 // error; web calls emit web.tool.
 func TestToolEvent(t *testing.T) {
 	sqltest.Run(t, func(t *testing.T, db *storage.DB) {
-		a := newResAPI(t, db, testPool)
-		log := a.srv.CallLog()
+		a := controltest.NewResources(t, db, controltest.Pool)
+		log := a.Srv.CallLog()
 		ctx := context.Background()
-		o := a.callOrg("+13105550310")
+		o := a.CallOrg("+13105550310")
 
 		var mu sync.Mutex
 		got := map[string][]map[string]any{}
@@ -46,13 +47,13 @@ func TestToolEvent(t *testing.T) {
 		}))
 		defer hook.Close()
 		const base = "/v1/developer/webhook-endpoints"
-		r := a.do("POST", base, o.adminK, map[string]any{"label": "tools", "url": hook.URL + "/tool", "events": []string{"telephony.tool"}})
-		require.Equal(t, 201, r.status, string(r.body))
-		secret := r.obj(t)["secret"].(string)
-		r = a.do("POST", base, o.adminK, map[string]any{"label": "graded", "url": hook.URL + "/other", "events": []string{"call.graded"}})
-		require.Equal(t, 201, r.status, string(r.body))
+		r := a.Do("POST", base, o.AdminK, map[string]any{"label": "tools", "url": hook.URL + "/tool", "events": []string{"telephony.tool"}})
+		require.Equal(t, 201, r.Status, string(r.Body))
+		secret := r.Obj(t)["secret"].(string)
+		r = a.Do("POST", base, o.AdminK, map[string]any{"label": "graded", "url": hook.URL + "/other", "events": []string{"call.graded"}})
+		require.Equal(t, 201, r.Status, string(r.Body))
 
-		adm, err := log.Admit(ctx, calllog.AdmitRequest{Direction: "inbound", To: o.number, From: "+15550004444"})
+		adm, err := log.Admit(ctx, calllog.AdmitRequest{Direction: "inbound", To: o.Number, From: "+15550004444"})
 		require.NoError(t, err)
 		start := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
 		require.NoError(t, log.ToolEvent(ctx, adm.CallID, calllog.ToolRun{ToolCallID: "call_1", Name: "reschedule",
@@ -61,7 +62,7 @@ func TestToolEvent(t *testing.T) {
 			Arguments: json.RawMessage(`not json`), Error: "the transfer did not go through", Start: start, End: start}))
 		require.ErrorIs(t, log.ToolEvent(ctx, adm.CallID, calllog.ToolRun{Name: "", Start: start, End: start}), calllog.ErrBadEvent)
 
-		w, err := webhook.New(webhook.Config{AllowLoopback: true}, nil, a.store.Outbox)
+		w, err := webhook.New(webhook.Config{AllowLoopback: true}, nil, a.Store.Outbox)
 		require.NoError(t, err)
 		n, err := w.DeliverDue(ctx)
 		require.NoError(t, err)
@@ -82,10 +83,10 @@ func TestToolEvent(t *testing.T) {
 		}
 		d := byName["reschedule"]
 		require.Equal(t, float64(adm.CallID), d["call_id"])
-		require.Equal(t, float64(o.agentID), d["agent_id"])
+		require.Equal(t, float64(o.AgentID), d["agent_id"])
 		require.Equal(t, "inbound", d["direction"])
 		require.Equal(t, "+15550004444", d["from_number"])
-		require.Equal(t, o.number, d["to_number"])
+		require.Equal(t, o.Number, d["to_number"])
 		require.Equal(t, "call_1", d["tool_call_id"])
 		require.Equal(t, map[string]any{"day": "Thursday"}, d["arguments"])
 		require.Equal(t, `{"moved":true}`, d["output"])
@@ -101,15 +102,15 @@ func TestToolEvent(t *testing.T) {
 		require.Equal(t, true, d["is_error"])
 
 		// A web call's tool run is web.tool.
-		r = a.do("POST", base, o.adminK, map[string]any{"label": "web", "url": hook.URL + "/web", "events": []string{"web.tool"}})
-		require.Equal(t, 201, r.status, string(r.body))
-		web, err := log.Admit(ctx, calllog.AdmitRequest{Direction: "web", OrgID: o.org.ID, AgentID: o.agentID})
+		r = a.Do("POST", base, o.AdminK, map[string]any{"label": "web", "url": hook.URL + "/web", "events": []string{"web.tool"}})
+		require.Equal(t, 201, r.Status, string(r.Body))
+		web, err := log.Admit(ctx, calllog.AdmitRequest{Direction: "web", OrgID: o.Org.ID, AgentID: o.AgentID})
 		require.NoError(t, err)
 		require.NoError(t, log.ToolEvent(ctx, web.CallID, calllog.ToolRun{Name: "reschedule", Start: start, End: start}))
-		ds, err := a.store.Outbox.EndpointDeliveries(ctx, r.obj(t)["id"].(string))
+		ds, err := a.Store.Outbox.EndpointDeliveries(ctx, r.Obj(t)["id"].(string))
 		require.NoError(t, err)
 		require.Len(t, ds, 1)
-		out, err := a.store.Outbox.ClaimDelivery(ctx, ds[0].ID, time.Now(), time.Minute)
+		out, err := a.Store.Outbox.ClaimDelivery(ctx, ds[0].ID, time.Now(), time.Minute)
 		require.NoError(t, err)
 		require.Equal(t, "web.tool", out.Type)
 		require.Contains(t, string(out.Data), `"direction":"web"`)

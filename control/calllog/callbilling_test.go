@@ -1,4 +1,4 @@
-package control_test
+package calllog_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/voiced/voiced/control"
 	"github.com/voiced/voiced/control/calllog"
+	"github.com/voiced/voiced/control/controltest"
 	"github.com/voiced/voiced/storage"
 	"github.com/voiced/voiced/storage/sqltest"
 )
@@ -62,19 +63,19 @@ func TestMaxCallDuration(t *testing.T) {
 
 func TestCallBilling(t *testing.T) {
 	sqltest.Run(t, func(t *testing.T, db *storage.DB) {
-		a := newResAPI(t, db, testPool)
-		l := a.srv.CallLog()
+		a := controltest.NewResources(t, db, controltest.Pool)
+		l := a.Srv.CallLog()
 		ctx := context.Background()
-		org := func(credit int64) (world, int64) {
-			w := a.world()
+		org := func(credit int64) (controltest.World, int64) {
+			w := a.World()
 			if credit > 0 {
-				a.credit(w.org.ID, credit)
+				a.Credit(w.Org.ID, credit)
 			}
-			return w, id(a.agent(w.ownerK, "Billing agent", map[string]any{"prompt": "Be brief."}))
+			return w, controltest.ID(a.Agent(w.OwnerK, "Billing agent", map[string]any{"prompt": "Be brief."}))
 		}
-		call := func(w world, agent int64, length time.Duration, reason string) int64 {
+		call := func(w controltest.World, agent int64, length time.Duration, reason string) int64 {
 			start := time.Now().Add(-length).Truncate(time.Millisecond)
-			adm, err := l.Admit(ctx, calllog.AdmitRequest{Direction: "web", OrgID: w.org.ID, AgentID: agent, At: start})
+			adm, err := l.Admit(ctx, calllog.AdmitRequest{Direction: "web", OrgID: w.Org.ID, AgentID: agent, At: start})
 			require.NoError(t, err)
 			require.NoError(t, l.Finish(ctx, adm.CallID, calllog.CallEnd{Status: "completed", Reason: reason, At: start.Add(length)}))
 			return adm.CallID
@@ -82,13 +83,13 @@ func TestCallBilling(t *testing.T) {
 
 		t.Run("admission caps the call at what the balance pays for", func(t *testing.T) {
 			w, agent := org(100)
-			adm, err := l.Admit(ctx, calllog.AdmitRequest{Direction: "web", OrgID: w.org.ID, AgentID: agent})
+			adm, err := l.Admit(ctx, calllog.AdmitRequest{Direction: "web", OrgID: w.Org.ID, AgentID: agent})
 			require.NoError(t, err)
 			require.Equal(t, calllog.MaxCallDuration(100, control.Product{Name: "storm-base", CentsPerMinute: 9}), adm.MaxDuration)
 			require.Equal(t, 667*time.Second, adm.MaxDuration) // 44 quarters
 
 			poor, agent2 := org(2) // a quarter minute costs 3 cents
-			_, err = l.Admit(ctx, calllog.AdmitRequest{Direction: "web", OrgID: poor.org.ID, AgentID: agent2})
+			_, err = l.Admit(ctx, calllog.AdmitRequest{Direction: "web", OrgID: poor.Org.ID, AgentID: agent2})
 			require.ErrorIs(t, err, calllog.ErrInsufficientBalance)
 		})
 
@@ -96,28 +97,28 @@ func TestCallBilling(t *testing.T) {
 			w, agent := org(100)
 			// Lasted 40 s and ended failed (never answered, or our error).
 			start := time.Now().Add(-40 * time.Second).Truncate(time.Millisecond)
-			adm, err := l.Admit(ctx, calllog.AdmitRequest{Direction: "web", OrgID: w.org.ID, AgentID: agent, At: start})
+			adm, err := l.Admit(ctx, calllog.AdmitRequest{Direction: "web", OrgID: w.Org.ID, AgentID: agent, At: start})
 			require.NoError(t, err)
 			require.NoError(t, l.Finish(ctx, adm.CallID, calllog.CallEnd{Status: "failed", Reason: "no_answer", At: start.Add(40 * time.Second)}))
-			c := a.do("GET", fmt.Sprintf("/v1/calls/%d", adm.CallID), w.ownerK, nil).obj(t)
+			c := a.Do("GET", fmt.Sprintf("/v1/calls/%d", adm.CallID), w.OwnerK, nil).Obj(t)
 			require.Equal(t, float64(0), c["billing_total_cents"])
 			require.Equal(t, float64(0), c["billable_minutes"])
 			require.NotNil(t, c["billed_at"])
-			bal, err := a.store.Billing.Balance(ctx, w.org.ID)
+			bal, err := a.Store.Billing.Balance(ctx, w.Org.ID)
 			require.NoError(t, err)
 			require.Equal(t, int64(100), bal, "nothing was debited")
 			// A completed call of the same length is charged.
 			call(w, agent, 40*time.Second, "caller_hangup")
-			bal, err = a.store.Billing.Balance(ctx, w.org.ID)
+			bal, err = a.Store.Billing.Balance(ctx, w.Org.ID)
 			require.NoError(t, err)
 			require.Less(t, bal, int64(100))
 		})
 
 		t.Run("one usage entry per call however often the end arrives", func(t *testing.T) {
 			w, agent := org(100)
-			r := a.do("POST", "/v1/developer/webhook-endpoints", w.adminK, map[string]any{"label": "hooks", "url": "https://hooks.example/x", "events": []string{"web.incoming", "web.complete"}})
-			require.Equal(t, 201, r.status, string(r.body))
-			ep := r.obj(t)["id"].(string)
+			r := a.Do("POST", "/v1/developer/webhook-endpoints", w.AdminK, map[string]any{"label": "hooks", "url": "https://hooks.example/x", "events": []string{"web.incoming", "web.complete"}})
+			require.Equal(t, 201, r.Status, string(r.Body))
+			ep := r.Obj(t)["id"].(string)
 
 			cid := call(w, agent, 61*time.Second, "caller_hangup")
 			end := calllog.CallEnd{Status: "completed", Reason: "caller_hangup"}
@@ -131,13 +132,13 @@ func TestCallBilling(t *testing.T) {
 			}
 			wg.Wait()
 
-			c := a.do("GET", fmt.Sprintf("/v1/calls/%d", cid), w.membK, nil).obj(t)
+			c := a.Do("GET", fmt.Sprintf("/v1/calls/%d", cid), w.MembK, nil).Obj(t)
 			require.Equal(t, 1.0, c["billable_minutes"])
 			require.Equal(t, float64(9), c["billing_total_cents"])
 			require.NotNil(t, c["billed_at"])
-			bal, _ := a.store.Billing.Balance(ctx, w.org.ID)
+			bal, _ := a.Store.Billing.Balance(ctx, w.Org.ID)
 			require.Equal(t, int64(91), bal)
-			txs, _ := a.store.Billing.Transactions(ctx, w.org.ID, 100, 0)
+			txs, _ := a.Store.Billing.Transactions(ctx, w.Org.ID, 100, 0)
 			n := 0
 			for _, tx := range txs {
 				if tx.Kind == storage.TxCallUsage {
@@ -150,14 +151,14 @@ func TestCallBilling(t *testing.T) {
 
 			// Admission wrote web.incoming to the outbox with the call, and
 			// the bill wrote web.complete, once.
-			ds, err := a.store.Outbox.EndpointDeliveries(ctx, ep)
+			ds, err := a.Store.Outbox.EndpointDeliveries(ctx, ep)
 			require.NoError(t, err)
 			require.Len(t, ds, 2)
-			in, err := a.store.Outbox.ClaimDelivery(ctx, ds[0].ID, time.Now(), time.Minute)
+			in, err := a.Store.Outbox.ClaimDelivery(ctx, ds[0].ID, time.Now(), time.Minute)
 			require.NoError(t, err)
 			require.Equal(t, "web.incoming", in.Type)
 			require.Contains(t, string(in.Data), fmt.Sprintf(`"call_id":%d`, cid))
-			o, err := a.store.Outbox.ClaimDelivery(ctx, ds[1].ID, time.Now(), time.Minute)
+			o, err := a.Store.Outbox.ClaimDelivery(ctx, ds[1].ID, time.Now(), time.Minute)
 			require.NoError(t, err)
 			require.Equal(t, "web.complete", o.Type)
 			var data map[string]any
@@ -170,9 +171,9 @@ func TestCallBilling(t *testing.T) {
 		t.Run("straight to voicemail bills a flat cent", func(t *testing.T) {
 			w, agent := org(100)
 			cid := call(w, agent, 40*time.Second, calllog.EndReasonVoicemail)
-			c := a.do("GET", fmt.Sprintf("/v1/calls/%d", cid), w.membK, nil).obj(t)
+			c := a.Do("GET", fmt.Sprintf("/v1/calls/%d", cid), w.MembK, nil).Obj(t)
 			require.Equal(t, float64(1), c["billing_total_cents"])
-			bal, _ := a.store.Billing.Balance(ctx, w.org.ID)
+			bal, _ := a.Store.Billing.Balance(ctx, w.Org.ID)
 			require.Equal(t, int64(99), bal)
 		})
 
@@ -182,29 +183,29 @@ func TestCallBilling(t *testing.T) {
 			start := time.Now().Add(-time.Minute)
 			var ids []int64
 			for range 2 {
-				adm, err := l.Admit(ctx, calllog.AdmitRequest{Direction: "web", OrgID: w.org.ID, AgentID: agent, At: start})
+				adm, err := l.Admit(ctx, calllog.AdmitRequest{Direction: "web", OrgID: w.Org.ID, AgentID: agent, At: start})
 				require.NoError(t, err)
 				ids = append(ids, adm.CallID)
 			}
 			for _, cid := range ids {
 				require.NoError(t, l.Finish(ctx, cid, calllog.CallEnd{Status: "completed", Reason: "caller_hangup", At: start.Add(time.Minute)}))
 			}
-			bal, _ := a.store.Billing.Balance(ctx, w.org.ID)
+			bal, _ := a.Store.Billing.Balance(ctx, w.Org.ID)
 			require.Zero(t, bal)
-			txs, _ := a.store.Billing.Transactions(ctx, w.org.ID, 10, 0)
+			txs, _ := a.Store.Billing.Transactions(ctx, w.Org.ID, 10, 0)
 			require.Equal(t, int64(-1), txs[0].AmountCents, "the second call takes what is left")
 			require.True(t, strings.Contains(txs[0].Description, "8 cents uncollected"), txs[0].Description)
-			c := a.do("GET", fmt.Sprintf("/v1/calls/%d", ids[1]), w.membK, nil).obj(t)
+			c := a.Do("GET", fmt.Sprintf("/v1/calls/%d", ids[1]), w.MembK, nil).Obj(t)
 			require.Equal(t, float64(9), c["billing_total_cents"], "the call's price is still recorded")
 		})
 
 		t.Run("a call finished but never billed is swept", func(t *testing.T) {
 			w, agent := org(100)
 			start := time.Now().Add(-30 * time.Second)
-			adm, err := l.Admit(ctx, calllog.AdmitRequest{Direction: "test", OrgID: w.org.ID, AgentID: agent, At: start})
+			adm, err := l.Admit(ctx, calllog.AdmitRequest{Direction: "test", OrgID: w.Org.ID, AgentID: agent, At: start})
 			require.NoError(t, err)
 			// The process died after finishing and before billing.
-			_, _, err = a.store.Calls.UpdateCall(ctx, adm.CallID, func(c *storage.Call) error {
+			_, _, err = a.Store.Calls.UpdateCall(ctx, adm.CallID, func(c *storage.Call) error {
 				end, dur := start.Add(30*time.Second), int64(30)
 				c.Status, c.EndTime, c.DurationSeconds = storage.CallCompleted, &end, &dur
 				return nil
@@ -213,18 +214,18 @@ func TestCallBilling(t *testing.T) {
 			n, err := l.BillUnbilled(ctx)
 			require.NoError(t, err)
 			require.GreaterOrEqual(t, n, 1)
-			bal, _ := a.store.Billing.Balance(ctx, w.org.ID)
+			bal, _ := a.Store.Billing.Balance(ctx, w.Org.ID)
 			require.Equal(t, int64(100-5), bal, "30 s = 0.5 min at 9 c = 4.5, rounded up")
 			n, err = l.BillUnbilled(ctx)
 			require.NoError(t, err)
 			require.Zero(t, n)
-			_, err = a.store.Calls.BillCall(ctx, adm.CallID, storage.CallCharge{BillableMinutes: 9, TotalCents: 99})
+			_, err = a.Store.Calls.BillCall(ctx, adm.CallID, storage.CallCharge{BillableMinutes: 9, TotalCents: 99})
 			require.NoError(t, err)
-			bal, _ = a.store.Billing.Balance(ctx, w.org.ID)
+			bal, _ = a.Store.Billing.Balance(ctx, w.Org.ID)
 			require.Equal(t, int64(95), bal, "billing again changes nothing")
-			in, err := l.Admit(ctx, calllog.AdmitRequest{Direction: "test", OrgID: w.org.ID, AgentID: agent})
+			in, err := l.Admit(ctx, calllog.AdmitRequest{Direction: "test", OrgID: w.Org.ID, AgentID: agent})
 			require.NoError(t, err)
-			_, err = a.store.Calls.BillCall(ctx, in.CallID, storage.CallCharge{TotalCents: 1})
+			_, err = a.Store.Calls.BillCall(ctx, in.CallID, storage.CallCharge{TotalCents: 1})
 			require.True(t, errors.Is(err, storage.ErrCallInProgress))
 		})
 	})

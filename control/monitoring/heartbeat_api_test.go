@@ -1,4 +1,4 @@
-package control_test
+package monitoring_test
 
 import (
 	"bytes"
@@ -25,7 +25,7 @@ const monToken = "mon-secret-token"
 
 // newMonitorAPI is newAPIWith on a coordinator the test holds, so it can
 // register media nodes.
-func newMonitorAPI(t *testing.T, db *storage.DB, cfg control.Config) (*api, *coord.Local) {
+func newMonitorAPI(t *testing.T, db *storage.DB, cfg control.Config) (*controltest.API, *coord.Local) {
 	t.Helper()
 	store, err := storage.NewStore(db, storage.StoreConfig{SecretKey: bytes.Repeat([]byte{7}, 32)})
 	require.NoError(t, err)
@@ -37,16 +37,16 @@ func newMonitorAPI(t *testing.T, db *storage.DB, cfg control.Config) (*api, *coo
 	srv, err := control.New(cfg, nil, store, lim)
 	require.NoError(t, err)
 	t.Cleanup(srv.Close)
-	return &api{t: t, srv: srv, store: store, x: &controltest.API{T: t, Srv: srv, Store: store}}, lim
+	return &controltest.API{T: t, Srv: srv, Store: store}, lim
 }
 
 // heartbeat fetches the status and indexes the products by name.
-func heartbeat(t *testing.T, a *api) (monitoring.Status, map[string]monitoring.ProductStatus) {
+func heartbeat(t *testing.T, a *controltest.API) (monitoring.Status, map[string]monitoring.ProductStatus) {
 	t.Helper()
-	r := a.do("GET", "/v1/status/heartbeat", "", nil)
-	require.Equal(t, 200, r.status, "%s", r.body)
+	r := a.Do("GET", "/v1/status/heartbeat", "", nil)
+	require.Equal(t, 200, r.Status, "%s", r.Body)
 	var st monitoring.Status
-	require.NoError(t, json.Unmarshal(r.body, &st))
+	require.NoError(t, json.Unmarshal(r.Body, &st))
 	by := map[string]monitoring.ProductStatus{}
 	for _, p := range st.Products {
 		by[p.Name] = p
@@ -71,10 +71,10 @@ func TestStatusHeartbeat(t *testing.T) {
 
 		t.Run("public, all operational", func(t *testing.T) {
 			a, _ := newMonitorAPI(t, db, control.Config{})
-			r := a.do("GET", "/v1/status/heartbeat", "", nil)
-			require.Equal(t, 200, r.status)
-			require.Equal(t, "public, max-age=5", r.header.Get("Cache-Control"))
-			require.Equal(t, "*", r.header.Get("Access-Control-Allow-Origin"))
+			r := a.Do("GET", "/v1/status/heartbeat", "", nil)
+			require.Equal(t, 200, r.Status)
+			require.Equal(t, "public, max-age=5", r.Header.Get("Cache-Control"))
+			require.Equal(t, "*", r.Header.Get("Access-Control-Allow-Origin"))
 			st, by := heartbeat(t, a)
 			require.Equal(t, monitoring.Operational, st.Status)
 			require.Empty(t, st.Incidents)
@@ -87,9 +87,9 @@ func TestStatusHeartbeat(t *testing.T) {
 		t.Run("every media node draining is a media outage", func(t *testing.T) {
 			a, lim := newMonitorAPI(t, db, control.Config{})
 			require.NoError(t, lim.Heartbeat(ctx, coord.Node{ID: "media-7.internal", Addr: "10.0.0.7:9000", Draining: true}))
-			r := a.do("GET", "/v1/status/heartbeat", "", nil)
-			require.NotContains(t, string(r.body), "media-7", "no host names")
-			require.NotContains(t, string(r.body), "10.0.0.7")
+			r := a.Do("GET", "/v1/status/heartbeat", "", nil)
+			require.NotContains(t, string(r.Body), "media-7", "no host names")
+			require.NotContains(t, string(r.Body), "10.0.0.7")
 			st, by := heartbeat(t, a)
 			require.Equal(t, monitoring.Outage, st.Status)
 			for _, name := range []string{"telephony", "browser_calls", "realtime"} {
@@ -101,7 +101,7 @@ func TestStatusHeartbeat(t *testing.T) {
 
 		t.Run("provider error rates degrade or take out their products", func(t *testing.T) {
 			a, _ := newMonitorAPI(t, db, control.Config{})
-			w := a.srv.ProviderErrors()
+			w := a.Srv.ProviderErrors()
 			boom := errors.New("upstream 500 for org 42")
 			for i := range 10 {
 				var err error
@@ -126,20 +126,20 @@ func TestStatusHeartbeat(t *testing.T) {
 			require.Equal(t, monitoring.Operational, st.Status)
 			// Written behind the server's back (as another replica would):
 			// the cached answer stands.
-			_, _, err := a.store.Incidents.RecordAlert(ctx, storage.Alert{Source: "azure", Key: "elsewhere", Rule: "elsewhere", Product: "webhooks", Severity: "error", Title: "elsewhere"}, nil)
+			_, _, err := a.Store.Incidents.RecordAlert(ctx, storage.Alert{Source: "azure", Key: "elsewhere", Rule: "elsewhere", Product: "webhooks", Severity: "error", Title: "elsewhere"}, nil)
 			require.NoError(t, err)
 			st2, _ := heartbeat(t, a)
 			require.Equal(t, st.CheckedAt, st2.CheckedAt)
 			require.Equal(t, monitoring.Operational, st2.Status)
 			// Through this server's receiver: recomputed at once.
-			r := a.do("POST", "/v1/monitoring/azure-alert?token="+monToken, "", azureAlert("billing-stripe-latency", "Sev2", "Fired"))
-			require.Equal(t, 200, r.status, "%s", r.body)
+			r := a.Do("POST", "/v1/monitoring/azure-alert?token="+monToken, "", azureAlert("billing-stripe-latency", "Sev2", "Fired"))
+			require.Equal(t, 200, r.Status, "%s", r.Body)
 			st3, by := heartbeat(t, a)
 			require.Equal(t, monitoring.Degraded, by["webhooks"].Status)
 			require.Equal(t, monitoring.Degraded, by["billing"].Status)
 			require.Len(t, st3.Incidents, 2)
 			for _, rule := range []string{"elsewhere", "billing-stripe-latency"} {
-				n, err := a.store.Incidents.AckIncidentsByRule(ctx, []string{rule})
+				n, err := a.Store.Incidents.AckIncidentsByRule(ctx, []string{rule})
 				require.NoError(t, err)
 				require.Equal(t, int64(1), n)
 			}
@@ -154,7 +154,7 @@ func TestStatusHeartbeat(t *testing.T) {
 				if i == 20 {
 					product = "realtime"
 				}
-				_, _, err := a.store.Incidents.RecordAlert(ctx, storage.Alert{Source: "glitchtip", Key: rule, Rule: rule, Product: product, Severity: "info", Title: rule,
+				_, _, err := a.Store.Incidents.RecordAlert(ctx, storage.Alert{Source: "glitchtip", Key: rule, Rule: rule, Product: product, Severity: "info", Title: rule,
 					At: time.Date(2026, 11, 28, 0, i, 0, 0, time.UTC)}, nil)
 				require.NoError(t, err)
 				rules = append(rules, rule)
@@ -163,7 +163,7 @@ func TestStatusHeartbeat(t *testing.T) {
 			require.Len(t, st.Incidents, 20)
 			require.Equal(t, "api", st.Incidents[0].Product, "oldest first")
 			require.Equal(t, monitoring.Degraded, by["realtime"].Status, "the 21st, unlisted, still counts")
-			n, err := a.store.Incidents.AckIncidentsByRule(ctx, rules)
+			n, err := a.Store.Incidents.AckIncidentsByRule(ctx, rules)
 			require.NoError(t, err)
 			require.Equal(t, int64(21), n)
 		})
@@ -188,18 +188,18 @@ func TestMonitoringReceivers(t *testing.T) {
 		t.Run("off without a token", func(t *testing.T) {
 			a, _ := newMonitorAPI(t, db, control.Config{})
 			for _, p := range []string{"/v1/monitoring/azure-alert", "/v1/monitoring/glitchtip-alert", "/v1/monitoring/auto-ack"} {
-				r := a.do("POST", p+"?token=", "", map[string]any{})
-				require.Equal(t, 404, r.status, p)
-				r = a.do("POST", p+"?token=anything", "", map[string]any{})
-				require.Equal(t, 404, r.status, p)
+				r := a.Do("POST", p+"?token=", "", map[string]any{})
+				require.Equal(t, 404, r.Status, p)
+				r = a.Do("POST", p+"?token=anything", "", map[string]any{})
+				require.Equal(t, 404, r.Status, p)
 			}
 		})
 
 		a, _ := newMonitorAPI(t, db, control.Config{MonitoringToken: monToken})
-		w := a.world()
+		w := a.World()
 		active := func() []storage.Incident {
 			t.Helper()
-			l, err := a.store.Incidents.ActiveIncidents(ctx)
+			l, err := a.Store.Incidents.ActiveIncidents(ctx)
 			require.NoError(t, err)
 			return l
 		}
@@ -207,12 +207,12 @@ func TestMonitoringReceivers(t *testing.T) {
 		t.Run("tokens", func(t *testing.T) {
 			for _, p := range []string{"/v1/monitoring/azure-alert", "/v1/monitoring/glitchtip-alert", "/v1/monitoring/auto-ack"} {
 				for _, q := range []string{"", "?token=", "?token=wrong", "?token=" + monToken + "x"} {
-					r := a.do("POST", p+q, "", azureAlert("x", "Sev1", "Fired"))
-					require.Equal(t, 401, r.status, p+q)
+					r := a.Do("POST", p+q, "", azureAlert("x", "Sev1", "Fired"))
+					require.Equal(t, 401, r.Status, p+q)
 				}
 				// An API key is not the monitoring token.
-				r := a.do("POST", p, w.ownerK, azureAlert("x", "Sev1", "Fired"))
-				require.Equal(t, 401, r.status, p)
+				r := a.Do("POST", p, w.OwnerK, azureAlert("x", "Sev1", "Fired"))
+				require.Equal(t, 401, r.Status, p)
 			}
 			require.Empty(t, active())
 		})
@@ -242,10 +242,10 @@ func TestMonitoringReceivers(t *testing.T) {
 				{"fired time", "data.essentials.firedDateTime", bad(func(m map[string]any) { ess(m)["firedDateTime"] = "yesterday" })},
 			}
 			for _, c := range cases {
-				r := a.do("POST", "/v1/monitoring/azure-alert?token="+monToken, "", c.body)
-				require.Equal(t, 400, r.status, "%s: %s", c.name, r.body)
+				r := a.Do("POST", "/v1/monitoring/azure-alert?token="+monToken, "", c.body)
+				require.Equal(t, 400, r.Status, "%s: %s", c.name, r.Body)
 				if c.field != "" {
-					require.Contains(t, r.obj(t), c.field, c.name)
+					require.Contains(t, r.Obj(t), c.field, c.name)
 				}
 			}
 			require.Empty(t, active())
@@ -253,15 +253,15 @@ func TestMonitoringReceivers(t *testing.T) {
 
 		var ackURL string
 		t.Run("fired opens, repeats count, the org's alert.triggered endpoint gets one event", func(t *testing.T) {
-			r := a.do("POST", "/v1/developer/webhook-endpoints", w.adminK, map[string]any{"label": "alerts", "url": "https://hooks.example/alerts", "events": []string{"alert.triggered"}})
-			require.Equal(t, 201, r.status, "%s", r.body)
-			alertsEP := r.obj(t)["id"].(string)
-			r = a.do("POST", "/v1/developer/webhook-endpoints", w.adminK, map[string]any{"label": "calls", "url": "https://hooks.example/calls", "events": []string{"call.graded"}})
-			require.Equal(t, 201, r.status, "%s", r.body)
-			callsEP := r.obj(t)["id"].(string)
+			r := a.Do("POST", "/v1/developer/webhook-endpoints", w.AdminK, map[string]any{"label": "alerts", "url": "https://hooks.example/alerts", "events": []string{"alert.triggered"}})
+			require.Equal(t, 201, r.Status, "%s", r.Body)
+			alertsEP := r.Obj(t)["id"].(string)
+			r = a.Do("POST", "/v1/developer/webhook-endpoints", w.AdminK, map[string]any{"label": "calls", "url": "https://hooks.example/calls", "events": []string{"call.graded"}})
+			require.Equal(t, 201, r.Status, "%s", r.Body)
+			callsEP := r.Obj(t)["id"].(string)
 
-			r = a.do("POST", "/v1/monitoring/azure-alert?token="+monToken, "", azureAlert("sip-trunk-5xx", "Sev1", "Fired"))
-			require.Equal(t, 200, r.status, "%s", r.body)
+			r = a.Do("POST", "/v1/monitoring/azure-alert?token="+monToken, "", azureAlert("sip-trunk-5xx", "Sev1", "Fired"))
+			require.Equal(t, 200, r.Status, "%s", r.Body)
 			var rec struct {
 				Incidents []struct {
 					ID      int64
@@ -272,7 +272,7 @@ func TestMonitoringReceivers(t *testing.T) {
 					AckURL  string `json:"ack_url"`
 				}
 			}
-			require.NoError(t, json.Unmarshal(r.body, &rec))
+			require.NoError(t, json.Unmarshal(r.Body, &rec))
 			require.Len(t, rec.Incidents, 1)
 			got := rec.Incidents[0]
 			require.Equal(t, "telephony", got.Product, "sip in the rule name")
@@ -281,20 +281,20 @@ func TestMonitoringReceivers(t *testing.T) {
 			require.True(t, strings.HasPrefix(got.AckURL, "https://voice.example/v1/monitoring/ack/ack_"), got.AckURL)
 			ackURL = got.AckURL
 
-			r = a.do("POST", "/v1/monitoring/azure-alert?token="+monToken, "", azureAlert("sip-trunk-5xx", "Sev1", "Fired"))
-			require.Equal(t, 200, r.status)
+			r = a.Do("POST", "/v1/monitoring/azure-alert?token="+monToken, "", azureAlert("sip-trunk-5xx", "Sev1", "Fired"))
+			require.Equal(t, 200, r.Status)
 			rec.Incidents = nil
-			require.NoError(t, json.Unmarshal(r.body, &rec))
+			require.NoError(t, json.Unmarshal(r.Body, &rec))
 			require.Equal(t, got.ID, rec.Incidents[0].ID)
 			require.False(t, rec.Incidents[0].New)
 			require.Equal(t, int64(2), rec.Incidents[0].Count)
 			require.Empty(t, rec.Incidents[0].AckURL, "the link is given once")
 			require.Len(t, active(), 1)
 
-			ds, err := a.store.Outbox.EndpointDeliveries(ctx, alertsEP)
+			ds, err := a.Store.Outbox.EndpointDeliveries(ctx, alertsEP)
 			require.NoError(t, err)
 			require.Len(t, ds, 1, "one event for the new incident, none for the repeat")
-			o, err := a.store.Outbox.ClaimDelivery(ctx, ds[0].ID, time.Now(), time.Minute)
+			o, err := a.Store.Outbox.ClaimDelivery(ctx, ds[0].ID, time.Now(), time.Minute)
 			require.NoError(t, err)
 			require.Equal(t, "alert.triggered", o.Type)
 			var data map[string]any
@@ -307,7 +307,7 @@ func TestMonitoringReceivers(t *testing.T) {
 			require.Equal(t, "https://voice.example/v1/status/heartbeat", data["status_url"])
 			require.NotContains(t, string(o.Data), "sip-trunk-5xx", "the rule name stays internal")
 			require.NotContains(t, string(o.Data), "pg-prod")
-			none, err := a.store.Outbox.EndpointDeliveries(ctx, callsEP)
+			none, err := a.Store.Outbox.EndpointDeliveries(ctx, callsEP)
 			require.NoError(t, err)
 			require.Empty(t, none)
 
@@ -324,41 +324,41 @@ func TestMonitoringReceivers(t *testing.T) {
 		t.Run("ack link: 200 once, then 410; unknown 404", func(t *testing.T) {
 			u, err := url.Parse(ackURL)
 			require.NoError(t, err)
-			r := a.do("GET", u.Path, "", nil)
-			require.Equal(t, 200, r.status, "%s", r.body)
-			m := r.obj(t)
+			r := a.Do("GET", u.Path, "", nil)
+			require.Equal(t, 200, r.Status, "%s", r.Body)
+			m := r.Obj(t)
 			require.Equal(t, "acknowledged", m["status"])
 			require.Equal(t, "sip-trunk-5xx", m["rule"])
 			require.NotEmpty(t, m["acknowledged_at"])
-			r = a.do("GET", u.Path, "", nil)
-			require.Equal(t, 410, r.status)
-			require.NotEmpty(t, r.obj(t)["detail"])
-			r = a.do("GET", "/v1/monitoring/ack/ack_0000", "", nil)
-			require.Equal(t, 404, r.status)
+			r = a.Do("GET", u.Path, "", nil)
+			require.Equal(t, 410, r.Status)
+			require.NotEmpty(t, r.Obj(t)["detail"])
+			r = a.Do("GET", "/v1/monitoring/ack/ack_0000", "", nil)
+			require.Equal(t, 404, r.Status)
 			require.Empty(t, active())
 			st, by := heartbeat(t, a)
 			require.Empty(t, st.Incidents, "acknowledged: off the heartbeat")
 			require.Equal(t, monitoring.Operational, by["telephony"].Status)
 			// Still open: a repeat counts on it, silently.
-			r = a.do("POST", "/v1/monitoring/azure-alert?token="+monToken, "", azureAlert("sip-trunk-5xx", "Sev1", "Fired"))
-			require.Equal(t, 200, r.status)
-			require.Contains(t, string(r.body), `"count":3`)
+			r = a.Do("POST", "/v1/monitoring/azure-alert?token="+monToken, "", azureAlert("sip-trunk-5xx", "Sev1", "Fired"))
+			require.Equal(t, 200, r.Status)
+			require.Contains(t, string(r.Body), `"count":3`)
 			require.Empty(t, active())
 		})
 
 		t.Run("resolved resolves; nothing open is a 200 with no incidents", func(t *testing.T) {
-			r := a.do("POST", "/v1/monitoring/azure-alert?token="+monToken, "", azureAlert("sip-trunk-5xx", "Sev1", "Resolved"))
-			require.Equal(t, 200, r.status, "%s", r.body)
-			require.Contains(t, string(r.body), `"status":"resolved"`)
-			r = a.do("POST", "/v1/monitoring/azure-alert?token="+monToken, "", azureAlert("sip-trunk-5xx", "Sev1", "Resolved"))
-			require.Equal(t, 200, r.status)
-			require.JSONEq(t, `{"incidents":[]}`, string(r.body))
+			r := a.Do("POST", "/v1/monitoring/azure-alert?token="+monToken, "", azureAlert("sip-trunk-5xx", "Sev1", "Resolved"))
+			require.Equal(t, 200, r.Status, "%s", r.Body)
+			require.Contains(t, string(r.Body), `"status":"resolved"`)
+			r = a.Do("POST", "/v1/monitoring/azure-alert?token="+monToken, "", azureAlert("sip-trunk-5xx", "Sev1", "Resolved"))
+			require.Equal(t, 200, r.Status)
+			require.JSONEq(t, `{"incidents":[]}`, string(r.Body))
 			// Firing again after it resolved is a new incident.
-			r = a.do("POST", "/v1/monitoring/azure-alert?token="+monToken, "", azureAlert("sip-trunk-5xx", "Sev1", "Fired"))
-			require.Equal(t, 200, r.status)
-			require.Contains(t, string(r.body), `"new":true`)
-			r = a.do("POST", "/v1/monitoring/azure-alert?token="+monToken, "", azureAlert("sip-trunk-5xx", "Sev1", "Resolved"))
-			require.Equal(t, 200, r.status)
+			r = a.Do("POST", "/v1/monitoring/azure-alert?token="+monToken, "", azureAlert("sip-trunk-5xx", "Sev1", "Fired"))
+			require.Equal(t, 200, r.Status)
+			require.Contains(t, string(r.Body), `"new":true`)
+			r = a.Do("POST", "/v1/monitoring/azure-alert?token="+monToken, "", azureAlert("sip-trunk-5xx", "Sev1", "Resolved"))
+			require.Equal(t, 200, r.Status)
 			require.Empty(t, active())
 		})
 
@@ -368,15 +368,15 @@ func TestMonitoringReceivers(t *testing.T) {
 					"fields": []any{map[string]any{"title": "Project", "value": "voiced-realtime", "short": true}, map[string]any{"title": "Environment", "value": "prod", "short": true}}},
 				map[string]any{"title": "TimeoutError in worker", "title_link": "https://gt.example/acme/issues/18"},
 			}}
-			r := a.do("POST", "/v1/monitoring/glitchtip-alert?token="+monToken, "", gt)
-			require.Equal(t, 200, r.status, "%s", r.body)
+			r := a.Do("POST", "/v1/monitoring/glitchtip-alert?token="+monToken, "", gt)
+			require.Equal(t, 200, r.Status, "%s", r.Body)
 			var rec struct{ Incidents []map[string]any }
-			require.NoError(t, json.Unmarshal(r.body, &rec))
+			require.NoError(t, json.Unmarshal(r.Body, &rec))
 			require.Len(t, rec.Incidents, 2)
 			require.Equal(t, "realtime", rec.Incidents[0]["product"], "from the Project field")
 			require.Equal(t, "api", rec.Incidents[1]["product"], "nothing known: the API")
-			r = a.do("POST", "/v1/monitoring/glitchtip-alert?token="+monToken, "", gt)
-			require.Equal(t, 200, r.status)
+			r = a.Do("POST", "/v1/monitoring/glitchtip-alert?token="+monToken, "", gt)
+			require.Equal(t, 200, r.Status)
 			require.Len(t, active(), 2, "the same issues count on their incidents")
 
 			for name, body := range map[string]any{
@@ -385,9 +385,9 @@ func TestMonitoringReceivers(t *testing.T) {
 				"untitled":          map[string]any{"attachments": []any{map[string]any{"title_link": "https://gt.example/acme/issues/19"}}},
 				"wrong type":        map[string]any{"attachments": "x"},
 			} {
-				r := a.do("POST", "/v1/monitoring/glitchtip-alert?token="+monToken, "", body)
-				require.Equal(t, 400, r.status, name)
-				require.Contains(t, string(r.body), "attachments", name)
+				r := a.Do("POST", "/v1/monitoring/glitchtip-alert?token="+monToken, "", body)
+				require.Equal(t, 400, r.Status, name)
+				require.Contains(t, string(r.Body), "attachments", name)
 			}
 			require.Len(t, active(), 2)
 		})
@@ -399,16 +399,16 @@ func TestMonitoringReceivers(t *testing.T) {
 				"blank list": map[string]any{"rules": []string{"x", " "}},
 				"wrong type": map[string]any{"rules": "x"},
 			} {
-				r := a.do("POST", "/v1/monitoring/auto-ack?token="+monToken, "", body)
-				require.Equal(t, 400, r.status, name)
-				require.Contains(t, string(r.body), "rule", name)
+				r := a.Do("POST", "/v1/monitoring/auto-ack?token="+monToken, "", body)
+				require.Equal(t, 400, r.Status, name)
+				require.Contains(t, string(r.Body), "rule", name)
 			}
-			r := a.do("POST", "/v1/monitoring/auto-ack?token="+monToken, "", map[string]any{"rule": "KeyError: 'call_id'"})
-			require.Equal(t, 200, r.status, "%s", r.body)
-			require.JSONEq(t, `{"acknowledged":1}`, string(r.body))
-			r = a.do("POST", "/v1/monitoring/auto-ack?token="+monToken, "", map[string]any{"rules": []string{"KeyError: 'call_id'", "TimeoutError in worker", "nothing"}})
-			require.Equal(t, 200, r.status)
-			require.JSONEq(t, `{"acknowledged":1}`, string(r.body))
+			r := a.Do("POST", "/v1/monitoring/auto-ack?token="+monToken, "", map[string]any{"rule": "KeyError: 'call_id'"})
+			require.Equal(t, 200, r.Status, "%s", r.Body)
+			require.JSONEq(t, `{"acknowledged":1}`, string(r.Body))
+			r = a.Do("POST", "/v1/monitoring/auto-ack?token="+monToken, "", map[string]any{"rules": []string{"KeyError: 'call_id'", "TimeoutError in worker", "nothing"}})
+			require.Equal(t, 200, r.Status)
+			require.JSONEq(t, `{"acknowledged":1}`, string(r.Body))
 			require.Empty(t, active())
 		})
 	})
@@ -416,7 +416,7 @@ func TestMonitoringReceivers(t *testing.T) {
 
 func TestMonitoringOpenAPI(t *testing.T) {
 	a, _ := newMonitorAPI(t, sqltest.New(t, "sqlite"), control.Config{})
-	doc := a.do("GET", "/v1/openapi.json", "", nil).obj(t)
+	doc := a.Do("GET", "/v1/openapi.json", "", nil).Obj(t)
 	paths := doc["paths"].(map[string]any)
 	op := paths["/v1/monitoring/azure-alert"].(map[string]any)["post"].(map[string]any)
 	require.Equal(t, []any{map[string]any{"name": "token", "in": "query", "required": true, "schema": map[string]any{"type": "string"}}}, op["parameters"])
