@@ -15,6 +15,7 @@ import (
 	"github.com/voiced/voiced/control/calls"
 	"github.com/voiced/voiced/control/keys"
 	"github.com/voiced/voiced/control/mcp"
+	"github.com/voiced/voiced/control/mcptools"
 	"github.com/voiced/voiced/control/monitoring"
 	"github.com/voiced/voiced/control/onboarding"
 	"github.com/voiced/voiced/control/orgs"
@@ -159,7 +160,7 @@ func (s *Server) registerRoutes() {
 	s.mount(s.browser.MicRoutes())
 	s.mount(s.knowledge.Routes())
 
-	tools := mcpTools{s}
+	tools := mcptools.New(st.Agents, agents.Schema[AgentConfig](agentSchema{s.res}), st.Calls, s.calls)
 	s.mount(mcp.NewServer(s.cfg.Version, s.log, tools, tools, tools).Routes())
 	s.mount(mcp.ServerRoutes(st.MCPServers, mcp.NewConnector(mcp.ConnectorConfig{AllowLoopback: s.cfg.Webhooks.AllowLoopback})))
 }
