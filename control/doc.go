@@ -10,16 +10,24 @@
 // consumes and returns its routes (control/api is their shared
 // vocabulary): orgs (organizations, members, invites), keys, agents,
 // voices, numbers (phone numbers, labels, VoIP connections, demo
-// provisioning), calls (the call log: lists, export, transcripts,
-// history, grades, signed recordings), onboarding, billing, webhook
-// (endpoints and the legacy row), widget (publishable keys and the
-// widget's public routes) and monitoring; registerRoutes mounts each one
-// with the storage field it needs. realtime has no routes of its own: it
-// issues and redeems the session tokens of POST /v1/realtime/sessions. What the live call (package call)
-// reaches stays here for now, because it trades in control's Admission
-// and AgentConfig: CallLog (admission, events, end, billing), outbound
-// calls, browser and mic sessions, and the realtime sessions' routes and
-// credentials (Realtime, which implements call.Credentials).
+// provisioning), calls (the call log's read routes: lists, export,
+// transcripts, history, grades, signed recordings), calllog (the live
+// call's record: admission, events, end, billing, tool events, outbound
+// dialing with POST /v1/call), browser (widget calls and mic sessions),
+// realtime (realtime sessions: tokens, routes, credentials, slots),
+// onboarding, billing, webhook (endpoints and the legacy row), widget
+// (publishable keys and the widget's public routes), knowledge, mcp and
+// mcptools (the MCP server and the views its tools answer with),
+// monitoring and admin (the operator's actions); registerRoutes mounts
+// each one with the storage field it needs.
+//
+// AgentConfig stays here, with its fields, defaults and rules
+// (agentconfig.go, agentvalidate.go) and its schema adapter
+// (agentschema.go, inlineconfig.go); the domains that carry a
+// configuration (agents, calllog, browser, realtime, mcptools) are generic
+// over it, and calltypes.go names their instantiations (CallLog,
+// Admission, BrowserMedia, Realtime, ...) for the live call (package
+// call) and cmd/voiced.
 //
 // Handlers never keep fiber.Ctx: they copy what they need and pass
 // c.Context() (which carries the request deadline) to the store.

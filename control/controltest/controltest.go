@@ -95,31 +95,15 @@ func (r Resp) List(t *testing.T) []map[string]any {
 // body is nil, a raw string, or marshalled as JSON.
 func (a *API) Do(method, path, auth string, body any) Resp {
 	a.T.Helper()
-	var rd io.Reader
-	switch b := body.(type) {
-	case nil:
-	case string:
-		rd = strings.NewReader(b)
-	default:
-		j, err := json.Marshal(b)
-		require.NoError(a.T, err)
-		rd = bytes.NewReader(j)
-	}
-	req := httptest.NewRequest(method, path, rd)
-	req.Header.Set("Content-Type", "application/json")
+	hdr := map[string]string{}
 	if auth != "" {
 		cred, org, _ := strings.Cut(auth, "|")
-		req.Header.Set("Authorization", cred)
+		hdr["Authorization"] = cred
 		if org != "" {
-			req.Header.Set("X-Service-Org", org)
+			hdr["X-Service-Org"] = org
 		}
 	}
-	res, err := a.Srv.App().Test(req, fiber.TestConfig{Timeout: 30 * time.Second})
-	require.NoError(a.T, err)
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	require.NoError(a.T, err)
-	return Resp{Status: res.StatusCode, Body: b, Header: res.Header}
+	return a.Raw(method, path, hdr, body)
 }
 
 // World is an org with an owner, an admin and a member, each with an API
@@ -314,13 +298,17 @@ func (a *API) CallOrg(number string) CallOrg {
 	return CallOrg{World: w, AgentID: ID(ag), Number: number, NumID: ID(num)}
 }
 
-// Raw sends a request with extra headers (no credential); body is nil
-// or marshalled as JSON.
+// Raw sends a request with headers hdr; body is nil, a raw string, or
+// marshalled as JSON.
 func (a *API) Raw(method, path string, hdr map[string]string, body any) Resp {
 	a.T.Helper()
 	var rd io.Reader
-	if body != nil {
-		j, err := json.Marshal(body)
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	default:
+		j, err := json.Marshal(b)
 		require.NoError(a.T, err)
 		rd = bytes.NewReader(j)
 	}
