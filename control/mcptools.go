@@ -20,7 +20,7 @@ func (m mcpTools) AgentViews(ctx context.Context, p *storage.Principal) (any, er
 	}
 	out := make([]map[string]any, len(as))
 	for i, a := range as {
-		if out[i], err = agents.View[AgentConfig](agentSchema{m.s.res}, a); err != nil {
+		if out[i], err = agents.View[AgentConfig](agentSchema{r: m.s.res}, a); err != nil {
 			return nil, err
 		}
 	}
@@ -32,7 +32,7 @@ func (m mcpTools) AgentView(ctx context.Context, p *storage.Principal, agentID i
 	if err != nil {
 		return nil, storeErr(err)
 	}
-	return agents.View[AgentConfig](agentSchema{m.s.res}, a)
+	return agents.View[AgentConfig](agentSchema{r: m.s.res}, a)
 }
 
 func (m mcpTools) CallView(ctx context.Context, p *storage.Principal, callID int64) (any, error) {

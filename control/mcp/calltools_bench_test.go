@@ -27,7 +27,7 @@ func BenchmarkToolCall(b *testing.B) {
 	cached, _ := json.Marshal([]mcp.CachedTool{{Type: "function", Name: mcp.ToolName(id, "echo"), MCP: mcp.ToolRef{ServerID: id, ToolName: "echo"}}})
 	cat := mcp.NewCallCatalog(servers{{ID: id, URL: ts.URL, Enabled: true, CachedTools: cached}}, mcp.NewConnector(mcp.ConnectorConfig{AllowLoopback: true}), nil)
 	ctx := context.Background()
-	ct, err := cat.ForCall(ctx, 1, []string{id})
+	ct, err := cat.ForCall(ctx, 1, []string{id}, 40)
 	if err != nil {
 		b.Fatal(err)
 	}
