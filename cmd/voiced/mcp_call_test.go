@@ -46,6 +46,78 @@ func everything(t *testing.T) (string, func()) {
 	return fmt.Sprintf("http://127.0.0.1:%d/mcp", port), kill
 }
 
+// fakeChat is an OpenAI-compatible chat completions server (the model
+// provider boundary) whose answers script decides from each request.
+func fakeChat(t *testing.T, script func(req chatRequest, reply chatReply)) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req chatRequest
+		if r.URL.Path != "/v1/chat/completions" || json.NewDecoder(r.Body).Decode(&req) != nil {
+			http.Error(w, "bad request", 400)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		script(req, chatReply{w})
+		fmt.Fprint(w, "data: [DONE]\n\n")
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// chatRequest is what fakeChat reads of a request.
+type chatRequest struct {
+	Messages []struct {
+		Role    string `json:"role"`
+		Content any    `json:"content"`
+	} `json:"messages"`
+	Tools []struct {
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	} `json:"tools"`
+}
+
+// toolResults are the contents of the request's tool messages, in order.
+func (r chatRequest) toolResults() (out []string) {
+	for _, msg := range r.Messages {
+		if msg.Role == "tool" {
+			s, _ := msg.Content.(string)
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// toolNames are the tools the request offers.
+func (r chatRequest) toolNames() (out []string) {
+	for _, tl := range r.Tools {
+		out = append(out, tl.Function.Name)
+	}
+	return out
+}
+
+// chatReply streams one answer as chat completion chunks.
+type chatReply struct{ w http.ResponseWriter }
+
+func (c chatReply) chunk(delta, finish string) {
+	fin := "null"
+	if finish != "" {
+		fin = `"` + finish + `"`
+	}
+	fmt.Fprintf(c.w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"model\":\"fake\",\"choices\":[{\"index\":0,\"delta\":%s,\"finish_reason\":%s}]}\n\n", delta, fin)
+}
+
+// call asks for one tool call.
+func (c chatReply) call(id, name, args string) {
+	c.chunk(fmt.Sprintf(`{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":%q,"type":"function","function":{"name":%q,"arguments":%q}}]}`, id, name, args), "")
+	c.chunk(`{}`, "tool_calls")
+}
+
+// say answers in words.
+func (c chatReply) say(text string) {
+	c.chunk(fmt.Sprintf(`{"role":"assistant","content":%q}`, text), "")
+	c.chunk(`{}`, "stop")
+}
+
 // mcpModel is an OpenAI-compatible chat completions server scripted to
 // call tool twice with args; before the second call it runs between (the
 // test kills the MCP server there); then it answers in words. It keeps
@@ -57,54 +129,22 @@ type mcpModel struct {
 }
 
 func (m *mcpModel) server(t *testing.T, tool func() string, args string, between func()) *httptest.Server {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			Messages []struct {
-				Role    string `json:"role"`
-				Content any    `json:"content"`
-			} `json:"messages"`
-		}
-		if r.URL.Path != "/v1/chat/completions" || json.NewDecoder(r.Body).Decode(&req) != nil {
-			http.Error(w, "bad request", 400)
-			return
-		}
-		var results []string
-		for _, msg := range req.Messages {
-			if msg.Role == "tool" {
-				s, _ := msg.Content.(string)
-				results = append(results, s)
-			}
-		}
+	return fakeChat(t, func(req chatRequest, reply chatReply) {
+		results := req.toolResults()
 		m.mu.Lock()
 		m.results = results
 		m.asked++
 		m.mu.Unlock()
-		w.Header().Set("Content-Type", "text/event-stream")
-		chunk := func(delta, finish string) {
-			fin := "null"
-			if finish != "" {
-				fin = `"` + finish + `"`
-			}
-			fmt.Fprintf(w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"model\":\"fake\",\"choices\":[{\"index\":0,\"delta\":%s,\"finish_reason\":%s}]}\n\n", delta, fin)
-		}
-		call := func(id string) {
-			chunk(fmt.Sprintf(`{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":%q,"type":"function","function":{"name":%q,"arguments":%q}}]}`, id, tool(), args), "")
-			chunk(`{}`, "tool_calls")
-		}
 		switch len(results) {
 		case 0:
-			call("call_mcp1")
+			reply.call("call_mcp1", tool(), args)
 		case 1:
 			between()
-			call("call_mcp2")
+			reply.call("call_mcp2", tool(), args)
 		default:
-			chunk(`{"role":"assistant","content":"Done."}`, "")
-			chunk(`{}`, "stop")
+			reply.say("Done.")
 		}
-		fmt.Fprint(w, "data: [DONE]\n\n")
-	}))
-	t.Cleanup(srv.Close)
-	return srv
+	})
 }
 
 func (m *mcpModel) seen() (results []string, asked int) {
@@ -187,51 +227,15 @@ type searchModel struct {
 }
 
 func (m *searchModel) server(t *testing.T) *httptest.Server {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			Messages []struct {
-				Role    string `json:"role"`
-				Content any    `json:"content"`
-			} `json:"messages"`
-			Tools []struct {
-				Function struct {
-					Name string `json:"name"`
-				} `json:"function"`
-			} `json:"tools"`
-		}
-		if r.URL.Path != "/v1/chat/completions" || json.NewDecoder(r.Body).Decode(&req) != nil {
-			http.Error(w, "bad request", 400)
-			return
-		}
-		var results, names []string
-		for _, msg := range req.Messages {
-			if msg.Role == "tool" {
-				s, _ := msg.Content.(string)
-				results = append(results, s)
-			}
-		}
-		for _, tl := range req.Tools {
-			names = append(names, tl.Function.Name)
-		}
+	return fakeChat(t, func(req chatRequest, reply chatReply) {
+		results := req.toolResults()
 		m.mu.Lock()
 		m.results = results
-		m.offered = append(m.offered, names)
+		m.offered = append(m.offered, req.toolNames())
 		m.mu.Unlock()
-		w.Header().Set("Content-Type", "text/event-stream")
-		chunk := func(delta, finish string) {
-			fin := "null"
-			if finish != "" {
-				fin = `"` + finish + `"`
-			}
-			fmt.Fprintf(w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"model\":\"fake\",\"choices\":[{\"index\":0,\"delta\":%s,\"finish_reason\":%s}]}\n\n", delta, fin)
-		}
-		call := func(id, name, args string) {
-			chunk(fmt.Sprintf(`{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":%q,"type":"function","function":{"name":%q,"arguments":%q}}]}`, id, name, args), "")
-			chunk(`{}`, "tool_calls")
-		}
 		switch len(results) {
 		case 0:
-			call("call_search", "tool_search", `{"query":"echo a message back"}`)
+			reply.call("call_search", "tool_search", `{"query":"echo a message back"}`)
 		case 1:
 			// The search result names the tool to call.
 			var found struct {
@@ -246,15 +250,11 @@ func (m *searchModel) server(t *testing.T) *httptest.Server {
 					name = tl.Name
 				}
 			}
-			call("call_echo", name, `{"message":"found by search"}`)
+			reply.call("call_echo", name, `{"message":"found by search"}`)
 		default:
-			chunk(`{"role":"assistant","content":"Done."}`, "")
-			chunk(`{}`, "stop")
+			reply.say("Done.")
 		}
-		fmt.Fprint(w, "data: [DONE]\n\n")
-	}))
-	t.Cleanup(srv.Close)
-	return srv
+	})
 }
 
 func (m *searchModel) seen() (offered [][]string, results []string) {

@@ -16,20 +16,25 @@ import (
 	"github.com/voiced/voiced/storage/sqltest"
 )
 
+// crmServer registers a tool server as "CRM" in a new org and returns
+// the catalog calls resolve their MCP tools from.
+func crmServer(t *testing.T, db *storage.DB) (*controltest.API, *toolServer, controltest.World, string, *mcp.CallCatalog) {
+	a := controltest.NewWith(t, db, control.Config{PublicURL: "https://voice.example", Webhooks: webhook.Config{AllowLoopback: true}})
+	ts := newToolServer(t)
+	w := a.World()
+	r := a.Do("POST", "/v1/mcp-servers", w.AdminK, map[string]any{"display_name": "CRM", "url": ts.URL})
+	require.Equal(t, 201, r.Status, string(r.Body))
+	cat := mcp.NewCallCatalog(a.Store.MCPServers, mcp.NewConnector(mcp.ConnectorConfig{AllowLoopback: true}), nil)
+	return a, ts, w, r.Obj(t)["id"].(string), cat
+}
+
 func TestCallTools(t *testing.T) {
 	sqltest.Run(t, func(t *testing.T, db *storage.DB) {
-		a := controltest.NewWith(t, db, control.Config{PublicURL: "https://voice.example", Webhooks: webhook.Config{AllowLoopback: true}})
-		ts := newToolServer(t)
-		w := a.World()
-		r := a.Do("POST", "/v1/mcp-servers", w.AdminK, map[string]any{"display_name": "CRM", "url": ts.URL})
-		require.Equal(t, 201, r.Status, string(r.Body))
-		id := r.Obj(t)["id"].(string)
-		r = a.Do("POST", "/v1/mcp-servers", w.AdminK, map[string]any{"display_name": "Off", "url": ts.URL, "enabled": false})
+		a, ts, w, id, cat := crmServer(t, db)
+		r := a.Do("POST", "/v1/mcp-servers", w.AdminK, map[string]any{"display_name": "Off", "url": ts.URL, "enabled": false})
 		require.Equal(t, 201, r.Status, string(r.Body))
 		off := r.Obj(t)["id"].(string)
 		ts.inits.Store(0)
-
-		cat := mcp.NewCallCatalog(a.Store.MCPServers, mcp.NewConnector(mcp.ConnectorConfig{AllowLoopback: true}), nil)
 		ctx := context.Background()
 		ct, err := cat.ForCall(ctx, w.Org.ID, []string{id, off, storage.NewUUID()}, 40)
 		require.NoError(t, err)
@@ -78,13 +83,7 @@ func TestCallTools(t *testing.T) {
 // and makes them callable; tools not found yet do not run.
 func TestCallToolSearch(t *testing.T) {
 	sqltest.Run(t, func(t *testing.T, db *storage.DB) {
-		a := controltest.NewWith(t, db, control.Config{PublicURL: "https://voice.example", Webhooks: webhook.Config{AllowLoopback: true}})
-		ts := newToolServer(t)
-		w := a.World()
-		r := a.Do("POST", "/v1/mcp-servers", w.AdminK, map[string]any{"display_name": "CRM", "url": ts.URL})
-		require.Equal(t, 201, r.Status, string(r.Body))
-		id := r.Obj(t)["id"].(string)
-		cat := mcp.NewCallCatalog(a.Store.MCPServers, mcp.NewConnector(mcp.ConnectorConfig{AllowLoopback: true}), nil)
+		_, _, w, id, cat := crmServer(t, db)
 		ctx := context.Background()
 
 		at, err := cat.ForCall(ctx, w.Org.ID, []string{id}, 3)
