@@ -40,7 +40,8 @@ bench: deps-bench
 	$(GO) test -run '^$$' -bench 'TurnLatency' -benchtime 300x ./media/agent/
 	VOICED_LOAD_SESSIONS=400 $(GO) test -run '^$$' -bench 'RealtimeLoad' -benchtime 1x ./media/realtime/
 	VOICED_SIPP_LOAD_CALLS=200 VOICED_SIPP_LOAD_HOLD=20s $(GO) test -count=1 -run '^TestSippLoad$$' -v ./cmd/voiced/
-	$(GO) test -run '^$$' -bench 'GetCall|ToolCall' -benchtime 3s ./control/mcp/
+	$(GO) test -run '^$$' -bench 'GetCall' -benchtime 3s ./control/mcp/
+	$(GO) test -run '^$$' -bench 'MCPToolCall' -benchtime 3s ./cmd/voiced/
 	bench/http.sh
 	bench/voicebench-smoke.sh
 

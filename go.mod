@@ -6,6 +6,7 @@ require (
 	github.com/emiago/sipgo v1.7.2
 	github.com/gobwas/ws v1.3.2
 	github.com/gofiber/fiber/v3 v3.1.0
+	github.com/google/jsonschema-go v0.4.3
 	github.com/hraban/opus v0.0.0-20260708213942-bde8e4304501
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/ledongthuc/pdf v0.0.0-20260907135840-6c8c28e0e8a0
@@ -38,7 +39,6 @@ require (
 	github.com/gobwas/pool v0.2.1 // indirect
 	github.com/gofiber/schema v1.7.0 // indirect
 	github.com/gofiber/utils/v2 v2.0.2 // indirect
-	github.com/google/jsonschema-go v0.4.3 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/icholy/digest v1.2.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect

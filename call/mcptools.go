@@ -13,13 +13,15 @@ import (
 // MCPCatalog resolves a call's MCP tools at its start
 // (control/mcp.CallCatalog).
 type MCPCatalog interface {
-	ForCall(ctx context.Context, orgID int64, serverIDs []string) (*mcp.CallTools, error)
+	ForCall(ctx context.Context, orgID int64, serverIDs []string, searchOver int) (*mcp.CallTools, error)
 }
 
 // MCPTools is the tool source of an agent's MCP servers (mcp_server_ids):
 // their cached tools, resolved once at the call's start; each run is one
 // MCP tools/call through the call's session to that server, opened at
-// the first run and closed when the call ends (EndCall).
+// the first run and closed when the call ends (EndCall). Over the
+// agent's mcp_tool_search_threshold tools, the model is offered
+// tool_search instead, and the tools it finds grow the call's (Grower).
 type MCPTools struct {
 	// Catalog resolves the tools; nil offers none.
 	Catalog func() MCPCatalog
@@ -42,7 +44,7 @@ func (m *MCPTools) Tools(c *Info) []llm.Tool {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), resolveTimeout)
 	defer cancel()
-	ct, err := cat.ForCall(ctx, c.OrgID, c.Agent.MCPServerIDs)
+	ct, err := cat.ForCall(ctx, c.OrgID, c.Agent.MCPServerIDs, c.Agent.MCPToolSearchThreshold)
 	if err != nil {
 		// The call goes on without them.
 		m.Log.Warn("mcp tools not resolved", "call_id", c.CallID, "err", err)
@@ -51,8 +53,21 @@ func (m *MCPTools) Tools(c *Info) []llm.Tool {
 	if old, loaded := m.calls.Swap(c.CallID, ct); loaded {
 		old.(*mcp.CallTools).Close()
 	}
-	out := make([]llm.Tool, len(ct.Specs))
-	for i, t := range ct.Specs {
+	return llmTools(ct.Specs)
+}
+
+// Grown implements Grower: the tools tool_search has loaded in call c.
+func (m *MCPTools) Grown(c *Info) []llm.Tool {
+	v, ok := m.calls.Load(c.CallID)
+	if !ok {
+		return nil
+	}
+	return llmTools(v.(*mcp.CallTools).Loaded())
+}
+
+func llmTools(ts []mcp.CachedTool) []llm.Tool {
+	out := make([]llm.Tool, len(ts))
+	for i, t := range ts {
 		out[i] = llm.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters}
 	}
 	return out

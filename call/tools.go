@@ -57,6 +57,14 @@ type Ender interface {
 	EndCall(callID int64)
 }
 
+// Grower is a Source whose tools for a call grow during it (an MCP
+// tool_search loads definitions on demand): Grown lists the tools call c
+// gained so far. The model is offered them from its next request, and
+// they run through this source.
+type Grower interface {
+	Grown(c *Info) []llm.Tool
+}
+
 // toolDeadline bounds one tool run; the model hears of a run that
 // overruns it as a failure and the call goes on.
 const toolDeadline = 30 * time.Second
@@ -142,8 +150,43 @@ func (ch *Chain) End(callID int64) {
 // Specs are the tools offered to the model.
 func (t *CallTools) Specs() []llm.Tool { return t.specs }
 
+// GrownTools implements agent.ToolGrower: the tools the call's sources
+// gained since its start (Grower), except names it already had.
+func (t *CallTools) GrownTools() []llm.Tool {
+	var out []llm.Tool
+	t.grown(func(_ Source, spec llm.Tool) bool {
+		out = append(out, spec)
+		return false
+	})
+	return out
+}
+
+// grown calls fn with each grown tool and its source until fn says stop.
+func (t *CallTools) grown(fn func(Source, llm.Tool) bool) {
+	if t.chain == nil {
+		return
+	}
+	for _, s := range t.chain.sources {
+		g, ok := s.(Grower)
+		if !ok {
+			continue
+		}
+		for _, spec := range g.Grown(&t.info) {
+			if _, had := t.by[spec.Name]; !had && fn(s, spec) {
+				return
+			}
+		}
+	}
+}
+
 func (t *CallTools) run(ctx context.Context, tc llm.ToolCall) (string, error) {
 	s, ok := t.by[tc.Name]
+	if !ok {
+		t.grown(func(g Source, spec llm.Tool) bool {
+			s, ok = g, spec.Name == tc.Name
+			return ok
+		})
+	}
 	if !ok {
 		return "", fmt.Errorf("no tool named %q", tc.Name)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/voiced/voiced/control"
 	"github.com/voiced/voiced/control/calllog"
 	"github.com/voiced/voiced/control/webhook"
+	"github.com/voiced/voiced/media/agent"
 )
 
 // keysLeg records the keys a call sends.
@@ -74,4 +75,46 @@ type nopExchanger struct{}
 
 func (nopExchanger) Tool(context.Context, int64, webhook.ToolRequest) (webhook.ToolResponse, error) {
 	return webhook.ToolResponse{}, errors.New("unused")
+}
+
+// growSource offers "find"; running it makes "found" (and a clash with
+// another source's "book_table") callable in that call.
+type growSource struct{ grown map[int64]bool }
+
+func (growSource) Tools(*Info) []llm.Tool { return []llm.Tool{{Name: "find"}} }
+func (g growSource) Run(_ context.Context, c *Info, tc llm.ToolCall) (string, error) {
+	if tc.Name == "find" {
+		g.grown[c.CallID] = true
+		return "found it", nil
+	}
+	return "ran " + tc.Name, nil
+}
+func (g growSource) Grown(c *Info) []llm.Tool {
+	if !g.grown[c.CallID] {
+		return nil
+	}
+	return []llm.Tool{{Name: "found"}, {Name: "book_table"}}
+}
+
+// TestChainGrows: a Grower's tools join the call's offer after the run
+// that loads them, only in that call, and run through that source; a
+// grown name another source offers already stays the other's.
+func TestChainGrows(t *testing.T) {
+	g := growSource{grown: map[int64]bool{}}
+	chain := NewChain(slog.New(slog.DiscardHandler), nil, WebhookTools{X: nopExchanger{}}, g)
+	a := control.AgentConfig{Tools: []control.Tool{{Name: "book_table"}}}
+	one, two := chain.Resolve(Info{CallID: 1, Agent: a, Direction: calllog.DirectionWeb}), chain.Resolve(Info{CallID: 2, Agent: a, Direction: calllog.DirectionWeb})
+	var _ agent.ToolGrower = one
+	ctx := context.Background()
+	require.Empty(t, one.GrownTools())
+	_, err := one.RunTool(ctx, llm.ToolCall{ID: "c1", Name: "found"})
+	require.ErrorContains(t, err, "no tool named", "not before it is found")
+	out, err := one.RunTool(ctx, llm.ToolCall{ID: "c2", Name: "find"})
+	require.NoError(t, err)
+	require.Equal(t, "found it", out)
+	require.Equal(t, []llm.Tool{{Name: "found"}}, one.GrownTools())
+	out, err = one.RunTool(ctx, llm.ToolCall{ID: "c3", Name: "found"})
+	require.NoError(t, err)
+	require.Equal(t, "ran found", out)
+	require.Empty(t, two.GrownTools(), "another call did not search")
 }

@@ -1,6 +1,7 @@
 package control
 
 import (
+	"context"
 	"encoding/json"
 	"reflect"
 
@@ -11,7 +12,12 @@ import (
 // agentSchema is AgentConfig as control/agents sees it (agents.Schema):
 // the mapping itself (fields, defaults, decoding) is agentconfig.go's, the
 // rules are agentvalidate.go's.
-type agentSchema struct{ r *resources }
+type agentSchema struct {
+	r *resources
+	// mcp finds the org's MCP servers (mcp_server_ids); nil only where
+	// nothing is saved (views).
+	mcp mcpServerLister
+}
 
 var _ agents.Schema[AgentConfig] = agentSchema{}
 
@@ -32,6 +38,10 @@ func (agentSchema) Set(c *AgentConfig, name string, raw json.RawMessage) string 
 
 func (a agentSchema) Validate(c *AgentConfig, f api.Fields, prefix string) {
 	a.r.validateConfig(c, fields(f), prefix)
+}
+
+func (a agentSchema) CheckRefs(ctx context.Context, orgID int64, c, prev *AgentConfig, f api.Fields, prefix string) error {
+	return checkRefs(ctx, a.mcp, orgID, c, prev, fields(f), prefix)
 }
 
 func (agentSchema) Diff(x, y AgentConfig) []string { return diffConfig(x, y) }

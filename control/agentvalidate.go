@@ -2,6 +2,7 @@ package control
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/voiced/voiced/control/api"
+	"github.com/voiced/voiced/storage"
 )
 
 var (
@@ -106,6 +108,9 @@ func (r *resources) validateConfig(c *AgentConfig, f fields, prefix string) {
 	c.KnowledgeBaseIDs = validateIDs(c.KnowledgeBaseIDs, "knowledge_base_ids", add)
 	c.KnowledgeDocumentIDs = validateIDs(c.KnowledgeDocumentIDs, "knowledge_document_ids", add)
 	c.MCPServerIDs = validateIDs(c.MCPServerIDs, "mcp_server_ids", add)
+	if c.MCPToolSearchThreshold < 1 || c.MCPToolSearchThreshold > 1000 {
+		add("mcp_tool_search_threshold", "Must be from 1 to 1000 tools.")
+	}
 	if len(c.Placeholders) > 20 {
 		add("placeholders", "Ensure this list has no more than 20 phrases.")
 	}
@@ -195,6 +200,35 @@ func validateIDs(ids []string, field string, add func(field, msg string)) []stri
 		add(field, "Ensure this list has no more than 50 ids.")
 	}
 	return nonNil(out)
+}
+
+// mcpServerLister lists an org's MCP servers (storage.MCPServerStore).
+type mcpServerLister interface {
+	MCPServers(ctx context.Context, orgID int64) ([]storage.MCPServer, error)
+}
+
+// checkRefs checks that the MCP servers c lists and prev did not exist in
+// orgID: an unknown id, or another org's, is a field error.
+func checkRefs(ctx context.Context, mcp mcpServerLister, orgID int64, c, prev *AgentConfig, f fields, prefix string) error {
+	var added []string
+	for _, id := range c.MCPServerIDs {
+		if prev == nil || !slices.Contains(prev.MCPServerIDs, id) {
+			added = append(added, id)
+		}
+	}
+	if len(added) == 0 {
+		return nil
+	}
+	servers, err := mcp.MCPServers(ctx, orgID)
+	if err != nil {
+		return err
+	}
+	for _, id := range added {
+		if !slices.ContainsFunc(servers, func(m storage.MCPServer) bool { return strings.EqualFold(m.ID, id) }) {
+			f.add(prefix+"mcp_server_ids", `MCP server "`+id+`" was not found; see GET /v1/mcp-servers.`)
+		}
+	}
+	return nil
 }
 
 func validateTransfers(ds []TransferDestination, add func(field, msg string)) {

@@ -146,7 +146,7 @@ func (s *Server) initResources(opts []Option) error {
 	s.res = r
 	s.calls = calllog.New(calllog.Config{Products: r.products, DefaultProduct: r.cfg.DefaultProduct}, s.log, calllog.Stores{
 		Calls: s.store.Calls, Agents: s.store.Agents, Balances: s.store.Billing, Trunks: s.store.Numbers, Events: s.store.Outbox,
-	}, agentSchema{r}, r.dialer)
-	s.browser = browser.New(browser.Config{PublicURL: s.cfg.PublicURL, SigningKey: r.signKey}, s.log, r.browser, s.calls, s.store.Calls, agentSchema{r})
+	}, agentSchema{r: r}, r.dialer)
+	s.browser = browser.New(browser.Config{PublicURL: s.cfg.PublicURL, SigningKey: r.signKey}, s.log, r.browser, s.calls, s.store.Calls, agentSchema{r: r})
 	return nil
 }

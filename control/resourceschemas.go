@@ -86,6 +86,10 @@ func agentSchemas() (agent, input map[string]any) {
 	in := map[string]any{"name": map[string]any{"type": "string", "minLength": 1, "maxLength": 120}}
 	for _, f := range configFields {
 		sc := schemaOf(t.Field(f.index).Type)
+		if f.name == "mcp_tool_search_threshold" {
+			sc = map[string]any{"type": "integer", "minimum": 1, "maximum": 1000, "default": 40,
+				"description": "over this many tools from the agent's MCP servers, the model is offered one tool_search tool that loads matching definitions on demand instead of all of them"}
+		}
 		props[f.name], props["draft_"+f.name] = sc, sc
 		in[f.name], in["draft_"+f.name] = sc, sc
 	}

@@ -141,7 +141,7 @@ func (s *Server) registerRoutes() {
 	for i, p := range s.res.cfg.Products {
 		products[i] = agents.Product{Name: p.Name, CentsPerMinute: p.CentsPerMinute, Default: p.Name == s.res.cfg.DefaultProduct}
 	}
-	s.mount(agents.Routes[AgentConfig](st.Agents, agentSchema{s.res}, products))
+	s.mount(agents.Routes[AgentConfig](st.Agents, agentSchema{r: s.res, mcp: st.MCPServers}, products))
 	s.mount(voices.Routes(s.res.catalog))
 	s.mount(s.numbers.Routes())
 	s.mount(calls.Routes(calls.Config{PublicURL: s.cfg.PublicURL, SignKey: s.res.signKey, AudioURLTTL: s.res.cfg.AudioURLTTL, BlobDir: s.res.cfg.BlobDir},
@@ -160,7 +160,7 @@ func (s *Server) registerRoutes() {
 	s.mount(s.browser.MicRoutes())
 	s.mount(s.knowledge.Routes())
 
-	tools := mcptools.New(st.Agents, agents.Schema[AgentConfig](agentSchema{s.res}), st.Calls, s.calls)
+	tools := mcptools.New(st.Agents, agents.Schema[AgentConfig](agentSchema{r: s.res}), st.Calls, s.calls)
 	s.mount(mcp.NewServer(s.cfg.Version, s.log, tools, tools, tools).Routes())
 	s.mount(mcp.ServerRoutes(st.MCPServers, mcp.NewConnector(mcp.ConnectorConfig{AllowLoopback: s.cfg.Webhooks.AllowLoopback})))
 }

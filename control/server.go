@@ -148,7 +148,7 @@ func New(cfg Config, log *slog.Logger, store *storage.Store, limiter Limiter, op
 	})
 	s.app.Use(s.observe)
 	s.rt, err = realtime.NewSessions(realtime.Config{PublicURL: cfg.PublicURL, SigningKey: s.res.signKey, Touch: s.auth.touch},
-		log, s.calls, agentSchema{s.res}, store.Keys, store.Calls)
+		log, s.calls, agentSchema{r: s.res}, store.Keys, store.Calls)
 	if err != nil {
 		return nil, err
 	}

@@ -31,55 +31,18 @@ import (
 // offers transfer_call (a phone call), it transfers to the front desk;
 // otherwise it answers in words.
 func chainModel(t *testing.T) *httptest.Server {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			Messages []struct {
-				Role string `json:"role"`
-			} `json:"messages"`
-			Tools []struct {
-				Function struct {
-					Name string `json:"name"`
-				} `json:"function"`
-			} `json:"tools"`
-		}
-		if r.URL.Path != "/v1/chat/completions" || json.NewDecoder(r.Body).Decode(&req) != nil {
-			http.Error(w, "bad request", 400)
-			return
-		}
-		results, transfer := 0, false
-		for _, m := range req.Messages {
-			if m.Role == "tool" {
-				results++
-			}
-		}
-		for _, tl := range req.Tools {
-			transfer = transfer || tl.Function.Name == "transfer_call"
-		}
-		w.Header().Set("Content-Type", "text/event-stream")
-		chunk := func(delta, finish string) {
-			fin := "null"
-			if finish != "" {
-				fin = `"` + finish + `"`
-			}
-			fmt.Fprintf(w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"model\":\"fake\",\"choices\":[{\"index\":0,\"delta\":%s,\"finish_reason\":%s}]}\n\n", delta, fin)
-		}
-		call := func(id, name, args string) {
-			chunk(fmt.Sprintf(`{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":%q,"type":"function","function":{"name":%q,"arguments":%q}}]}`, id, name, args), "")
-			chunk(`{}`, "tool_calls")
-		}
+	return fakeChat(t, func(req chatRequest, reply chatReply) {
+		results := len(req.toolResults())
+		transfer := slices.Contains(req.toolNames(), "transfer_call")
 		switch {
 		case results == 0:
-			call("call_book1", "book_table", `{"party": 2}`)
+			reply.call("call_book1", "book_table", `{"party": 2}`)
 		case results == 1 && transfer:
-			call("call_xfer1", "transfer_call", `{"destination": "Front desk"}`)
+			reply.call("call_xfer1", "transfer_call", `{"destination": "Front desk"}`)
 		default:
-			chunk(`{"role":"assistant","content":"Your table is booked."}`, "")
-			chunk(`{}`, "stop")
+			reply.say("Your table is booked.")
 		}
-		fmt.Fprint(w, "data: [DONE]\n\n")
-	}))
-	t.Cleanup(srv.Close)
-	return srv
+	})
 }
 
 // hookLog is the loopback webhook receiver: /legacy is the

@@ -38,6 +38,11 @@ type Schema[C any] interface {
 	Set(c *C, name string, raw json.RawMessage) string
 	// Validate checks c and normalizes it in place.
 	Validate(c *C, f api.Fields, prefix string)
+	// CheckRefs checks that the stored objects c refers to and prev did
+	// not (prev is nil for a new agent) exist in orgID; the error is a
+	// storage failure. Ids kept from prev are not checked again: an
+	// object deleted since does not block unrelated changes.
+	CheckRefs(ctx context.Context, orgID int64, c, prev *C, f api.Fields, prefix string) error
 	// Diff lists the fields whose values differ between a and b.
 	Diff(a, b C) []string
 	// Values maps every field name to its value in c.
@@ -106,8 +111,9 @@ func (h *handlers[C]) snapshot(id int64, name string, c C) map[string]any {
 
 // apply applies a create or PATCH body to live and draft: X sets both,
 // draft_X sets the draft only, both at once is an error. It validates
-// and normalizes what it touched.
-func (h *handlers[C]) apply(body map[string]json.RawMessage, live, draft *C, f api.Fields) {
+// and normalizes what it touched, and checks the references that are new
+// relative to prevLive and prevDraft (nil on create).
+func (h *handlers[C]) apply(ctx context.Context, orgID int64, body map[string]json.RawMessage, live, draft, prevLive, prevDraft *C, f api.Fields) error {
 	direct := map[string]bool{}
 	for _, name := range h.schema.Names() {
 		raw, hasLive := body[name]
@@ -129,11 +135,19 @@ func (h *handlers[C]) apply(body map[string]json.RawMessage, live, draft *C, f a
 		}
 	}
 	if len(f) > 0 {
-		return
+		return nil
 	}
 	h.schema.Validate(live, f, "")
 	df := api.Fields{}
 	h.schema.Validate(draft, df, "draft_")
+	if len(f) == 0 && len(df) == 0 {
+		if err := h.schema.CheckRefs(ctx, orgID, live, prevLive, f, ""); err != nil {
+			return err
+		}
+		if err := h.schema.CheckRefs(ctx, orgID, draft, prevDraft, df, "draft_"); err != nil {
+			return err
+		}
+	}
 	for k, msgs := range df {
 		// A field sent as X was checked once already, as X.
 		if name := k[len("draft_"):]; direct[name] {
@@ -143,6 +157,7 @@ func (h *handlers[C]) apply(body map[string]json.RawMessage, live, draft *C, f a
 		}
 		f[k] = append(f[k], msgs...)
 	}
+	return nil
 }
 
 func (h *handlers[C]) list(c fiber.Ctx, p *storage.Principal) error {
@@ -167,7 +182,9 @@ func (h *handlers[C]) create(c fiber.Ctx, p *storage.Principal) error {
 	f := api.Fields{}
 	name := agentName(body, f, true)
 	live, draft := h.schema.Default(), h.schema.Default()
-	h.apply(body, &live, &draft, f)
+	if err := h.apply(c.Context(), p.OrgID, body, &live, &draft, nil, nil, f); err != nil {
+		return err
+	}
 	if err := f.Err(); err != nil {
 		return err
 	}
@@ -238,7 +255,8 @@ func (h *handlers[C]) patch(c fiber.Ctx, p *storage.Principal) error {
 		return err
 	}
 	actor := p.MemberID
-	a, err := h.store.UpdateAgent(c.Context(), p.OrgID, id, &actor, func(a *storage.Agent) (*storage.VersionInput, error) {
+	ctx := c.Context()
+	a, err := h.store.UpdateAgent(ctx, p.OrgID, id, &actor, func(a *storage.Agent) (*storage.VersionInput, error) {
 		live, err := h.schema.Decode(a.Config)
 		if err != nil {
 			return nil, err
@@ -247,13 +265,15 @@ func (h *handlers[C]) patch(c fiber.Ctx, p *storage.Principal) error {
 		if err != nil {
 			return nil, err
 		}
-		old := live
+		old, oldDraft := live, draft
 		f := api.Fields{}
 		name := a.Name
 		if _, ok := body["name"]; ok {
 			name = agentName(body, f, true)
 		}
-		h.apply(body, &live, &draft, f)
+		if err := h.apply(ctx, p.OrgID, body, &live, &draft, &old, &oldDraft, f); err != nil {
+			return nil, err
+		}
 		if err := f.Err(); err != nil {
 			return nil, err
 		}
@@ -310,6 +330,11 @@ func (h *handlers[C]) deploy(c fiber.Ctx, p *storage.Principal) error {
 		}
 		f := api.Fields{}
 		h.schema.Validate(&draft, f, "draft_")
+		if len(f) == 0 {
+			if err := h.schema.CheckRefs(ctx, p.OrgID, &draft, &live, f, "draft_"); err != nil {
+				return nil, err
+			}
+		}
 		if err := f.Err(); err != nil {
 			return nil, err
 		}

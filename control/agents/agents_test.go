@@ -35,6 +35,7 @@ func TestAgents(t *testing.T) {
 				require.Equal(t, ag[k], ag["draft_"+k], "draft_%s starts equal to %s", k, k)
 			}
 			require.Len(t, ag["call_events"], 6)
+			require.EqualValues(t, 40, ag["mcp_tool_search_threshold"])
 			r := a.Do("GET", fmt.Sprintf("/v1/agents/%d", controltest.ID(ag)), w.OwnerK, nil)
 			require.Equal(t, 200, r.Status)
 			require.Equal(t, ag, r.Obj(t))
@@ -74,6 +75,8 @@ func TestAgents(t *testing.T) {
 				{map[string]any{"name": "x", "voicemail": map[string]any{"action": "leave_message"}}, "voicemail"},
 				{map[string]any{"name": "x", "transfer_destinations": []any{map[string]any{"name": "Billing", "number": "555"}}}, "transfer_destinations"},
 				{map[string]any{"name": "x", "call_events": []string{"call.graded"}}, "call_events"},
+				{map[string]any{"name": "x", "mcp_tool_search_threshold": 0}, "mcp_tool_search_threshold"},
+				{map[string]any{"name": "x", "mcp_tool_search_threshold": 1001}, "mcp_tool_search_threshold"},
 				{map[string]any{"name": "x", "prompt": "a", "draft_prompt": "b"}, "draft_prompt"},
 			}
 			for _, tc := range bad {

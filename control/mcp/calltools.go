@@ -44,8 +44,10 @@ const (
 // ForCall resolves, at a call's start, the tools of the enabled servers
 // among serverIDs in orgID: their cached tools, read from the database
 // once (no server is asked for its tools). Unknown or disabled ids are
-// skipped. Nothing connects until a tool runs.
-func (c *CallCatalog) ForCall(ctx context.Context, orgID int64, serverIDs []string) (*CallTools, error) {
+// skipped. Nothing connects until a tool runs. Over searchOver tools,
+// Specs is the one tool_search tool, which loads definitions on demand
+// (Loaded).
+func (c *CallCatalog) ForCall(ctx context.Context, orgID int64, serverIDs []string, searchOver int) (*CallTools, error) {
 	ct := &CallTools{conn: c.conn, log: c.log, by: map[string]*callTool{}, servers: map[string]*callServer{}}
 	if len(serverIDs) == 0 {
 		return ct, nil
@@ -69,6 +71,10 @@ func (c *CallCatalog) ForCall(ctx context.Context, orgID int64, serverIDs []stri
 			ct.by[t.Name] = &callTool{server: srv, name: t.MCP.ToolName}
 		}
 	}
+	if len(ct.Specs) > searchOver {
+		ct.search = newToolIndex(ct.Specs, ct.servers)
+		ct.Specs = []CachedTool{ct.search.spec()}
+	}
 	return ct, nil
 }
 
@@ -84,9 +90,13 @@ type CallTools struct {
 	log     *slog.Logger
 	by      map[string]*callTool
 	servers map[string]*callServer
+	// search is set when the model is offered tool_search instead of
+	// the tools; then only the tools it loaded run.
+	search *toolIndex
 
 	mu     sync.Mutex
 	closed bool
+	loaded []CachedTool
 }
 
 type callTool struct {
@@ -112,9 +122,15 @@ var ErrUnavailable = errors.New("mcp server unavailable")
 // tool's text; so is a transport failure, after which the session is
 // dropped and the server is not tried again for downFor.
 func (ct *CallTools) Run(ctx context.Context, name, args string) (string, error) {
+	if ct.search != nil && name == SearchTool {
+		return ct.toolSearch(args)
+	}
 	t, ok := ct.by[name]
 	if !ok {
 		return "", fmt.Errorf("no mcp tool named %q", name)
+	}
+	if ct.search != nil && !ct.isLoaded(name) {
+		return "", fmt.Errorf("%s is not loaded: call %s first", name, SearchTool)
 	}
 	var arguments map[string]any
 	if strings.TrimSpace(args) != "" {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -172,14 +173,39 @@ func TestMCPServersAPI(t *testing.T) {
 		})
 
 		t.Run("agent mcp_server_ids", func(t *testing.T) {
-			w := a.World()
+			w, other := a.World(), a.World()
 			r := a.Do("POST", "/v1/agents", w.OwnerK, map[string]any{"name": "A", "mcp_server_ids": []string{"nope"}})
 			require.Equal(t, 400, r.Status)
 			require.Contains(t, r.Obj(t), "mcp_server_ids")
-			id := storage.NewUUID()
-			ag := a.Agent(w.OwnerK, "B", map[string]any{"mcp_server_ids": []string{strings.ToUpper(id), id}})
-			require.Equal(t, []any{id}, ag["mcp_server_ids"], "lowercased, duplicates dropped")
+			mine := a.Do("POST", "/v1/mcp-servers", w.AdminK, body(nil)).Obj(t)["id"].(string)
+			theirs := a.Do("POST", "/v1/mcp-servers", other.AdminK, body(nil)).Obj(t)["id"].(string)
+
+			// Saved ids must be the org's servers.
+			for _, id := range []string{storage.NewUUID(), theirs} {
+				r = a.Do("POST", "/v1/agents", w.OwnerK, map[string]any{"name": "A", "mcp_server_ids": []string{mine, id}})
+				require.Equal(t, 400, r.Status, string(r.Body))
+				require.Equal(t, []any{`MCP server "` + id + `" was not found; see GET /v1/mcp-servers.`}, r.Obj(t)["mcp_server_ids"])
+			}
+			ag := a.Agent(w.OwnerK, "B", map[string]any{"mcp_server_ids": []string{strings.ToUpper(mine), mine}})
+			require.Equal(t, []any{mine}, ag["mcp_server_ids"], "lowercased, duplicates dropped")
 			require.Equal(t, []any{}, a.Agent(w.OwnerK, "C", nil)["mcp_server_ids"])
+			path := fmt.Sprintf("/v1/agents/%v", ag["id"])
+			r = a.Do("PATCH", path, w.OwnerK, map[string]any{"draft_mcp_server_ids": []string{theirs}})
+			require.Equal(t, 400, r.Status, string(r.Body))
+			require.Contains(t, r.Obj(t), "draft_mcp_server_ids")
+			require.NotContains(t, r.Obj(t), "mcp_server_ids")
+
+			// A server deleted since does not block other changes; a
+			// draft naming it cannot be deployed.
+			require.Equal(t, 204, a.Do("DELETE", "/v1/mcp-servers/"+mine, w.AdminK, nil).Status)
+			r = a.Do("PATCH", path, w.OwnerK, map[string]any{"prompt": "Still fine.", "draft_mcp_server_ids": []string{}})
+			require.Equal(t, 200, r.Status, string(r.Body))
+			require.Equal(t, []any{mine}, r.Obj(t)["mcp_server_ids"])
+			r = a.Do("POST", path+"/deploy", w.OwnerK, nil)
+			require.Equal(t, 200, r.Status, string(r.Body))
+			require.Equal(t, []any{}, r.Obj(t)["mcp_server_ids"])
+			r = a.Do("PATCH", path, w.OwnerK, map[string]any{"draft_mcp_server_ids": []string{mine}})
+			require.Equal(t, 400, r.Status, "deleted: unknown again")
 		})
 
 		t.Run("patch, sync, delete", func(t *testing.T) {

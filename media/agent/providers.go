@@ -35,6 +35,14 @@ type ToolRunner interface {
 	RunTool(ctx context.Context, call llm.ToolCall) (string, error)
 }
 
+// ToolGrower is a ToolRunner whose tools grow during a call: running a
+// tool may make more tools callable (an MCP tool_search loads tool
+// definitions on demand). The session offers GrownTools, after
+// Config.Tools, in every later model request. Safe for concurrent use.
+type ToolGrower interface {
+	GrownTools() []llm.Tool
+}
+
 // Sink receives a session's events, in order, on the session's loop
 // goroutine. Event must not block: transports queue the event for their
 // writer.

@@ -295,6 +295,9 @@ func (s *Session) OutputRate() int { return s.cfg.OutputRate }
 // tools returns the function tools offered to the model.
 func (s *Session) tools() []llm.Tool {
 	t := s.cfg.Tools
+	if g, ok := s.deps.Tools.(ToolGrower); ok {
+		t = append(t[:len(t):len(t)], g.GrownTools()...)
+	}
 	if s.cfg.EndCall {
 		t = append(t[:len(t):len(t)], llm.Tool{Name: EndCallTool,
 			Description: "End the call. Use it after saying goodbye, when the caller is done or asks to hang up.",
