@@ -30,6 +30,9 @@ type AgentConfig struct {
 	Tools                     []Tool                `json:"tools"`
 	KnowledgeBaseIDs          []string              `json:"knowledge_base_ids"`
 	KnowledgeDocumentIDs      []string              `json:"knowledge_document_ids"`
+	// KnowledgeBeforeReply retrieves from the agent's knowledge with the
+	// caller's last turn before each answer, into that answer's context.
+	KnowledgeBeforeReply bool `json:"knowledge_retrieve_before_reply"`
 	MCPServerIDs              []string              `json:"mcp_server_ids"`
 	Placeholders              []string              `json:"placeholders"`
 	Telephony                 Telephony             `json:"telephony"`

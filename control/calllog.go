@@ -181,6 +181,7 @@ const (
 	EventTransfer         = calls.EventTransfer
 	EventRecordingStarted = calls.EventRecordingStarted
 	EventMachineDetection = calls.EventMachineDetection
+	EventKnowledge        = calls.EventKnowledge
 )
 
 // CallEvent is one thing that happened during a call. ID, when set, is
@@ -195,7 +196,11 @@ const (
 //   - recording_started: At is when the recording's first sample was taken;
 //   - machine_detection: Text is the verdict on who answered an outbound
 //     call (human, machine, beep, greeting_ended, unknown), Start the
-//     answer and End the verdict.
+//     answer and End the verdict;
+//   - knowledge_retrieval: Text is the query, Start and End bound the
+//     search (its latency), Output the passages the model got;
+//     ToolCallID and ToolName are the search_knowledge_base call it
+//     answered, empty when it ran before a reply with the caller's turn.
 type CallEvent struct {
 	ID          string
 	Kind        string
@@ -262,6 +267,11 @@ func (e CallEvent) data() (json.RawMessage, error) {
 			return bad("a verdict and its times are required")
 		}
 		d.Text, d.Start, d.End = e.Text, e.Start.UnixMilli(), e.End.UnixMilli()
+	case EventKnowledge:
+		if e.Start.IsZero() || e.End.Before(e.Start) {
+			return bad("the search's times are required")
+		}
+		d.Text, d.Start, d.End, d.Output, d.ToolCallID, d.ToolName = e.Text, e.Start.UnixMilli(), e.End.UnixMilli(), e.Output, e.ToolCallID, e.ToolName
 	default:
 		return bad("unknown kind")
 	}

@@ -44,6 +44,37 @@ type Schema[C any] interface {
 	Values(c C) map[string]any
 }
 
+// RefChecker is a Schema whose fields name other resources of the
+// organization: CheckRefs adds a message under prefix+field when field of
+// c names one the organization does not have. The routes check the
+// fields a request sends, before saving (deploy promotes drafts checked
+// when staged).
+type RefChecker[C any] interface {
+	CheckRefs(ctx context.Context, orgID int64, c *C, field string, f api.Fields, prefix string) error
+}
+
+// checkRefs checks the fields body sends (X on live, draft_X on draft)
+// when the schema is a RefChecker.
+func (h *handlers[C]) checkRefs(ctx context.Context, orgID int64, body map[string]json.RawMessage, live, draft *C, f api.Fields) error {
+	rc, ok := any(h.schema).(RefChecker[C])
+	if !ok {
+		return nil
+	}
+	for _, name := range h.schema.Names() {
+		if _, sent := body[name]; sent {
+			if err := rc.CheckRefs(ctx, orgID, live, name, f, ""); err != nil {
+				return err
+			}
+		}
+		if _, sent := body["draft_"+name]; sent {
+			if err := rc.CheckRefs(ctx, orgID, draft, name, f, "draft_"); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // Product is an agent product tier as GET /v1/agent-products shows it.
 type Product struct {
 	Name           string `json:"name"`
@@ -171,6 +202,12 @@ func (h *handlers[C]) create(c fiber.Ctx, p *storage.Principal) error {
 	if err := f.Err(); err != nil {
 		return err
 	}
+	if err := h.checkRefs(c.Context(), p.OrgID, body, &live, &draft, f); err != nil {
+		return err
+	}
+	if err := f.Err(); err != nil {
+		return err
+	}
 	cfgJSON, err := json.Marshal(live)
 	if err != nil {
 		return err
@@ -254,6 +291,12 @@ func (h *handlers[C]) patch(c fiber.Ctx, p *storage.Principal) error {
 			name = agentName(body, f, true)
 		}
 		h.apply(body, &live, &draft, f)
+		if err := f.Err(); err != nil {
+			return nil, err
+		}
+		if err := h.checkRefs(c.Context(), p.OrgID, body, &live, &draft, f); err != nil {
+			return nil, err
+		}
 		if err := f.Err(); err != nil {
 			return nil, err
 		}
