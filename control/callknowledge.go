@@ -17,7 +17,7 @@ type KnowledgePassage struct {
 type CallKnowledge struct{ store *storage.KnowledgeStore }
 
 // CallKnowledge returns the knowledge search of live calls.
-func (s *Server) CallKnowledge() CallKnowledge { return CallKnowledge{s.store.Knowledge} }
+func (s *Server) CallKnowledge() CallKnowledge { return NewCallKnowledge(s.store.Knowledge) }
 
 // SearchKnowledge returns the best limit passages for query among org
 // orgID's documents that are in bases or listed in docs (either list may
@@ -64,3 +64,7 @@ func (k CallKnowledge) SearchKnowledge(ctx context.Context, orgID int64, bases, 
 	}
 	return out, nil
 }
+
+// NewCallKnowledge returns the knowledge search of live calls over store
+// (serve uses Server.CallKnowledge; benchmarks build one directly).
+func NewCallKnowledge(store *storage.KnowledgeStore) CallKnowledge { return CallKnowledge{store} }
