@@ -56,13 +56,7 @@ func chainModel(t *testing.T) *httptest.Server {
 			transfer = transfer || tl.Function.Name == "transfer_call"
 		}
 		w.Header().Set("Content-Type", "text/event-stream")
-		chunk := func(delta, finish string) {
-			fin := "null"
-			if finish != "" {
-				fin = `"` + finish + `"`
-			}
-			fmt.Fprintf(w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"model\":\"fake\",\"choices\":[{\"index\":0,\"delta\":%s,\"finish_reason\":%s}]}\n\n", delta, fin)
-		}
+		chunk := func(delta, finish string) { sseChunk(w, delta, finish) }
 		call := func(id, name, args string) {
 			chunk(fmt.Sprintf(`{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":%q,"type":"function","function":{"name":%q,"arguments":%q}}]}`, id, name, args), "")
 			chunk(`{}`, "tool_calls")

@@ -67,13 +67,7 @@ func (m *kbModel) server(t *testing.T) *httptest.Server {
 		m.reqs = append(m.reqs, req.Messages)
 		m.mu.Unlock()
 		w.Header().Set("Content-Type", "text/event-stream")
-		chunk := func(delta, finish string) {
-			fin := "null"
-			if finish != "" {
-				fin = `"` + finish + `"`
-			}
-			fmt.Fprintf(w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"model\":\"fake\",\"choices\":[{\"index\":0,\"delta\":%s,\"finish_reason\":%s}]}\n\n", delta, fin)
-		}
+		chunk := func(delta, finish string) { sseChunk(w, delta, finish) }
 		if m.tool && results == 0 {
 			chunk(`{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_kb1","type":"function","function":{"name":"search_knowledge_base","arguments":"{\"query\":\"late checkout cost\"}"}}]}`, "")
 			chunk(`{}`, "tool_calls")
@@ -197,14 +191,7 @@ func TestKnowledgeToolMidCall(t *testing.T) {
 			case "realtime":
 				id = realtimeAgentCall(t, sv.base, sv.key, objID(ag), func(int64) bool { return done() })
 			case "sip":
-				st, conn := sv.call("POST", "/v1/voip-connections", `{"host":"127.0.0.1","port":5999,"allowed_inbound_addresses":["127.0.0.1"],"codecs":["PCMA"]}`)
-				require.Equal(t, 201, st, "%v", conn)
-				st, num := sv.call("POST", "/v1/phone-numbers", fmt.Sprintf(`{"source":"voip","number":"+14155550100","voip_connection_id":%d}`, objID(conn)))
-				require.Equal(t, 201, st, "%v", num)
-				st, num = sv.call("PATCH", fmt.Sprintf("/v1/phone-numbers/%d", objID(num)), fmt.Sprintf(`{"inbound_agent_id":%d}`, objID(ag)))
-				require.Equal(t, 200, st, "%v", num)
-				uac := siptest.Sipp(t, "../../sip/testdata/sipp/uac_call.xml", 30*time.Second, "-d", "6000", "-s", "+14155550100", "-m", "1", "127.0.0.1:"+strconv.Itoa(sv.sipPort))
-				uerr := uac.Wait()
+				uerr := sippCallsAgent(t, sv, objID(ag))
 				require.True(t, done(), "the model saw %d requests; sipp: %v", len(m.requests()), uerr)
 				require.NoError(t, uerr, "the caller stayed on the line and hung up")
 				id = lastCall(t, sv.call, "inbound")
@@ -309,4 +296,29 @@ func realtimeTextTurn(t *testing.T, sv *served, agentID int64, text string) int6
 			return id
 		}
 	}
+}
+
+// sseChunk writes one chat.completion.chunk event of a scripted model's
+// stream: delta (a JSON object) and the finish reason ("" for null).
+func sseChunk(w io.Writer, delta, finish string) {
+	fin := "null"
+	if finish != "" {
+		fin = `"` + finish + `"`
+	}
+	fmt.Fprintf(w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"model\":\"fake\",\"choices\":[{\"index\":0,\"delta\":%s,\"finish_reason\":%s}]}\n\n", delta, fin)
+}
+
+// sippCallsAgent puts +14155550100 on a VoIP connection from loopback
+// (PCMA), answered by agent agentID, and has sipp call it, stay 6 s and
+// hang up: sipp's verdict.
+func sippCallsAgent(t *testing.T, sv *served, agentID int64) error {
+	t.Helper()
+	st, conn := sv.call("POST", "/v1/voip-connections", `{"host":"127.0.0.1","port":5999,"allowed_inbound_addresses":["127.0.0.1"],"codecs":["PCMA"]}`)
+	require.Equal(t, 201, st, "%v", conn)
+	st, num := sv.call("POST", "/v1/phone-numbers", fmt.Sprintf(`{"source":"voip","number":"+14155550100","voip_connection_id":%d}`, objID(conn)))
+	require.Equal(t, 201, st, "%v", num)
+	st, num = sv.call("PATCH", fmt.Sprintf("/v1/phone-numbers/%d", objID(num)), fmt.Sprintf(`{"inbound_agent_id":%d}`, agentID))
+	require.Equal(t, 200, st, "%v", num)
+	uac := siptest.Sipp(t, "../../sip/testdata/sipp/uac_call.xml", 30*time.Second, "-d", "6000", "-s", "+14155550100", "-m", "1", "127.0.0.1:"+strconv.Itoa(sv.sipPort))
+	return uac.Wait()
 }
