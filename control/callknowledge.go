@@ -2,7 +2,9 @@ package control
 
 import (
 	"context"
+	"errors"
 	"slices"
+	"sync"
 
 	"github.com/voiced/voiced/storage"
 )
@@ -23,19 +25,26 @@ func (s *Server) CallKnowledge() CallKnowledge { return NewCallKnowledge(s.store
 // orgID's documents that are in bases or listed in docs (either list may
 // be empty; both empty finds nothing), best first.
 func (k CallKnowledge) SearchKnowledge(ctx context.Context, orgID int64, bases, docs []string, query string, limit int) ([]KnowledgePassage, error) {
-	var hits []storage.KnowledgeHit
 	// Search ANDs its two filters; an agent's knowledge is their union:
-	// one search per list, merged by score (BM25 scores of one query
-	// compare across its filtered searches).
-	for _, q := range []storage.KnowledgeQuery{{BaseIDs: bases}, {DocumentIDs: docs}} {
+	// one search per list, run side by side and merged by score (BM25
+	// scores of one query compare across its filtered searches).
+	qs := []storage.KnowledgeQuery{{BaseIDs: bases}, {DocumentIDs: docs}}
+	found := make([][]storage.KnowledgeHit, len(qs))
+	errs := make([]error, len(qs))
+	var wg sync.WaitGroup
+	for i, q := range qs {
 		if len(q.BaseIDs)+len(q.DocumentIDs) == 0 {
 			continue
 		}
 		q.Text, q.Limit = query, limit
-		hs, err := k.store.Search(ctx, orgID, q)
-		if err != nil {
-			return nil, err
-		}
+		wg.Go(func() { found[i], errs[i] = k.store.Search(ctx, orgID, q) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	var hits []storage.KnowledgeHit
+	for _, hs := range found {
 		for _, h := range hs {
 			if !slices.ContainsFunc(hits, func(o storage.KnowledgeHit) bool { return o.ChunkID == h.ChunkID }) {
 				hits = append(hits, h)
