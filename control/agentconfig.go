@@ -12,33 +12,31 @@ import (
 // (staged). It is also what the telephony and media sides receive with a
 // call (Admission, OutboundCall). Nullable fields are pointers.
 type AgentConfig struct {
-	Prompt                    string   `json:"prompt"`
-	Voice                     string   `json:"voice"`
-	Product                   string   `json:"product"`
-	PrimaryLanguage           string   `json:"primary_language"`
-	AdditionalLanguages       []string `json:"additional_languages"`
-	BackgroundTrack           *string  `json:"background_track"`
-	ThinkingLevel             string   `json:"thinking_level"`
-	AcknowledgementPromptMode string   `json:"acknowledgement_prompt_mode"`
-	AcknowledgementPrompt     *string  `json:"acknowledgement_prompt"`
-	InboundSpeakOrder         string   `json:"inbound_speak_order"`
-	OutboundSpeakOrder        string   `json:"outbound_speak_order"`
-	FirstMessage              *string  `json:"first_message"`
-	SilenceIntervalSeconds    int      `json:"silence_interval_seconds"`
-	SilenceMaxCheckins        int      `json:"silence_max_checkins"`
-	MaxCallDurationSeconds    int      `json:"max_call_duration_seconds"`
-	Tools                     []Tool   `json:"tools"`
-	KnowledgeBaseIDs          []string `json:"knowledge_base_ids"`
-	KnowledgeDocumentIDs      []string `json:"knowledge_document_ids"`
-	// KnowledgeBeforeReply retrieves from the agent's knowledge with the
-	// caller's last turn before each answer, into that answer's context.
-	KnowledgeBeforeReply bool                  `json:"knowledge_retrieve_before_reply"`
-	MCPServerIDs         []string              `json:"mcp_server_ids"`
-	Placeholders         []string              `json:"placeholders"`
-	Telephony            Telephony             `json:"telephony"`
-	Voicemail            Voicemail             `json:"voicemail"`
-	TransferDestinations []TransferDestination `json:"transfer_destinations"`
-	CallEvents           []string              `json:"call_events"`
+	Prompt                    string                `json:"prompt"`
+	Voice                     string                `json:"voice"`
+	Product                   string                `json:"product"`
+	PrimaryLanguage           string                `json:"primary_language"`
+	AdditionalLanguages       []string              `json:"additional_languages"`
+	BackgroundTrack           *string               `json:"background_track"`
+	ThinkingLevel             string                `json:"thinking_level"`
+	AcknowledgementPromptMode string                `json:"acknowledgement_prompt_mode"`
+	AcknowledgementPrompt     *string               `json:"acknowledgement_prompt"`
+	InboundSpeakOrder         string                `json:"inbound_speak_order"`
+	OutboundSpeakOrder        string                `json:"outbound_speak_order"`
+	FirstMessage              *string               `json:"first_message"`
+	SilenceIntervalSeconds    int                   `json:"silence_interval_seconds"`
+	SilenceMaxCheckins        int                   `json:"silence_max_checkins"`
+	MaxCallDurationSeconds    int                   `json:"max_call_duration_seconds"`
+	Tools                     []Tool                `json:"tools"`
+	KnowledgeBaseIDs          []string              `json:"knowledge_base_ids"`
+	KnowledgeDocumentIDs      []string              `json:"knowledge_document_ids"`
+	KnowledgeBeforeReply      bool                  `json:"knowledge_retrieve_before_reply"`
+	MCPServerIDs              []string              `json:"mcp_server_ids"`
+	Placeholders              []string              `json:"placeholders"`
+	Telephony                 Telephony             `json:"telephony"`
+	Voicemail                 Voicemail             `json:"voicemail"`
+	TransferDestinations      []TransferDestination `json:"transfer_destinations"`
+	CallEvents                []string              `json:"call_events"`
 }
 
 // Tool is a function the agent may call: an OpenAI-style function
