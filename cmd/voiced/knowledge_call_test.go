@@ -57,10 +57,13 @@ func (m *kbModel) server(t *testing.T) *httptest.Server {
 			http.Error(w, "bad request", 400)
 			return
 		}
-		results := 0
+		results, query := 0, "late checkout cost"
 		for _, msg := range req.Messages {
 			if msg.Role == "tool" {
 				results++
+			}
+			if q := m.text(msg); msg.Role == "user" && q != "" {
+				query = q // the caller's question, when there is one
 			}
 		}
 		m.mu.Lock()
@@ -69,7 +72,8 @@ func (m *kbModel) server(t *testing.T) *httptest.Server {
 		w.Header().Set("Content-Type", "text/event-stream")
 		chunk := func(delta, finish string) { sseChunk(w, delta, finish) }
 		if m.tool && results == 0 {
-			chunk(`{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_kb1","type":"function","function":{"name":"search_knowledge_base","arguments":"{\"query\":\"late checkout cost\"}"}}]}`, "")
+			args, _ := json.Marshal(map[string]string{"query": query})
+			chunk(fmt.Sprintf(`{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_kb1","type":"function","function":{"name":"search_knowledge_base","arguments":%q}}]}`, args), "")
 			chunk(`{}`, "tool_calls")
 		} else {
 			chunk(`{"role":"assistant","content":"It is thirty five euros."}`, "")
@@ -158,7 +162,8 @@ func retrievals(call func(method, path, body string) (int, map[string]any), id i
 // TestKnowledgeToolMidCall: a document is uploaded through the API and
 // ingested; an agent attached to it (by document on the realtime
 // session, through a knowledge base on the SIP call) is asked on the
-// call; the scripted model calls search_knowledge_base, and the passage
+// call (the realtime caller's question goes in text); the scripted model
+// calls search_knowledge_base, and the passage
 // with the answer, under its document's name, reaches the model's next
 // request, while a contradicting document of the same organization that
 // the agent was not given does not. The search is a knowledge_retrieval
@@ -182,14 +187,22 @@ func TestKnowledgeToolMidCall(t *testing.T) {
 				require.Less(t, st, 300, "%v", res)
 				attach = fmt.Sprintf(`"knowledge_base_ids":[%q]`, kb["id"])
 			}
-			st, ag := sv.call("POST", "/v1/agents", `{"name":"Concierge","voice":"espeak:en-us","prompt":"Answer questions about the inn.","inbound_speak_order":"agent_first",`+attach+`}`)
+			// On the realtime session the caller asks in text and the model
+			// searches with the question; the phone caller says nothing (no
+			// speech-to-text here): the agent speaks first and the model
+			// searches with words of its own.
+			order, query := "user_first", kbQuestion
+			if channel == "sip" {
+				order, query = "agent_first", "late checkout cost"
+			}
+			st, ag := sv.call("POST", "/v1/agents", `{"name":"Concierge","voice":"espeak:en-us","prompt":"Answer questions about the inn.","inbound_speak_order":"`+order+`",`+attach+`}`)
 			require.Equal(t, 201, st, "%v", ag)
 			done := func() bool { return m.toolResult() != "" && len(m.requests()) >= 2 }
 
 			var id int64
 			switch channel {
 			case "realtime":
-				id = realtimeAgentCall(t, sv.base, sv.key, objID(ag), func(int64) bool { return done() })
+				id = realtimeTextTurn(t, sv, objID(ag), kbQuestion, done)
 			case "sip":
 				uerr := sippCallsAgent(t, sv, objID(ag))
 				require.True(t, done(), "the model saw %d requests; sipp: %v", len(m.requests()), uerr)
@@ -205,7 +218,7 @@ func TestKnowledgeToolMidCall(t *testing.T) {
 			require.Eventually(t, func() bool { rs = retrievals(sv.call, id); return len(rs) == 1 }, 10*time.Second, 50*time.Millisecond)
 			require.Equal(t, "call_kb1", rs[0]["tool_call_id"])
 			require.Equal(t, "search_knowledge_base", rs[0]["name"])
-			require.Equal(t, "late checkout cost", rs[0]["text"])
+			require.Equal(t, query, rs[0]["text"])
 			require.Equal(t, res, rs[0]["output"])
 			require.Contains(t, rs[0], "latency_ms")
 		})
@@ -229,7 +242,7 @@ func TestKnowledgeBeforeReply(t *testing.T) {
 			"inbound_speak_order":"user_first","knowledge_document_ids":[%q],"knowledge_retrieve_before_reply":%t}`, doc, before))
 		require.Equal(t, 201, st, "%v", ag)
 		asked := len(m.requests())
-		id := realtimeTextTurn(t, sv, objID(ag), kbQuestion)
+		id := realtimeTextTurn(t, sv, objID(ag), kbQuestion, nil)
 		reqs := m.requests()
 		require.Len(t, reqs, asked+1, "one request for the turn: no tool round trip")
 		msgs := reqs[asked]
@@ -263,8 +276,8 @@ func TestKnowledgeBeforeReply(t *testing.T) {
 
 // realtimeTextTurn opens a realtime session with the saved agent, sends
 // one user text turn and asks for a text response; it returns the call's
-// id once the response is done.
-func realtimeTextTurn(t *testing.T, sv *served, agentID int64, text string) int64 {
+// id at a response.done once until (nil: at once) reports true.
+func realtimeTextTurn(t *testing.T, sv *served, agentID int64, text string, until func() bool) int64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -292,7 +305,7 @@ func realtimeTextTurn(t *testing.T, sv *served, agentID int64, text string) int6
 			send(`{"type":"response.create","response":{"output_modalities":["text"]}}`)
 			sent = true
 		}
-		if ev.Type == "response.done" {
+		if ev.Type == "response.done" && (until == nil || until()) {
 			return id
 		}
 	}
