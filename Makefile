@@ -42,6 +42,7 @@ bench: deps-bench
 	VOICED_SIPP_LOAD_CALLS=200 VOICED_SIPP_LOAD_HOLD=20s $(GO) test -count=1 -run '^TestSippLoad$$' -v ./cmd/voiced/
 	$(GO) test -run '^$$' -bench 'GetCall' -benchtime 3s ./control/mcp/
 	$(GO) test -run '^$$' -bench 'MCPToolCall' -benchtime 3s ./cmd/voiced/
+	$(GO) test -run '^$$' -bench 'KnowledgeTool' -benchtime 2000x ./cmd/voiced/
 	bench/http.sh
 	bench/voicebench-smoke.sh
 

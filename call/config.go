@@ -124,3 +124,12 @@ func (l *Link) MCP() MCPCatalog {
 	}
 	return nil
 }
+
+// Knowledge returns the control plane's knowledge search, nil before Set
+// or without one: the search of KnowledgeTool.
+func (l *Link) Knowledge() Knowledge {
+	if c := l.get(); c != nil {
+		return c.Knowledge
+	}
+	return nil
+}

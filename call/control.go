@@ -68,6 +68,8 @@ type Control struct {
 	Credentials Credentials
 	// MCP resolves agents' MCP tools (nil: none).
 	MCP MCPCatalog
+	// Knowledge searches agents' knowledge (nil: none).
+	Knowledge Knowledge
 }
 
 // Slots bounds concurrent sessions per key (control/realtime.SessionSlots):

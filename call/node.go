@@ -54,7 +54,7 @@ func NewNode(cfg Config, pc ProvidersConfig, log *slog.Logger) (*Node, error) {
 		n.prov = p
 	}
 	n.chain = NewChain(log, n.link.Recorder, WebhookTools{X: linkTools{&n.link}}, &MCPTools{Catalog: n.link.MCP, Log: log},
-		Transfers{Recorder: n.link.Recorder, Log: log}, Keypad{})
+		&KnowledgeTool{Knowledge: n.link.Knowledge, Recorder: n.link.Recorder, Log: log}, Transfers{Recorder: n.link.Recorder, Log: log}, Keypad{})
 	n.Phone = NewPhone(cfg, log, &n.link, n.prov, n.chain, n.Stats, n.recs)
 	on, err := n.Phone.Start()
 	if err != nil {

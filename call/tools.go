@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/voiced/voiced/ai/llm"
@@ -63,6 +64,13 @@ type Ender interface {
 // they run through this source.
 type Grower interface {
 	Grown(c *Info) []llm.Tool
+}
+
+// ContextSource is a Source that also adds context to the model's request
+// before each answer to a caller turn (agent.TurnContext): the knowledge
+// retrieved for the turn, say. "" adds nothing.
+type ContextSource interface {
+	TurnContext(ctx context.Context, c *Info, callerText string) string
 }
 
 // toolDeadline bounds one tool run; the model hears of a run that
@@ -145,6 +153,23 @@ func (ch *Chain) End(callID int64) {
 			e.EndCall(callID)
 		}
 	}
+}
+
+// TurnContext implements agent.TurnContext: what the chain's context
+// sources add for the caller's turn, one paragraph each.
+func (t *CallTools) TurnContext(ctx context.Context, callerText string) string {
+	if t.chain == nil {
+		return ""
+	}
+	var parts []string
+	for _, s := range t.chain.sources {
+		if cs, ok := s.(ContextSource); ok {
+			if text := cs.TurnContext(ctx, &t.info, callerText); text != "" {
+				parts = append(parts, text)
+			}
+		}
+	}
+	return strings.Join(parts, "\n\n")
 }
 
 // Specs are the tools offered to the model.

@@ -30,6 +30,7 @@ type AgentConfig struct {
 	Tools                     []Tool   `json:"tools"`
 	KnowledgeBaseIDs          []string `json:"knowledge_base_ids"`
 	KnowledgeDocumentIDs      []string `json:"knowledge_document_ids"`
+	KnowledgeBeforeReply      bool     `json:"knowledge_retrieve_before_reply"`
 	MCPServerIDs              []string `json:"mcp_server_ids"`
 	// MCPToolSearchThreshold: over this many MCP tools, the model is
 	// offered tool_search instead of their definitions.

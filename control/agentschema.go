@@ -14,9 +14,9 @@ import (
 // rules are agentvalidate.go's.
 type agentSchema struct {
 	r *resources
-	// mcp finds the org's MCP servers (mcp_server_ids); nil only where
-	// nothing is saved (views).
-	mcp mcpServerLister
+	// refs find what the ids an agent names are; zero only where nothing
+	// is saved (views).
+	refs refStores
 }
 
 var _ agents.Schema[AgentConfig] = agentSchema{}
@@ -41,7 +41,7 @@ func (a agentSchema) Validate(c *AgentConfig, f api.Fields, prefix string) {
 }
 
 func (a agentSchema) CheckRefs(ctx context.Context, orgID int64, c, prev *AgentConfig, f api.Fields, prefix string) error {
-	return checkRefs(ctx, a.mcp, orgID, c, prev, fields(f), prefix)
+	return checkRefs(ctx, a.refs, orgID, c, prev, fields(f), prefix)
 }
 
 func (agentSchema) Diff(x, y AgentConfig) []string { return diffConfig(x, y) }

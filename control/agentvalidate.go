@@ -202,30 +202,69 @@ func validateIDs(ids []string, field string, add func(field, msg string)) []stri
 	return nonNil(out)
 }
 
-// mcpServerLister lists an org's MCP servers (storage.MCPServerStore).
-type mcpServerLister interface {
-	MCPServers(ctx context.Context, orgID int64) ([]storage.MCPServer, error)
+// refStores find what an agent's ids name in its organization.
+type refStores struct {
+	// mcp lists the org's MCP servers (mcp_server_ids).
+	mcp interface {
+		MCPServers(ctx context.Context, orgID int64) ([]storage.MCPServer, error)
+	}
+	// knowledge finds the org's knowledge bases and documents
+	// (knowledge_base_ids, knowledge_document_ids).
+	knowledge interface {
+		Base(ctx context.Context, orgID int64, id string) (storage.KnowledgeBase, error)
+		Document(ctx context.Context, orgID int64, id string) (storage.KnowledgeDocument, error)
+	}
 }
 
-// checkRefs checks that the MCP servers c lists and prev did not exist in
-// orgID: an unknown id, or another org's, is a field error.
-func checkRefs(ctx context.Context, mcp mcpServerLister, orgID int64, c, prev *AgentConfig, f fields, prefix string) error {
-	var added []string
-	for _, id := range c.MCPServerIDs {
-		if prev == nil || !slices.Contains(prev.MCPServerIDs, id) {
-			added = append(added, id)
+// added lists the ids of now that were not in before.
+func added(now, before []string) []string {
+	var out []string
+	for _, id := range now {
+		if !slices.Contains(before, id) {
+			out = append(out, id)
 		}
 	}
-	if len(added) == 0 {
-		return nil
+	return out
+}
+
+// checkRefs checks that the MCP servers, knowledge bases and knowledge
+// documents c lists and prev did not are orgID's: an unknown id, or
+// another org's, is a field error naming it. Ids kept from prev are not
+// checked again, so a base deleted since does not block other changes.
+func checkRefs(ctx context.Context, st refStores, orgID int64, c, prev *AgentConfig, f fields, prefix string) error {
+	if prev == nil {
+		prev = &AgentConfig{}
 	}
-	servers, err := mcp.MCPServers(ctx, orgID)
-	if err != nil {
-		return err
+	if ids := added(c.MCPServerIDs, prev.MCPServerIDs); len(ids) > 0 {
+		servers, err := st.mcp.MCPServers(ctx, orgID)
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			if !slices.ContainsFunc(servers, func(m storage.MCPServer) bool { return strings.EqualFold(m.ID, id) }) {
+				f.add(prefix+"mcp_server_ids", `MCP server "`+id+`" was not found; see GET /v1/mcp-servers.`)
+			}
+		}
 	}
-	for _, id := range added {
-		if !slices.ContainsFunc(servers, func(m storage.MCPServer) bool { return strings.EqualFold(m.ID, id) }) {
-			f.add(prefix+"mcp_server_ids", `MCP server "`+id+`" was not found; see GET /v1/mcp-servers.`)
+	for _, k := range []struct {
+		field, what string
+		ids         []string
+		find        func(id string) error
+	}{
+		{"knowledge_base_ids", "knowledge base", added(c.KnowledgeBaseIDs, prev.KnowledgeBaseIDs),
+			func(id string) error { _, err := st.knowledge.Base(ctx, orgID, id); return err }},
+		{"knowledge_document_ids", "knowledge document", added(c.KnowledgeDocumentIDs, prev.KnowledgeDocumentIDs),
+			func(id string) error { _, err := st.knowledge.Document(ctx, orgID, id); return err }},
+	} {
+		for _, id := range k.ids {
+			err := k.find(id)
+			if errors.Is(err, storage.ErrNotFound) {
+				f.add(prefix+k.field, `"`+id+`" is not a `+k.what+` of this organization.`)
+				continue
+			}
+			if err != nil {
+				return err
+			}
 		}
 	}
 	return nil

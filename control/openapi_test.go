@@ -57,3 +57,20 @@ func TestOpenAPIUploadsAreMultipart(t *testing.T) {
 	get := doc["paths"].(map[string]any)["/v1/knowledge/documents"].(map[string]any)["get"].(map[string]any)
 	require.NotContains(t, get, "requestBody")
 }
+
+// TestOpenAPIAgentKnowledge: the agent schema documents its knowledge
+// fields, the retrieve-before-reply option among them, live and draft.
+func TestOpenAPIAgentKnowledge(t *testing.T) {
+	a := controltest.New(t, sqltest.New(t, migrations.SQLite))
+	doc := a.Do("GET", "/v1/openapi.json", "", nil).Obj(t)
+	schemas := doc["components"].(map[string]any)["schemas"].(map[string]any)
+	for _, s := range []string{"Agent", "AgentInput"} {
+		props := schemas[s].(map[string]any)["properties"].(map[string]any)
+		for _, f := range []string{"knowledge_retrieve_before_reply", "draft_knowledge_retrieve_before_reply"} {
+			p := props[f].(map[string]any)
+			require.Equal(t, "boolean", p["type"], s+"."+f)
+			require.Contains(t, p["description"], "before each answer", s+"."+f)
+		}
+		require.Contains(t, props["knowledge_base_ids"].(map[string]any)["description"], "search_knowledge_base")
+	}
+}

@@ -78,6 +78,14 @@ func callQualitySchema() map[string]any {
 		"description": "media quality measured over the call (milliseconds); null for calls without media or in progress"}
 }
 
+// configDescriptions document config fields whose name does not say it all.
+var configDescriptions = map[string]string{
+	"knowledge_base_ids":     "knowledge bases of the organization the agent searches mid-call (search_knowledge_base)",
+	"knowledge_document_ids": "knowledge documents of the organization the agent searches mid-call, besides those of its bases",
+	"knowledge_retrieve_before_reply": "search the agent's knowledge with the caller's last turn before each answer and add the passages " +
+		"to that model request, with no tool call (default false)",
+}
+
 // agentSchemas returns the Agent object and its input: every config field
 // X and draft_X.
 func agentSchemas() (agent, input map[string]any) {
@@ -86,6 +94,10 @@ func agentSchemas() (agent, input map[string]any) {
 	in := map[string]any{"name": map[string]any{"type": "string", "minLength": 1, "maxLength": 120}}
 	for _, f := range configFields {
 		sc := schemaOf(t.Field(f.index).Type)
+		if d, ok := configDescriptions[f.name]; ok {
+			sc = maps.Clone(sc)
+			sc["description"] = d
+		}
 		if f.name == "mcp_tool_search_threshold" {
 			sc = map[string]any{"type": "integer", "minimum": 1, "maximum": 1000, "default": 40,
 				"description": "over this many tools from the agent's MCP servers, the model is offered one tool_search tool that loads matching definitions on demand instead of all of them"}

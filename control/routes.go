@@ -141,7 +141,7 @@ func (s *Server) registerRoutes() {
 	for i, p := range s.res.cfg.Products {
 		products[i] = agents.Product{Name: p.Name, CentsPerMinute: p.CentsPerMinute, Default: p.Name == s.res.cfg.DefaultProduct}
 	}
-	s.mount(agents.Routes[AgentConfig](st.Agents, agentSchema{r: s.res, mcp: st.MCPServers}, products))
+	s.mount(agents.Routes[AgentConfig](st.Agents, agentSchema{r: s.res, refs: refStores{mcp: st.MCPServers, knowledge: st.Knowledge}}, products))
 	s.mount(voices.Routes(s.res.catalog))
 	s.mount(s.numbers.Routes())
 	s.mount(calls.Routes(calls.Config{PublicURL: s.cfg.PublicURL, SignKey: s.res.signKey, AudioURLTTL: s.res.cfg.AudioURLTTL, BlobDir: s.res.cfg.BlobDir},

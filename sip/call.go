@@ -47,6 +47,8 @@ type Call struct {
 	// setup is canceled when the call is hung up before it is answered.
 	setup       context.Context
 	cancelSetup context.CancelFunc
+	// answeredCh is closed when the call is answered (markAnsweredLocked).
+	answeredCh chan struct{}
 
 	hangupCh chan string
 	done     chan struct{}
@@ -89,7 +91,8 @@ type Call struct {
 
 func (s *Server) newCall(id int64, direction, from, to, sipCallID string, tp *tport, codecs []sdp.Codec) *Call {
 	c := &Call{srv: s, id: id, direction: direction, from: from, to: to, sipCallID: sipCallID, tp: tp, codecs: codecs,
-		narrowband: allG711(codecs), hangupCh: make(chan string, 1), done: make(chan struct{}), refresh: make(chan struct{}, 1)}
+		narrowband: allG711(codecs), hangupCh: make(chan string, 1), done: make(chan struct{}), refresh: make(chan struct{}, 1),
+		answeredCh: make(chan struct{})}
 	c.log = s.log.With("call_id", id, "sip_call_id", sipCallID, "direction", direction)
 	c.setup, c.cancelSetup = context.WithCancel(s.ctx)
 	var b [8]byte
@@ -211,6 +214,15 @@ func (c *Call) remoteTarget() sip.Uri {
 		return *ct.Address.Clone()
 	}
 	return *c.cd.InviteRequest.Recipient.Clone()
+}
+
+// markAnsweredLocked records that the call was answered at t (c.mu held) and
+// wakes the transfers waiting for it (awaitAnswer).
+func (c *Call) markAnsweredLocked(t time.Time) {
+	if c.answered.IsZero() {
+		c.answered = t
+		close(c.answeredCh)
+	}
 }
 
 // bye ends an answered call from our side.

@@ -230,7 +230,7 @@ func (c *Call) runInbound(ctx context.Context, req *sip.Request, tx sip.ServerTr
 	}
 	c.mu.Lock()
 	acked := c.acked
-	c.answered = s.now()
+	c.markAnsweredLocked(s.now())
 	answered := c.answered
 	c.mu.Unlock()
 	if !acked {

@@ -199,7 +199,8 @@ func (leg *Call) invite(ctx context.Context, local netip.AddrPort) error {
 		return fmt.Errorf("transfer leg ack: %w", err)
 	}
 	leg.mu.Lock()
-	leg.answered, leg.acked, leg.peerAllow = s.now(), true, header(res, "Allow")
+	leg.markAnsweredLocked(s.now())
+	leg.acked, leg.peerAllow = true, header(res, "Allow")
 	leg.key = dialogKey(leg.sipCallID, tagOf(req.From().Params), tagOf(res.To().Params))
 	leg.mu.Unlock()
 	s.addCall(leg.key, leg)

@@ -227,7 +227,8 @@ func (c *Call) dialOut(dua *sipgo.DialogUA, req *sip.Request, sess *sipgo.Dialog
 		return failed(ReasonFailed, "ack: "+err.Error(), 0)
 	}
 	c.mu.Lock()
-	c.answered, c.acked, c.peerAllow = s.now(), true, header(res, "Allow")
+	c.markAnsweredLocked(s.now())
+	c.acked, c.peerAllow = true, header(res, "Allow")
 	answered := c.answered
 	c.mu.Unlock()
 	key := dialogKey(c.sipCallID, tagOf(req.From().Params), tagOf(res.To().Params))

@@ -157,6 +157,26 @@ func TestSippRefer(t *testing.T) {
 	require.Equal(t, sip.ReasonTransfer, end.Reason)
 }
 
+// TestSippReferBeforeAnswer: a transfer asked for while the call still
+// rings (a speak-first agent runs its tools from the media session's
+// start, before the 200 OK) waits for the answer and then REFERs, instead
+// of failing as a transfer of an unanswered call.
+func TestSippReferBeforeAnswer(t *testing.T) {
+	siptest.CheckLeaks(t)
+	e := newEnv(t, sip.Config{AnswerDelay: 300 * time.Millisecond}, nil)
+	p := siptest.Sipp(t, "testdata/sipp/uac_refer.xml", 10*time.Second, "-s", agentNumber, "-m", "1", e.udp.String())
+	var s *siptest.EchoSession
+	require.Eventually(t, func() bool { s = e.media.Session(1); return s != nil }, 5*time.Second, time.Millisecond)
+	require.Empty(t, s.Updates(), "the call still rings")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	require.NoError(t, s.Call.Transfer(ctx, "+14155550123"))
+	require.NoError(t, p.Wait())
+	end := e.log.Wait(t, 1, 5*time.Second)
+	require.Equal(t, sip.ReasonTransfer, end.Reason)
+	require.False(t, end.Answered.IsZero())
+}
+
 // TestSippSessionTimers: RFC 4028 with a 2 s interval: too small an
 // interval gets 422; as refresher we send UPDATEs; as the refreshed side
 // we hang up when the refreshes stop.

@@ -27,7 +27,14 @@ var errTransferBusy = errors.New("sip: a transfer is already in progress")
 // nil once the leg answered, and the call ends ai_transfer when either
 // side hangs up. Otherwise the REFER's failure (a *ResponseError) is
 // returned and the call goes on.
+//
+// A transfer asked for while the call still rings waits for the answer
+// (or ctx, or the call's end): a speak-first agent starts with the call's
+// media session, before the 200 OK, and its tools may run that early.
 func (c *Call) Transfer(ctx context.Context, target string) error {
+	if err := c.awaitAnswer(ctx); err != nil {
+		return err
+	}
 	cur := c.current()
 	uri, err := cur.referURI(target)
 	if err != nil {
@@ -45,6 +52,23 @@ func (c *Call) Transfer(ctx context.Context, target string) error {
 		return fmt.Errorf("%w; bridging: %w", rerr, err)
 	}
 	return nil
+}
+
+// awaitAnswer waits until the call is answered.
+func (c *Call) awaitAnswer(ctx context.Context) error {
+	select {
+	case <-c.answeredCh:
+		return nil
+	case <-c.setup.Done():
+		select {
+		case <-c.answeredCh:
+			return nil
+		default:
+			return errors.New("sip: transfer of a call that ended before it was answered")
+		}
+	case <-ctx.Done():
+		return fmt.Errorf("sip: transfer before the call was answered: %w", ctx.Err())
+	}
 }
 
 // current is the leg the conversation is on: the call's own dialog, or

@@ -137,7 +137,7 @@ func TestOneToolChainOnEveryChannel(t *testing.T) {
 	ids := map[string]int64{}
 	// SIP: sipp calls the number and accepts the agent's REFER.
 	uac := siptest.Sipp(t, "../../sip/testdata/sipp/uac_refer.xml", 20*time.Second, "-s", "+14155550100", "-m", "1", "127.0.0.1:"+strconv.Itoa(sv.sipPort))
-	require.NoError(t, uac.Wait(), "the caller was transferred to the front desk")
+	require.NoError(t, uac.Wait(), "the caller was transferred to the front desk; serve's log:\n%s", sv.stderr.String())
 	ids["sip"] = lastCall(t, call, "inbound")
 	// WebRTC: a pion client starts a widget call.
 	ids["webrtc"] = pionWidgetCall(t, sv.base, pk["key"].(string), func() bool { return len(hooks.of("/tools", lastCallOr(call, "web"))) > 0 })

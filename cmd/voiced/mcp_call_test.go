@@ -196,14 +196,7 @@ func TestMCPToolMidCall(t *testing.T) {
 			case "realtime":
 				realtimeAgentCall(t, sv.base, sv.key, objID(ag), func(int64) bool { return done() })
 			case "sip":
-				st, conn := sv.call("POST", "/v1/voip-connections", `{"host":"127.0.0.1","port":5999,"allowed_inbound_addresses":["127.0.0.1"],"codecs":["PCMA"]}`)
-				require.Equal(t, 201, st, "%v", conn)
-				st, num := sv.call("POST", "/v1/phone-numbers", fmt.Sprintf(`{"source":"voip","number":"+14155550100","voip_connection_id":%d}`, objID(conn)))
-				require.Equal(t, 201, st, "%v", num)
-				st, num = sv.call("PATCH", fmt.Sprintf("/v1/phone-numbers/%d", objID(num)), fmt.Sprintf(`{"inbound_agent_id":%d}`, objID(ag)))
-				require.Equal(t, 200, st, "%v", num)
-				uac := siptest.Sipp(t, "../../sip/testdata/sipp/uac_call.xml", 30*time.Second, "-d", "6000", "-s", "+14155550100", "-m", "1", "127.0.0.1:"+strconv.Itoa(sv.sipPort))
-				uerr := uac.Wait()
+				uerr := sippCallsAgent(t, sv, objID(ag))
 				r, n := m.seen()
 				require.True(t, done(), "the model was asked %d times and saw %q; sipp: %v", n, r, uerr)
 				require.NoError(t, uerr, "the caller stayed on the line and hung up")

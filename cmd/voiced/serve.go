@@ -100,7 +100,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	x := webhook.NewExchanger(env.store.Webhooks, c.WebhookAllowLoopback, time.Now, log)
 	// A mid-call tool call may take as long as the chain's tool deadline.
 	mcpTools := mcp.NewCallCatalog(env.store.MCPServers, mcp.NewConnector(mcp.ConnectorConfig{AllowLoopback: c.WebhookAllowLoopback, Timeout: 30 * time.Second}), log)
-	rt, err := node.Connect(call.Control{Admit: calls, Record: calls, Finish: calls, Tools: x, Trunks: calls, Credentials: srv.Realtime(), MCP: mcpTools}, slots)
+	rt, err := node.Connect(call.Control{Admit: calls, Record: calls, Finish: calls, Tools: x, Trunks: calls, Credentials: srv.Realtime(), MCP: mcpTools,
+		Knowledge: srv.CallKnowledge()}, slots)
 	if err != nil {
 		ln.Close()
 		node.Drain(context.Background())

@@ -30,12 +30,13 @@ func TestAgents(t *testing.T) {
 			for _, k := range []string{"prompt", "voice", "product", "primary_language", "additional_languages", "background_track",
 				"thinking_level", "acknowledgement_prompt_mode", "acknowledgement_prompt", "inbound_speak_order", "outbound_speak_order",
 				"first_message", "silence_interval_seconds", "silence_max_checkins", "max_call_duration_seconds", "tools",
-				"knowledge_base_ids", "knowledge_document_ids", "placeholders", "telephony", "voicemail", "transfer_destinations", "call_events"} {
+				"knowledge_base_ids", "knowledge_document_ids", "knowledge_retrieve_before_reply", "placeholders", "telephony", "voicemail", "transfer_destinations", "call_events"} {
 				require.Contains(t, ag, k)
 				require.Equal(t, ag[k], ag["draft_"+k], "draft_%s starts equal to %s", k, k)
 			}
 			require.Len(t, ag["call_events"], 6)
 			require.EqualValues(t, 40, ag["mcp_tool_search_threshold"])
+			require.Equal(t, false, ag["knowledge_retrieve_before_reply"], "off by default")
 			r := a.Do("GET", fmt.Sprintf("/v1/agents/%d", controltest.ID(ag)), w.OwnerK, nil)
 			require.Equal(t, 200, r.Status)
 			require.Equal(t, ag, r.Obj(t))
@@ -43,6 +44,9 @@ func TestAgents(t *testing.T) {
 
 		t.Run("create validates and normalizes", func(t *testing.T) {
 			w := a.World()
+			kb := a.Do("POST", "/v1/knowledge-bases", w.AdminK, map[string]any{"name": "Menu"})
+			require.Equal(t, 201, kb.Status, string(kb.Body))
+			kbID := kb.Obj(t)["id"].(string)
 			bad := []struct {
 				body  map[string]any
 				field string
@@ -89,7 +93,7 @@ func TestAgents(t *testing.T) {
 				"additional_languages":  []string{"ES-mx", "en-GB", "es-MX", "fr"},
 				"voice":                 "espeak:en-us+f3",
 				"product":               "storm-pro",
-				"knowledge_base_ids":    []string{"0190A2B4-1C2D-7E8F-9A0B-1C2D3E4F5A6B", "0190a2b4-1c2d-7e8f-9a0b-1c2d3e4f5a6b"},
+				"knowledge_base_ids":    []string{strings.ToUpper(kbID), kbID},
 				"tools":                 []any{map[string]any{"name": "book_slot", "description": "Books a slot", "parameters": map[string]any{"type": "object", "properties": map[string]any{"day": map[string]any{"type": "string"}}}}},
 				"transfer_destinations": []any{map[string]any{"name": "Front desk", "number": "+14155550199"}},
 				"call_events":           []string{"telephony.complete", "telephony.complete"},
@@ -97,11 +101,77 @@ func TestAgents(t *testing.T) {
 			})
 			require.Equal(t, "en-GB", ag["primary_language"])
 			require.Equal(t, []any{"es-MX", "fr"}, ag["additional_languages"])
-			require.Equal(t, []any{"0190a2b4-1c2d-7e8f-9a0b-1c2d3e4f5a6b"}, ag["knowledge_base_ids"])
+			require.Equal(t, []any{kbID}, ag["knowledge_base_ids"])
 			require.Equal(t, []any{"telephony.complete"}, ag["call_events"])
 			tool := ag["tools"].([]any)[0].(map[string]any)
 			require.Equal(t, "function", tool["type"])
 			require.Equal(t, "Hello!", ag["first_message"])
+		})
+
+		t.Run("knowledge ids must be the organization's", func(t *testing.T) {
+			w, other := a.World(), a.World()
+			newBase := func(w controltest.World) string {
+				r := a.Do("POST", "/v1/knowledge-bases", w.AdminK, map[string]any{"name": "Policies"})
+				require.Equal(t, 201, r.Status, string(r.Body))
+				return r.Obj(t)["id"].(string)
+			}
+			newDoc := func(w controltest.World) string {
+				r := a.Do("POST", "/v1/knowledge/documents", w.AdminK, map[string]any{"name": "Hours", "content": "We open at nine."})
+				require.Equal(t, 201, r.Status, string(r.Body))
+				return r.Obj(t)["documents"].([]any)[0].(map[string]any)["id"].(string)
+			}
+			base, doc := newBase(w), newDoc(w)
+			theirBase, theirDoc := newBase(other), newDoc(other)
+			unknown := storage.NewUUID()
+			bad := []struct {
+				body  map[string]any
+				field string
+				id    string
+			}{
+				{map[string]any{"knowledge_base_ids": []string{base, theirBase}}, "knowledge_base_ids", theirBase},
+				{map[string]any{"knowledge_base_ids": []string{unknown}}, "knowledge_base_ids", unknown},
+				{map[string]any{"knowledge_base_ids": []string{doc}}, "knowledge_base_ids", doc},
+				{map[string]any{"knowledge_document_ids": []string{theirDoc}}, "knowledge_document_ids", theirDoc},
+				{map[string]any{"knowledge_document_ids": []string{base}}, "knowledge_document_ids", base},
+				{map[string]any{"draft_knowledge_document_ids": []string{doc, unknown}}, "draft_knowledge_document_ids", unknown},
+			}
+			before := a.Do("GET", "/v1/agents", w.OwnerK, nil).List(t)
+			ag := a.Agent(w.MembK, "Librarian", nil)
+			path := fmt.Sprintf("/v1/agents/%d", controltest.ID(ag))
+			for _, tc := range bad {
+				body := map[string]any{"name": "Knows"}
+				for k, v := range tc.body {
+					body[k] = v
+				}
+				r := a.Do("POST", "/v1/agents", w.MembK, body)
+				require.Equal(t, 400, r.Status, "%v: %s", tc.body, r.Body)
+				msgs := r.Obj(t)[tc.field]
+				require.NotNil(t, msgs, "%v: %s", tc.body, r.Body)
+				require.Contains(t, fmt.Sprint(msgs), tc.id, "the message names the id")
+				require.Len(t, r.Obj(t), 1, "only %s is wrong: %s", tc.field, r.Body)
+
+				r = a.Do("PATCH", path, w.MembK, tc.body)
+				require.Equal(t, 400, r.Status, "%v: %s", tc.body, r.Body)
+				require.Contains(t, r.Obj(t), tc.field)
+			}
+			require.Len(t, a.Do("GET", "/v1/agents", w.OwnerK, nil).List(t), len(before)+1, "no refused agent was stored")
+			got := a.Do("GET", path, w.OwnerK, nil).Obj(t)
+			require.Equal(t, ag, got, "no refused change was saved")
+
+			r := a.Do("PATCH", path, w.MembK, map[string]any{"knowledge_base_ids": []string{base}, "knowledge_document_ids": []string{strings.ToUpper(doc)},
+				"knowledge_retrieve_before_reply": true})
+			require.Equal(t, 200, r.Status, string(r.Body))
+			got = r.Obj(t)
+			require.Equal(t, []any{base}, got["knowledge_base_ids"])
+			require.Equal(t, []any{doc}, got["knowledge_document_ids"])
+			require.Equal(t, true, got["knowledge_retrieve_before_reply"])
+			// A base deleted later does not block changes to other fields.
+			require.Equal(t, 204, a.Do("DELETE", "/v1/knowledge-bases/"+base, w.AdminK, nil).Status)
+			r = a.Do("PATCH", path, w.MembK, map[string]any{"prompt": "Look things up."})
+			require.Equal(t, 200, r.Status, string(r.Body))
+			// The other organization's ids are refused to it as well.
+			r = a.Do("POST", "/v1/agents", other.MembK, map[string]any{"name": "Nosy", "knowledge_document_ids": []string{doc}})
+			require.Equal(t, 400, r.Status, string(r.Body))
 		})
 
 		t.Run("drafts, direct changes, deploy and versions", func(t *testing.T) {

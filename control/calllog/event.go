@@ -60,6 +60,11 @@ func (e CallEvent) data() (json.RawMessage, error) {
 			return bad("a verdict and its times are required")
 		}
 		d.Text, d.Start, d.End = e.Text, e.Start.UnixMilli(), e.End.UnixMilli()
+	case EventKnowledge:
+		if e.Start.IsZero() || e.End.Before(e.Start) {
+			return bad("the search's times are required")
+		}
+		d.Text, d.Start, d.End, d.Output, d.ToolCallID, d.ToolName = e.Text, e.Start.UnixMilli(), e.End.UnixMilli(), e.Output, e.ToolCallID, e.ToolName
 	default:
 		return bad("unknown kind")
 	}

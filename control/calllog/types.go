@@ -45,6 +45,7 @@ const (
 	EventTransfer         = calls.EventTransfer
 	EventRecordingStarted = calls.EventRecordingStarted
 	EventMachineDetection = calls.EventMachineDetection
+	EventKnowledge        = calls.EventKnowledge
 )
 
 // AdmitRequest asks to start a call. Inbound calls name the dialed number
@@ -90,7 +91,11 @@ type Admission[C any] struct {
 //   - recording_started: At is when the recording's first sample was taken;
 //   - machine_detection: Text is the verdict on who answered an outbound
 //     call (human, machine, beep, greeting_ended, unknown), Start the
-//     answer and End the verdict.
+//     answer and End the verdict;
+//   - knowledge_retrieval: Text is the query, Start and End bound the
+//     search (its latency), Output the passages the model got;
+//     ToolCallID and ToolName are the search_knowledge_base call it
+//     answered, empty when it ran before a reply with the caller's turn.
 type CallEvent struct {
 	ID          string
 	Kind        string

@@ -286,7 +286,9 @@ func TranscriptOf(c storage.Call, events []storage.CallEventRow) map[string]any 
 // historyItem is one entry of a call's structured history. Type is
 // message, tool_call, tool_result, dtmf, transfer, recording_started or
 // machine_detection (text: the verdict, start_ms the answer, end_ms the
-// verdict).
+// verdict) or knowledge_retrieval (text: the query, output: the passages
+// the model got, latency_ms: the search's; tool_call_id and name when the
+// search_knowledge_base tool ran it).
 type historyItem struct {
 	Type        string          `json:"type"`
 	At          string          `json:"at"`
@@ -302,6 +304,7 @@ type historyItem struct {
 	IsError     *bool           `json:"is_error,omitempty"`
 	Digits      string          `json:"digits,omitempty"`
 	Destination string          `json:"destination,omitempty"`
+	LatencyMS   *int64          `json:"latency_ms,omitempty"`
 }
 
 func (h *handlers) callHistory(c fiber.Ctx, p *storage.Principal) error {
@@ -339,6 +342,9 @@ func (h *handlers) callHistory(c fiber.Ctx, p *storage.Principal) error {
 		case EventMachineDetection:
 			start, end := relMS(d.Start, a), relMS(d.End, a)
 			it.Text, it.StartMS, it.EndMS = &d.Text, &start, &end
+		case EventKnowledge:
+			latency := d.End - d.Start
+			it.Text, it.Output, it.LatencyMS, it.ToolCallID, it.Name = &d.Text, &d.Output, &latency, d.ToolCallID, d.ToolName
 		}
 		items = append(items, it)
 	}

@@ -15,6 +15,7 @@ const (
 	EventTransfer         = "transfer"
 	EventRecordingStarted = "recording_started"
 	EventMachineDetection = "machine_detection"
+	EventKnowledge        = "knowledge_retrieval"
 )
 
 // EventData is a call event's stored form (storage.CallEventRow.Data);

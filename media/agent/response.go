@@ -111,8 +111,12 @@ func (s *Session) startRun(o responseOpts) *responseRun {
 		}
 		req := llm.Request{Model: s.cfg.Model, Messages: s.messages(instructions, s.items), Tools: s.tools(),
 			Temperature: s.cfg.Temperature, MaxTokens: maxTokens}
+		var caller string
+		if !o.outOfBand {
+			caller = s.callerTurn()
+		}
 		s.wg.Add(1)
-		go s.generate(r, req, sentences)
+		go s.generate(r, req, caller, sentences)
 	}
 	return r
 }
@@ -135,12 +139,14 @@ func (s *Session) missingProvider(o responseOpts) string {
 }
 
 // generate streams the model's answer: sentences to the speaker (or text
-// deltas to the loop) and tool calls to the loop.
-func (s *Session) generate(r *responseRun, req llm.Request, sentences chan<- string) {
+// deltas to the loop) and tool calls to the loop, after the context the
+// tool runner adds for caller (the caller turn answered, if any).
+func (s *Session) generate(r *responseRun, req llm.Request, caller string, sentences chan<- string) {
 	defer s.wg.Done()
 	if sentences != nil {
 		defer close(sentences)
 	}
+	req = s.withTurnContext(r.ctx, req, caller)
 	stream, err := s.deps.LLM.Stream(r.ctx, req)
 	if err != nil {
 		s.post(note{kind: nGenDone, run: r, err: err})
