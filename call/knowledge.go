@@ -8,6 +8,7 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -48,7 +49,14 @@ type KnowledgeTool struct {
 	// Recorder records the retrievals (nil: nowhere).
 	Recorder func() Recorder
 	Log      *slog.Logger
+
+	// writes are the retrievals being recorded (Wait).
+	writes sync.WaitGroup
 }
+
+// Wait returns once every retrieval started so far is recorded (or its
+// write gave up): the node calls it when it closes.
+func (k *KnowledgeTool) Wait() { k.writes.Wait() }
 
 var knowledgeSpec = llm.Tool{Name: KnowledgeToolName,
 	Description: "Search the business's documents (policies, prices, menus, opening hours and the like) for facts to answer the caller. " +
@@ -142,13 +150,13 @@ func (k *KnowledgeTool) record(c *Info, ev calllog.CallEvent) {
 	var id [8]byte
 	_, _ = rand.Read(id[:])
 	ev.ID = "knowledge-" + hex.EncodeToString(id[:])
-	go func() {
+	k.writes.Go(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := r.Append(ctx, c.CallID, []calllog.CallEvent{ev}); err != nil {
 			k.Log.Warn("knowledge retrieval not recorded", "call_id", c.CallID, "err", err)
 		}
-	}()
+	})
 }
 
 // speakable renders passages for a voice answer: each cut to

@@ -39,6 +39,8 @@ type Node struct {
 	rt    *Realtime
 	// recs writes every call's recording; it outlives the front doors.
 	recs *agent.Recorders
+	// knowledge records retrievals in the background; Close waits for it.
+	knowledge *KnowledgeTool
 }
 
 // NewNode starts the phone and browser front doors with the providers
@@ -53,8 +55,9 @@ func NewNode(cfg Config, pc ProvidersConfig, log *slog.Logger) (*Node, error) {
 		}
 		n.prov = p
 	}
+	n.knowledge = &KnowledgeTool{Knowledge: n.link.Knowledge, Recorder: n.link.Recorder, Log: log}
 	n.chain = NewChain(log, n.link.Recorder, WebhookTools{X: linkTools{&n.link}}, &MCPTools{Catalog: n.link.MCP, Log: log},
-		&KnowledgeTool{Knowledge: n.link.Knowledge, Recorder: n.link.Recorder, Log: log}, Transfers{Recorder: n.link.Recorder, Log: log}, Keypad{})
+		n.knowledge, Transfers{Recorder: n.link.Recorder, Log: log}, Keypad{})
 	n.Phone = NewPhone(cfg, log, &n.link, n.prov, n.chain, n.Stats, n.recs)
 	on, err := n.Phone.Start()
 	if err != nil {
@@ -106,6 +109,7 @@ func (n *Node) Drain(ctx context.Context) {
 func (n *Node) Close(ctx context.Context) {
 	n.Browser.Close(ctx)
 	n.Phone.ClosePacer()
+	n.knowledge.Wait()
 	n.prov.Close()
 	n.recs.Close()
 }
