@@ -41,11 +41,11 @@ const (
 	// active block: a time constant of 1.28 s of agent audio.
 	echoAlpha = 1.0 / 128
 	// echoMinBlocks is the agent audio the correlation needs before its
-	// delay is trusted (0.8 s).
-	echoMinBlocks = 80
+	// delay is trusted (0.5 s).
+	echoMinBlocks = 50
 	// echoMinCorr is the correlation the best lag needs to be trusted, and
 	// echoSwitch how much better another lag must get to replace it.
-	echoMinCorr = 0.6
+	echoMinCorr = 0.5
 	echoSwitch  = 0.05
 	// echoActiveDB is the block level (dB of mean square in int16 units)
 	// above which the reference counts as playing: about -60 dBFS.
@@ -66,7 +66,7 @@ const (
 	// echoSpreadBefore and echoSpreadAfter widen the gate around the
 	// estimated delay (blocks): the estimate's error and the room's tail.
 	echoSpreadBefore = 1
-	echoSpreadAfter  = 3
+	echoSpreadAfter  = 2
 	// echoHold is how many frames after a frame too loud to be echo (the
 	// caller's) the gate stays open: the speech detector's release.
 	echoHold = 8
