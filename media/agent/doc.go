@@ -35,6 +35,12 @@
 //
 // # Interruptions
 //
+// Caller frames the agent's own playout explains are no speech to turn
+// detection: the input side estimates the echo path's delay from the
+// audio it played, gives it to the echo canceller, and gates frames no
+// louder than the echo that audio predicts (echo.go), so the agent's
+// echo never barges in.
+//
 // When the caller barges in (turn.SpeechStarted with Interrupt, and
 // InterruptResponse set), the playout is paused on the input goroutine: no
 // further frame leaves, and the count of samples played is final. When the

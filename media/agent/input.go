@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/voiced/voiced/codecs/resample"
 	"github.com/voiced/voiced/media"
@@ -45,6 +46,11 @@ type input struct {
 	farOut []int16
 	farIn  []int16
 	farRS  *resample.Resampler
+	// echo explains caller frames by the agent's playout (echo.go): it
+	// estimates the echo delay, which the canceller then uses (echoMS, -1
+	// while the configured hint holds), and gates barge-in.
+	echo   *echoPath
+	echoMS int
 }
 
 func (in *input) init(s *Session) error {
@@ -63,6 +69,7 @@ func (in *input) init(s *Session) error {
 		}
 		in.farOut = make([]int16, media.SamplesPerFrame(s.cfg.OutputRate))
 		in.farIn = make([]int16, in.frame)
+		in.echo, in.echoMS = newEchoPath(s.cfg.InputRate), -1
 	}
 	if err := in.setTurn(s.cfg.TurnDetection); err != nil {
 		in.close()
@@ -141,6 +148,29 @@ func (in *input) nextFar() []int16 {
 	return in.farIn
 }
 
+// followEcho gives the echo canceller the estimated echo delay when it
+// moved by 20 ms or more: the canceller's filter covers echoes from about
+// 20 ms before its delay, so it gets 10 ms less than the estimate.
+func (in *input) followEcho() error {
+	d := in.echo.Delay()
+	if d < 0 || !in.s.cfg.DSP.EchoCancellation {
+		return nil
+	}
+	ms := max(0, int(d/time.Millisecond)-10)
+	if in.echoMS >= 0 && abs(ms-in.echoMS) < 20 {
+		return nil
+	}
+	in.echoMS = ms
+	return in.dsp.SetEchoDelay(time.Duration(ms) * time.Millisecond)
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
 // WriteFrame takes the caller's next 20 ms at the input rate (16 kHz
 // unless Config.InputRate says 8 kHz): it records it,
 // cancels the agent's echo, reduces noise, detects speech and turns, and
@@ -170,6 +200,12 @@ func (s *Session) WriteFrameFrom(pcm, decoded []int16) error {
 	if s.rec != nil {
 		s.rec.callerFrame(pcm, decoded)
 	}
+	if in.echo != nil {
+		in.echo.Listen(far, pcm)
+		if err := in.followEcho(); err != nil {
+			return err
+		}
+	}
 	if s.cfg.DSP.EchoCancellation {
 		ref := far
 		if ref == nil {
@@ -195,7 +231,13 @@ func (s *Session) WriteFrameFrom(pcm, decoded []int16) error {
 		}
 		return nil
 	}
-	ev := in.det.Process(res.Probability, s.speaking.Load())
+	prob := res.Probability
+	if in.echo != nil && in.echo.Explained(in.buf[len(in.buf)-in.frame:]) {
+		// The agent's own playout explains this frame: whatever the
+		// canceller left of it is not the caller.
+		prob = 0
+	}
+	ev := in.det.Process(prob, s.speaking.Load())
 	switch ev.Kind {
 	case turn.SpeechStarted:
 		var paused *Playout

@@ -109,7 +109,11 @@ func New(cfg Config, log *slog.Logger, deps Deps, sink Sink) (*Session, error) {
 		audio:   map[string]*itemAudio{}, spans: map[string][2]int64{},
 		start: cfg.Now(),
 	}
-	s.needFar = cfg.DSP.EchoCancellation
+	// The agent's audio as played goes to the input side for the echo
+	// canceller and for the echo gate (echo.go), which holds with or
+	// without the canceller (a browser cancels its own echo). Loopback
+	// sessions, the media path's load test, have neither.
+	s.needFar = cfg.DSP.EchoCancellation || !cfg.Loopback
 	if s.needFar {
 		s.far, _ = media.NewRing(10 * media.SamplesPerFrame(cfg.OutputRate))
 	}
