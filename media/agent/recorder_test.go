@@ -177,8 +177,14 @@ func TestRecordersCloseStopsWriters(t *testing.T) {
 
 // writers counts the goroutines running a Recorders writer.
 func writers() int {
-	buf := make([]byte, 1<<20)
-	return strings.Count(string(buf[:runtime.Stack(buf, true)]), "agent.(*Recorders).write(")
+	// Every goroutine's stack, in a buffer big enough for all of them: a
+	// truncated dump would miss writers.
+	for size := 1 << 20; ; size *= 2 {
+		buf := make([]byte, size)
+		if n := runtime.Stack(buf, true); n < size {
+			return strings.Count(string(buf[:n]), "agent.(*Recorders).write(")
+		}
+	}
 }
 
 // A recording whose file cannot be written reports the error from close,
