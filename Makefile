@@ -41,6 +41,8 @@ bench: deps-bench
 	VOICED_LOAD_SESSIONS=400 $(GO) test -run '^$$' -bench 'RealtimeLoad' -benchtime 1x ./media/realtime/
 	VOICED_SIPP_LOAD_CALLS=200 VOICED_SIPP_LOAD_HOLD=20s $(GO) test -count=1 -run '^TestSippLoad$$' -v ./cmd/voiced/
 	$(GO) test -run '^$$' -bench 'GetCall|ToolCall' -benchtime 3s ./control/mcp/
+	$(GO) test -run '^$$' -bench 'KnowledgeSearch' -benchtime 400x ./storage/
+	$(GO) test -run '^$$' -bench 'Ingest' -benchtime 5x ./control/knowledge/
 	bench/http.sh
 	bench/voicebench-smoke.sh
 
