@@ -43,6 +43,8 @@ bench: deps-bench
 	$(GO) test -run '^$$' -bench 'GetCall' -benchtime 3s ./control/mcp/
 	$(GO) test -run '^$$' -bench 'MCPToolCall' -benchtime 3s ./cmd/voiced/
 	$(GO) test -run '^$$' -bench 'KnowledgeTool' -benchtime 2000x ./cmd/voiced/
+	$(GO) test -run '^$$' -bench 'KnowledgeSearch' -benchtime 400x ./storage/
+	$(GO) test -run '^$$' -bench 'Ingest' -benchtime 5x ./control/knowledge/
 	bench/http.sh
 	bench/voicebench-smoke.sh
 

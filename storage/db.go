@@ -160,7 +160,7 @@ func sqliteDSN(path string) string {
 			_ = os.MkdirAll(dir, 0o700)
 		}
 	}
-	return "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+	return "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_pragma=temp_store(MEMORY)&_pragma=cache_size(-16384)&_txlock=immediate"
 }
 
 // Migrate applies every pending migration.

@@ -295,10 +295,10 @@ func (s *KnowledgeStore) DeleteDocument(ctx context.Context, orgID int64, id str
 		if err := tx.QueryRowContext(ctx, `SELECT original_key FROM knowledge_documents WHERE org_id = $1 AND id = $2`, orgID, id).Scan(&key); err != nil {
 			return translate(err)
 		}
-		// Chunks first, explicitly: SQLite's FTS triggers fire per row either
-		// way, and the statement says what is removed.
-		if _, err := tx.ExecContext(ctx, `DELETE FROM knowledge_chunks WHERE document_id = $1`, id); err != nil {
-			return translate(err)
+		// Chunks and postings first, explicitly: the statements say what is
+		// removed.
+		if err := deleteChunks(ctx, tx, id); err != nil {
+			return err
 		}
 		_, err := tx.ExecContext(ctx, `DELETE FROM knowledge_documents WHERE org_id = $1 AND id = $2`, orgID, id)
 		return translate(err)
@@ -355,6 +355,7 @@ func (s *KnowledgeStore) ClaimIngestion(ctx context.Context, owner string, lease
 // the result is ErrConflict.
 func (s *KnowledgeStore) CompleteIngestion(ctx context.Context, job IngestJob, content string, chunks []KnowledgeChunk) error {
 	now := s.nowMS()
+	terms := splitChunks(chunks) // before the transaction: it is most of the CPU
 	return s.db.tx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE knowledge_documents SET status = 'ready', error = '', content = $4, text_sha = $5,
 			chunk_count = $6, lease_owner = '', lease_until = 0, updated_at = $7
@@ -366,8 +367,8 @@ func (s *KnowledgeStore) CompleteIngestion(ctx context.Context, job IngestJob, c
 		if n, _ := res.RowsAffected(); n == 0 {
 			return ErrConflict
 		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM knowledge_chunks WHERE document_id = $1`, job.DocumentID); err != nil {
-			return translate(err)
+		if err := deleteChunks(ctx, tx, job.DocumentID); err != nil {
+			return err
 		}
 		// Many rows per statement: a round trip per chunk was most of
 		// PostgreSQL's ingestion time.
@@ -381,21 +382,29 @@ func (s *KnowledgeStore) CompleteIngestion(ctx context.Context, job IngestJob, c
 				if j > 0 {
 					q.WriteString(", ")
 				}
-				n := len(args)
-				fmt.Fprintf(&q, "($1, $2, $%d, $%d, $%d)", n+1, n+2, n+3)
+				if s.db.Dialect == migrations.SQLite {
+					q.WriteString("(?1, ?2, ?, ?, ?)") // see insertCells
+				} else {
+					n := len(args)
+					fmt.Fprintf(&q, "($1, $2, $%d, $%d, $%d)", n+1, n+2, n+3)
+				}
 				args = append(args, c.Position, c.Context, c.Text)
 			}
 			if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
 				return translate(err)
 			}
 		}
-		if s.db.Dialect == migrations.SQLite {
-			_, err := tx.ExecContext(ctx, `INSERT INTO knowledge_fts (rowid, body)
-				SELECT id, context || ' ' || text FROM knowledge_chunks WHERE document_id = $1`, job.DocumentID)
-			return translate(err)
-		}
-		return nil
+		return s.writeIndex(ctx, tx, job.OrgID, job.DocumentID, terms)
 	})
+}
+
+// deleteChunks removes a document's chunks and their postings.
+func deleteChunks(ctx context.Context, tx *sql.Tx, docID string) error {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM knowledge_postings WHERE document_id = $1`, docID); err != nil {
+		return translate(err)
+	}
+	_, err := tx.ExecContext(ctx, `DELETE FROM knowledge_chunks WHERE document_id = $1`, docID)
+	return translate(err)
 }
 
 // chunkBatch is how many chunks one INSERT writes.
@@ -411,20 +420,24 @@ func (s *KnowledgeStore) FailIngestion(ctx context.Context, job IngestJob, msg s
 	if retryAt != nil {
 		status, next = DocPending, ms(*retryAt)
 	}
-	res, err := s.db.ExecContext(ctx, `UPDATE knowledge_documents SET status = $4, error = $5, next_attempt_at = $6,
-		chunk_count = 0, lease_owner = '', lease_until = 0, updated_at = $7
-		WHERE id = $1 AND generation = $2 AND lease_owner = $3 AND status = 'processing'`,
-		job.DocumentID, job.Generation, job.Owner, status, msg, next, now)
-	if err != nil {
-		return translate(err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return ErrConflict
-	}
-	if retryAt == nil {
-		_, err = s.db.ExecContext(ctx, `DELETE FROM knowledge_chunks WHERE document_id = $1`, job.DocumentID)
-	}
-	return translate(err)
+	return s.db.tx(ctx, func(tx *sql.Tx) error {
+		// A retry keeps the document's chunks searchable until new ones
+		// replace them; a failure removes them.
+		res, err := tx.ExecContext(ctx, `UPDATE knowledge_documents SET status = $4, error = $5, next_attempt_at = $6,
+			chunk_count = 0, lease_owner = '', lease_until = 0, updated_at = $7
+			WHERE id = $1 AND generation = $2 AND lease_owner = $3 AND status = 'processing'`,
+			job.DocumentID, job.Generation, job.Owner, status, msg, next, now)
+		if err != nil {
+			return translate(err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return ErrConflict
+		}
+		if retryAt != nil {
+			return nil
+		}
+		return deleteChunks(ctx, tx, job.DocumentID)
+	})
 }
 
 // ExtendLease pushes a claimed job's lease to now+lease; ErrConflict when

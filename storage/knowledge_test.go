@@ -2,6 +2,10 @@ package storage_test
 
 import (
 	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -111,6 +115,12 @@ func TestKnowledgeSearch(t *testing.T) {
 		require.Equal(t, "refunds", hits[0].DocumentName)
 		require.Greater(t, hits[0].Score, hits[1].Score)
 		require.Greater(t, hits[1].Score, 0.0)
+		// BM25 (k1 1.2, b 0.75, reference length 120 terms): both words are
+		// in 2 of the org's 4 chunks (idf ln 2), once each in a chunk of 6
+		// index terms (stop words are not counted).
+		bm25 := func(tf, length float64) float64 { return tf * 2.2 / (tf + 1.2*(0.25+0.75*length/120)) }
+		require.InDelta(t, 2*math.Log(2)*bm25(1, 6), hits[0].Score, 1e-3)
+		require.InDelta(t, 2*math.Log(2)*bm25(1, 7), hits[1].Score, 1e-3)
 
 		hits, err = s.Knowledge.Search(ctx, org, storage.KnowledgeQuery{Text: "refunds", Limit: 10, DocumentIDs: []string{docs[1].ID}})
 		require.NoError(t, err)
@@ -159,5 +169,68 @@ func TestKnowledgeSearch(t *testing.T) {
 		hits, err = s.Knowledge.Search(ctx, org, storage.KnowledgeQuery{Text: "refunds", Limit: 10})
 		require.NoError(t, err)
 		require.Len(t, hits, 1, "a deleted document's chunks are gone from the index")
+	})
+}
+
+// TestKnowledgeSearchPruning checks the pruned ranking against reading
+// every block, over documents of several blocks (128 chunks each) and of
+// one chunk, with and without filters.
+func TestKnowledgeSearchPruning(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		s, org := billingOrg(t, db, nil, 0)
+		vocab := benchVocab(3000)
+		r := rand.New(rand.NewPCG(7, 8))
+		z := rand.NewZipf(r, 1.1, 2, uint64(len(vocab)-1))
+		var ids []string
+		for d, n := range []int{300, 40, 1, 260} {
+			docs, err := s.Knowledge.CreateDocuments(ctx, org, 0, []storage.KnowledgeDocument{textDoc(fmt.Sprint("d", d), "x")})
+			require.NoError(t, err)
+			ids = append(ids, docs[0].ID)
+			texts := make([]string, n)
+			for i := range texts {
+				words := make([]string, 5+r.IntN(200))
+				for j := range words {
+					words[j] = vocab[z.Uint64()]
+				}
+				texts[i] = strings.Join(words, " ")
+			}
+			ingest(t, s, texts...)
+		}
+		kb, err := s.Knowledge.CreateBase(ctx, org, "Some", "")
+		require.NoError(t, err)
+		require.NoError(t, s.Knowledge.AttachDocument(ctx, org, kb.ID, ids[1]))
+		require.NoError(t, s.Knowledge.AttachDocument(ctx, org, kb.ID, ids[3]))
+		found := 0
+		for range 60 {
+			words := make([]string, 1+r.IntN(4))
+			for j := range words {
+				if r.IntN(2) == 0 {
+					words[j] = vocab[2+r.IntN(50)]
+				} else {
+					words[j] = vocab[52+r.IntN(1000)]
+				}
+			}
+			text := strings.Join(words, " ")
+			for _, q := range []storage.KnowledgeQuery{{Text: text, Limit: 1}, {Text: text, Limit: 5}, {Text: text, Limit: 10, BaseIDs: []string{kb.ID}},
+				{Text: text, Limit: 3, DocumentIDs: ids[2:]}, {Text: text, Limit: 4, BaseIDs: []string{kb.ID}, DocumentIDs: ids[:2]}} {
+				got, err := s.Knowledge.Search(ctx, org, q)
+				require.NoError(t, err)
+				want, err := s.Knowledge.SearchExhaustive(ctx, org, q)
+				require.NoError(t, err)
+				require.Equal(t, want, got, "%+v", q)
+				require.LessOrEqual(t, len(got), q.Limit)
+				found += len(got)
+				for _, h := range got {
+					if len(q.BaseIDs) > 0 {
+						require.Contains(t, []string{ids[1], ids[3]}, h.DocumentID)
+					}
+					if len(q.DocumentIDs) > 0 {
+						require.Contains(t, q.DocumentIDs, h.DocumentID)
+					}
+				}
+			}
+		}
+		require.Greater(t, found, 500, "the queries find chunks")
 	})
 }

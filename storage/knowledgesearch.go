@@ -1,10 +1,13 @@
 package storage
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -26,13 +29,13 @@ type KnowledgeHit struct {
 	DocumentID, DocumentName string
 	Position                 int
 	Context, Text            string
-	// Score is higher for better matches: -bm25() on SQLite, ts_rank_cd
-	// (normalized by log length) on PostgreSQL. Compare scores within one
-	// response, not across databases.
+	// Score is the chunk's BM25 score, higher for better matches. The same
+	// corpus scores the same on both databases; scores of different orgs
+	// (or of one org as its corpus changes) differ with idf.
 	Score float64
 }
 
-// maxQueryTerms bounds the OR query a search runs.
+// maxQueryTerms bounds the words of a query.
 const maxQueryTerms = 32
 
 // QueryTerms splits a free-text query into the lowercase words a search
@@ -51,9 +54,9 @@ func QueryTerms(q string) []string {
 	return out
 }
 
-// stopWords are dropped from queries on both databases, so SQLite (whose
-// FTS5 index keeps them) ranks as PostgreSQL's english configuration,
-// which ignores them. It is PostgreSQL's english stop list.
+// stopWords are dropped from queries and from the index: words so common
+// they tell chunks apart only by length. It is PostgreSQL's english stop
+// list.
 var stopWords = func() map[string]bool {
 	m := map[string]bool{}
 	for _, w := range strings.Fields(`i me my myself we our ours ourselves you your yours yourself yourselves he him his himself she
@@ -78,100 +81,338 @@ func TextHash(text string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// searchSQLiteTop ranks the whole index inside FTS5 and joins only its top
-// $3 rows, which the outer query then filters by org, documents and bases.
-// The survivors, in order, are exactly the best matches that pass the
-// filters whenever at least limit of them survive, or the inner query
-// returned every match (any better passing row would have been among the
-// top rows too); otherwise Search falls back to searchSQLite, which joins
-// every match before ranking. Joining every match was half the time of a
-// selective query.
-const searchSQLiteTop = `SELECT c.id, c.document_id, d.name, c.position, c.context, c.text, f.score
-	FROM (SELECT rowid, -bm25(knowledge_fts) AS score FROM knowledge_fts WHERE knowledge_fts MATCH $1
-		ORDER BY bm25(knowledge_fts) LIMIT $3) f
-	JOIN knowledge_chunks c ON c.id = f.rowid JOIN knowledge_documents d ON d.id = c.document_id
-	WHERE c.org_id = $2
-	AND ($4 = 0 OR c.document_id IN (SELECT value FROM json_each($5)))
-	AND ($6 = 0 OR c.document_id IN (SELECT m.document_id FROM knowledge_base_documents m WHERE m.base_id IN (SELECT value FROM json_each($7))))
-	ORDER BY f.score DESC`
-
-// topFetch is how many top rows searchSQLiteTop ranks per result asked.
-const topFetch = 8
-
-const searchSQLite = `SELECT c.id, c.document_id, d.name, c.position, c.context, c.text, -bm25(knowledge_fts) AS score
-	FROM knowledge_fts JOIN knowledge_chunks c ON c.id = knowledge_fts.rowid JOIN knowledge_documents d ON d.id = c.document_id
-	WHERE knowledge_fts MATCH $1 AND c.org_id = $2
-	AND ($4 = 0 OR c.document_id IN (SELECT value FROM json_each($5)))
-	AND ($6 = 0 OR c.document_id IN (SELECT m.document_id FROM knowledge_base_documents m WHERE m.base_id IN (SELECT value FROM json_each($7))))
-	ORDER BY bm25(knowledge_fts) LIMIT $3`
-
-const searchPostgres = `SELECT c.id, c.document_id, d.name, c.position, c.context, c.text, ts_rank_cd(c.tsv, q.q, 1) AS score
-	FROM knowledge_chunks c JOIN knowledge_documents d ON d.id = c.document_id, to_tsquery('english', $1) AS q(q)
-	WHERE c.tsv @@ q.q AND c.org_id = $2
-	AND ($4 = 0 OR c.document_id IN (SELECT jsonb_array_elements_text($5::jsonb)))
-	AND ($6 = 0 OR c.document_id IN (SELECT m.document_id FROM knowledge_base_documents m WHERE m.base_id IN (SELECT jsonb_array_elements_text($7::jsonb))))
-	ORDER BY score DESC, c.id LIMIT $3`
-
 // Search ranks the org's chunks against q by BM25 (any query word may
-// match; rarer words and shorter chunks weigh more), best first. A query
-// with no words finds nothing.
+// match; rarer words and shorter chunks weigh more), best first, ties by
+// chunk id. A query with no words finds nothing.
+//
+// The ranking is exact top-k over the term index (knowledgeindex.go):
+// every cell (a term in a block of a document's chunks) carries its best
+// weight, so each block of chunks has an upper bound on any of its chunks'
+// scores. Blocks are read best bound first, a batch at a time, and reading
+// stops when the limit-th best score found is above the next block's
+// bound: no unread chunk can rank above it. Filters drop blocks of other
+// documents before anything is read, so a small base in a big org reads
+// only its own blocks.
 func (s *KnowledgeStore) Search(ctx context.Context, orgID int64, q KnowledgeQuery) ([]KnowledgeHit, error) {
-	terms := QueryTerms(q.Text)
-	if len(terms) == 0 {
+	return s.search(ctx, orgID, q, true)
+}
+
+// search is Search; without prune it reads every block (the tests'
+// reference for the pruned ranking).
+func (s *KnowledgeStore) search(ctx context.Context, orgID int64, q KnowledgeQuery, prune bool) ([]KnowledgeHit, error) {
+	terms := searchTerms(q.Text)
+	if len(terms) == 0 || q.Limit <= 0 {
 		return nil, nil
 	}
-	query, match := searchPostgres, strings.Join(terms, " | ")
-	if s.db.Dialect == migrations.SQLite {
-		quoted := make([]string, len(terms))
-		for i, t := range terms {
-			quoted[i] = `"` + t + `"`
-		}
-		query, match = searchSQLite, strings.Join(quoted, " OR ")
+	scope, err := s.searchScope(ctx, orgID, q)
+	if err != nil || (scope != nil && len(scope) == 0) {
+		return nil, err
 	}
-	docs, _ := json.Marshal(nonNil(q.DocumentIDs))
-	bases, _ := json.Marshal(nonNil(q.BaseIDs))
-	args := []any{match, orgID, q.Limit, len(q.DocumentIDs), string(docs), len(q.BaseIDs), string(bases)}
-	if query == searchSQLite {
-		top := args
-		top[2] = q.Limit * topFetch
-		hits, err := s.searchRows(ctx, searchSQLiteTop, top...)
+	blocks, err := s.searchBlocks(ctx, orgID, terms, scope)
+	if err != nil {
+		return nil, err
+	}
+	var top []scoredChunk
+	var ps []posting
+	acc := map[int64]float64{}
+	for i, batch := 0, 8; i < len(blocks); batch = min(2*batch, 256) {
+		j := i
+		var ids []int64
+		for ; j < len(blocks) && j-i < batch && !(prune && beaten(top, q.Limit, blocks[j].bound)); j++ {
+			for _, c := range blocks[j].cells {
+				ids = append(ids, c.id)
+			}
+		}
+		if j == i {
+			break
+		}
+		postings, err := s.cellPostings(ctx, ids)
 		if err != nil {
 			return nil, err
 		}
-		// Exact when enough survived the filters; see searchSQLiteTop.
-		if len(hits) >= q.Limit {
-			return hits[:q.Limit], nil
+		for _, b := range blocks[i:j] {
+			clear(acc)
+			for _, c := range b.cells {
+				ps = decodePostings(ps[:0], postings[c.id])
+				for _, p := range ps {
+					acc[p.chunk] += c.idf * float64(p.weight) / weightScale
+				}
+			}
+			for id, sc := range acc {
+				top = addTop(top, q.Limit, scoredChunk{id: id, score: sc})
+			}
 		}
-		var n int
-		if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM (SELECT rowid FROM knowledge_fts WHERE knowledge_fts MATCH $1 LIMIT $2)`,
-			match, q.Limit*topFetch).Scan(&n); err != nil {
-			return nil, translate(err)
-		}
-		if n < q.Limit*topFetch {
-			return hits, nil // the top rows were every match
-		}
-		args[2] = q.Limit
+		i = j
 	}
-	return s.searchRows(ctx, query, args...)
+	return s.searchHits(ctx, orgID, top)
 }
 
-func (s *KnowledgeStore) searchRows(ctx context.Context, query string, args ...any) ([]KnowledgeHit, error) {
-	rows, err := s.db.QueryContext(ctx, query, args...)
+// searchTerms is the index terms of a query's words, without repeats.
+func searchTerms(q string) []string {
+	sp := newTermSplitter()
+	var out []string
+	for _, w := range QueryTerms(q) {
+		if t := sp.term(w); t != "" && !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// scoredChunk is a chunk and its BM25 score.
+type scoredChunk struct {
+	id    int64
+	score float64
+}
+
+// beaten says whether a block whose chunks score at most bound cannot
+// enter top (already full with limit chunks). A chunk that ties the last
+// can (by a lower id), so the pruned ranking is exactly the full one.
+func beaten(top []scoredChunk, limit int, bound float64) bool {
+	return len(top) == limit && bound < top[limit-1].score
+}
+
+// addTop inserts c into top (best first, at most limit long).
+func addTop(top []scoredChunk, limit int, c scoredChunk) []scoredChunk {
+	i, _ := slices.BinarySearchFunc(top, c, func(a, b scoredChunk) int {
+		if a.score != b.score {
+			if a.score > b.score {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(a.id, b.id)
+	})
+	if i >= limit {
+		return top
+	}
+	if len(top) == limit {
+		top = top[:limit-1]
+	}
+	return slices.Insert(top, i, c)
+}
+
+// searchCell is one cell of a block: its row id, its term's idf and its
+// best weight.
+type searchCell struct {
+	id        int64
+	term      string
+	idf       float64
+	maxWeight int64
+}
+
+// searchBlock is one block of a document's chunks that holds a query term.
+type searchBlock struct {
+	doc   string
+	block int64
+	bound float64 // the best score any of its chunks can have
+	cells []searchCell
+}
+
+const searchHeaders = `SELECT id, term, document_id, block, max_weight, n FROM knowledge_postings WHERE org_id = $1 AND term IN (`
+
+// searchBlocks reads the headers of the org's cells for terms (and the
+// chunk-counting "" cells, for idf), and returns the blocks of documents
+// in scope (nil: all) that hold a term, best bound first.
+func (s *KnowledgeStore) searchBlocks(ctx context.Context, orgID int64, terms []string, scope map[string]bool) ([]searchBlock, error) {
+	var q strings.Builder
+	q.WriteString(searchHeaders)
+	args := []any{orgID, ""}
+	q.WriteString("$2")
+	for _, t := range terms {
+		args = append(args, t)
+		fmt.Fprintf(&q, ", $%d", len(args))
+	}
+	q.WriteString(")")
+	rows, err := s.db.QueryContext(ctx, q.String(), args...)
 	if err != nil {
 		return nil, translate(err)
 	}
 	defer rows.Close()
-	var out []KnowledgeHit
+	type header struct {
+		id, block int64
+		term, doc string
+		maxWeight int64
+		n         int64
+	}
+	var hs []header
+	var chunks int64
+	df := map[string]int64{}
 	for rows.Next() {
-		var h KnowledgeHit
-		if err := rows.Scan(&h.ChunkID, &h.DocumentID, &h.DocumentName, &h.Position, &h.Context, &h.Text, &h.Score); err != nil {
+		var h header
+		if err := rows.Scan(&h.id, &h.term, &h.doc, &h.block, &h.maxWeight, &h.n); err != nil {
 			return nil, translate(err)
 		}
-		out = append(out, h)
+		if h.term == "" {
+			chunks += h.n
+			continue
+		}
+		df[h.term] += h.n
+		if scope == nil || scope[h.doc] {
+			hs = append(hs, h)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, translate(err)
+	}
+	type key struct {
+		doc   string
+		block int64
+	}
+	at := map[key]int{}
+	var out []searchBlock
+	for _, h := range hs {
+		k := key{h.doc, h.block}
+		i, ok := at[k]
+		if !ok {
+			i = len(out)
+			at[k] = i
+			out = append(out, searchBlock{doc: h.doc, block: h.block})
+		}
+		out[i].cells = append(out[i].cells, searchCell{id: h.id, term: h.term, idf: idf(chunks, df[h.term]), maxWeight: h.maxWeight})
+	}
+	for i := range out {
+		b := &out[i]
+		// Terms in one order on both databases: a chunk's score is summed
+		// in that order, so equal inputs give bit-equal scores.
+		slices.SortFunc(b.cells, func(x, y searchCell) int { return strings.Compare(x.term, y.term) })
+		for _, c := range b.cells {
+			b.bound += c.idf * float64(c.maxWeight) / weightScale
+		}
+	}
+	slices.SortFunc(out, func(x, y searchBlock) int {
+		if x.bound != y.bound {
+			if x.bound > y.bound {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Or(strings.Compare(x.doc, y.doc), cmp.Compare(x.block, y.block))
+	})
+	return out, nil
+}
+
+// cellPostings reads the postings of cells by row id.
+func (s *KnowledgeStore) cellPostings(ctx context.Context, ids []int64) (map[int64][]byte, error) {
+	q := `SELECT id, postings FROM knowledge_postings WHERE id IN (SELECT value FROM json_each($1))`
+	if s.db.Dialect == migrations.Postgres {
+		q = `SELECT id, postings FROM knowledge_postings WHERE id = ANY($1::bigint[])`
+	}
+	rows, err := s.db.QueryContext(ctx, q, s.idsArg(ids))
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	out := make(map[int64][]byte, len(ids))
+	for rows.Next() {
+		var id int64
+		var b []byte
+		if err := rows.Scan(&id, &b); err != nil {
+			return nil, translate(err)
+		}
+		out[id] = b
 	}
 	return out, translate(rows.Err())
 }
 
+// idsArg passes a list of ids as one parameter: a bigint[] to
+// PostgreSQL, a JSON array to SQLite's json_each.
+func (s *KnowledgeStore) idsArg(ids []int64) any {
+	if s.db.Dialect == migrations.Postgres {
+		return ids
+	}
+	b, _ := json.Marshal(ids)
+	return string(b)
+}
+
+// searchHits loads the chunks of top, in its order. A chunk deleted since
+// its postings were read is left out.
+func (s *KnowledgeStore) searchHits(ctx context.Context, orgID int64, top []scoredChunk) ([]KnowledgeHit, error) {
+	if len(top) == 0 {
+		return nil, nil
+	}
+	ids := make([]int64, len(top))
+	for i, c := range top {
+		ids[i] = c.id
+	}
+	q := `SELECT c.id, c.document_id, d.name, c.position, c.context, c.text
+		FROM knowledge_chunks c JOIN knowledge_documents d ON d.id = c.document_id
+		WHERE c.org_id = $1 AND c.id IN (SELECT value FROM json_each($2))`
+	if s.db.Dialect == migrations.Postgres {
+		q = `SELECT c.id, c.document_id, d.name, c.position, c.context, c.text
+		FROM knowledge_chunks c JOIN knowledge_documents d ON d.id = c.document_id
+		WHERE c.org_id = $1 AND c.id = ANY($2::bigint[])`
+	}
+	rows, err := s.db.QueryContext(ctx, q, orgID, s.idsArg(ids))
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	found := map[int64]KnowledgeHit{}
+	for rows.Next() {
+		var h KnowledgeHit
+		if err := rows.Scan(&h.ChunkID, &h.DocumentID, &h.DocumentName, &h.Position, &h.Context, &h.Text); err != nil {
+			return nil, translate(err)
+		}
+		found[h.ChunkID] = h
+	}
+	if err := rows.Err(); err != nil {
+		return nil, translate(err)
+	}
+	out := make([]KnowledgeHit, 0, len(top))
+	for _, c := range top {
+		if h, ok := found[c.id]; ok {
+			h.Score = c.score
+			out = append(out, h)
+		}
+	}
+	return out, nil
+}
+
+// searchScope is the set of documents a filtered query may return (nil:
+// no filter): those of DocumentIDs, and of the org's bases in BaseIDs.
+func (s *KnowledgeStore) searchScope(ctx context.Context, orgID int64, q KnowledgeQuery) (map[string]bool, error) {
+	if len(q.BaseIDs) == 0 && len(q.DocumentIDs) == 0 {
+		return nil, nil
+	}
+	var docs map[string]bool
+	if len(q.DocumentIDs) > 0 {
+		docs = map[string]bool{}
+		for _, id := range q.DocumentIDs {
+			docs[id] = true
+		}
+	}
+	if len(q.BaseIDs) == 0 {
+		return docs, nil
+	}
+	query := `SELECT m.document_id FROM knowledge_base_documents m JOIN knowledge_bases b ON b.id = m.base_id
+		WHERE b.org_id = $1 AND m.base_id IN (SELECT value FROM json_each($2))`
+	if s.db.Dialect == migrations.Postgres {
+		query = `SELECT m.document_id FROM knowledge_base_documents m JOIN knowledge_bases b ON b.id = m.base_id
+		WHERE b.org_id = $1 AND m.base_id = ANY($2::text[])`
+	}
+	var arg any = q.BaseIDs
+	if s.db.Dialect != migrations.Postgres {
+		b, _ := json.Marshal(q.BaseIDs)
+		arg = string(b)
+	}
+	rows, err := s.db.QueryContext(ctx, query, orgID, arg)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	inBases := map[string]bool{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, translate(err)
+		}
+		if docs == nil || docs[id] {
+			inBases[id] = true
+		}
+	}
+	return inBases, translate(rows.Err())
+}
 func nonNil(s []string) []string {
 	if s == nil {
 		return []string{}

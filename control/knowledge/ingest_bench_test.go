@@ -9,78 +9,125 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/voiced/voiced/storage"
+	"github.com/voiced/voiced/storage/migrations"
 	"github.com/voiced/voiced/storage/sqltest"
 )
 
-// benchMarkdown is size bytes of Markdown: sections under headings, each
-// a few paragraphs of words.
-func benchMarkdown(size int) []byte {
-	r := rand.New(rand.NewPCG(7, 8))
-	words := strings.Fields("kettle toaster refund parcel courier warranty descale filter voltage plug handle lid spout base cable order invoice customer support return exchange colour steel glass boil water temperature")
-	var b bytes.Buffer
-	for sec := 0; b.Len() < size; sec++ {
-		fmt.Fprintf(&b, "## Section %d\n\n", sec)
-		for range 3 + r.IntN(4) {
-			for range 40 + r.IntN(80) {
-				b.WriteString(words[r.IntN(len(words))])
+// benchText returns a generator of prose-like text: words drawn with
+// Zipf frequencies from a vocabulary of 20,000 made-up words behind
+// English's commonest words (so stop words are as frequent as in prose,
+// and each document has the long tail of distinct terms real text has).
+func benchText(seed uint64) func(words int) string {
+	r := rand.New(rand.NewPCG(seed, 8))
+	vocab := strings.Fields("the of and to a in is it you that he was for on are with as his they be at one have this from or had by word but what some we can out other were all there when up use your how said an each she which do their time if will way about many then them write would like so these her long make thing see him two has look more day could go come did number sound no most people my over know water than call first who may down side been now find")
+	letters := "aeioukltnmrsdpgbvz"
+	for len(vocab) < 20000 {
+		var w strings.Builder
+		for range 3 + r.IntN(7) {
+			w.WriteByte(letters[r.IntN(len(letters))])
+		}
+		vocab = append(vocab, w.String())
+	}
+	z := rand.NewZipf(r, 1.07, 2, uint64(len(vocab)-1))
+	return func(n int) string {
+		var b strings.Builder
+		for i := range n {
+			if i > 0 {
 				b.WriteByte(' ')
 			}
+			b.WriteString(vocab[z.Uint64()])
+		}
+		return b.String()
+	}
+}
+
+// benchMarkdown is size bytes of Markdown: sections under headings, each
+// a few paragraphs of benchText.
+func benchMarkdown(size int) []byte {
+	r := rand.New(rand.NewPCG(7, 8))
+	text := benchText(9)
+	var b bytes.Buffer
+	for sec := 0; b.Len() < size; sec++ {
+		fmt.Fprintf(&b, "## Section %d %s\n\n", sec, text(2))
+		for range 3 + r.IntN(4) {
+			b.WriteString(text(40 + r.IntN(80)))
 			b.WriteString("\n\n")
 		}
 	}
 	return b.Bytes()[:size]
 }
 
-// BenchmarkIngest measures ingestion throughput, in MB/s of text, of the
-// whole worker path: read the original from the blob directory, extract
-// (Markdown, parsed with goldmark), chunk, and store and index the chunks
-// in one transaction. Each op ingests one 1 MiB document.
+// benchPDF is a PDF of pages pages of 45 lines of 11 words of benchText.
+func benchPDF(pages int) []byte {
+	text := benchText(10)
+	ps := make([][]string, pages)
+	for i := range ps {
+		for range 45 {
+			ps[i] = append(ps[i], text(11))
+		}
+	}
+	return PDFDoc(false, ps...)
+}
+
+// BenchmarkIngest measures ingestion throughput of the whole worker
+// path: read the original from the blob directory, extract, chunk, and
+// store and index the chunks in one transaction. markdown ingests a 1 MiB
+// Markdown document per op (MB/s of text); pdf a 50-page PDF (pages/s,
+// and MB/s of the file).
 func BenchmarkIngest(b *testing.B) {
+	md, pdf := benchMarkdown(1<<20), benchPDF(50)
 	for _, d := range sqltest.Dialects {
-		b.Run(string(d), func(b *testing.B) {
-			ctx := context.Background()
-			store, err := storage.NewStore(sqltest.New(b, d), storage.StoreConfig{SecretKey: make([]byte, 32)})
-			if err != nil {
-				b.Fatal(err)
-			}
-			u, _ := store.Orgs.CreateUser(ctx, "bench-"+storage.NewUUID()+"@example.com", "B", "Ench")
-			org, err := store.Orgs.CreateOrg(ctx, u.ID, "Bench")
-			if err != nil {
-				b.Fatal(err)
-			}
-			dir := b.TempDir()
-			svc, err := New(Config{BlobDir: dir, SigningKey: []byte("k")}, nil, store.Knowledge)
-			if err != nil {
-				b.Fatal(err)
-			}
-			doc := benchMarkdown(1 << 20)
-			b.SetBytes(int64(len(doc)))
-			chunks := 0
-			for b.Loop() {
-				b.StopTimer()
-				key := fmt.Sprintf("knowledge/%d/%s.md", org.ID, storage.NewUUID())
-				os.MkdirAll(filepath.Join(dir, filepath.Dir(key)), 0o700)
-				if err := os.WriteFile(filepath.Join(dir, key), doc, 0o600); err != nil {
-					b.Fatal(err)
-				}
-				if _, err := store.Knowledge.CreateDocuments(ctx, org.ID, 0, []storage.KnowledgeDocument{{Name: "m", SourceType: "file", MimeType: mimeMarkdown, OriginalKey: key}}); err != nil {
-					b.Fatal(err)
-				}
-				b.StartTimer()
-				did, err := svc.worker.RunOnce(ctx)
-				if err != nil || !did {
-					b.Fatalf("ingest: %v %v", did, err)
-				}
-			}
-			b.StopTimer()
-			ds, _ := store.Knowledge.Documents(ctx, org.ID, storage.DocumentFilter{Status: storage.DocReady})
-			if len(ds) == 0 {
-				b.Fatal("nothing ingested")
-			}
-			chunks = int(ds[0].ChunkCount)
-			b.ReportMetric(float64(chunks), "chunks/doc")
-		})
+		b.Run(string(d)+"/markdown", func(b *testing.B) { benchIngest(b, d, mimeMarkdown, ".md", md, 0) })
+		b.Run(string(d)+"/pdf", func(b *testing.B) { benchIngest(b, d, mimePDF, ".pdf", pdf, 50) })
+	}
+}
+
+func benchIngest(b *testing.B, d migrations.Dialect, mime, ext string, doc []byte, pages int) {
+	ctx := context.Background()
+	store, err := storage.NewStore(sqltest.New(b, d), storage.StoreConfig{SecretKey: make([]byte, 32)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	u, _ := store.Orgs.CreateUser(ctx, "bench-"+storage.NewUUID()+"@example.com", "B", "Ench")
+	org, err := store.Orgs.CreateOrg(ctx, u.ID, "Bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	svc, err := New(Config{BlobDir: dir, SigningKey: []byte("k")}, nil, store.Knowledge)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(doc)))
+	var took time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		key := fmt.Sprintf("knowledge/%d/%s%s", org.ID, storage.NewUUID(), ext)
+		os.MkdirAll(filepath.Join(dir, filepath.Dir(key)), 0o700)
+		if err := os.WriteFile(filepath.Join(dir, key), doc, 0o600); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := store.Knowledge.CreateDocuments(ctx, org.ID, 0, []storage.KnowledgeDocument{{Name: "m", SourceType: "file", MimeType: mime, OriginalKey: key}}); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		t0 := time.Now()
+		did, err := svc.worker.RunOnce(ctx)
+		if err != nil || !did {
+			b.Fatalf("ingest: %v %v", did, err)
+		}
+		took += time.Since(t0)
+	}
+	b.StopTimer()
+	ds, _ := store.Knowledge.Documents(ctx, org.ID, storage.DocumentFilter{Status: storage.DocReady})
+	if len(ds) == 0 {
+		b.Fatal("nothing ingested")
+	}
+	b.ReportMetric(float64(ds[0].ChunkCount), "chunks/doc")
+	if pages > 0 {
+		b.ReportMetric(float64(pages*len(ds))/took.Seconds(), "pages/s")
 	}
 }
