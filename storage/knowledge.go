@@ -78,6 +78,8 @@ type KnowledgeChunk struct {
 	// Context is what stands above the text: its headings, or a CSV
 	// header row. It is indexed with the text.
 	Context, Text string
+	// Vector is the chunk's embedding, nil when there is none.
+	Vector []float32
 }
 
 // IngestJob is a claimed document to ingest.
@@ -88,6 +90,9 @@ type IngestJob struct {
 	SourceType, MimeType   string
 	OriginalKey, Content   string
 	OriginalFilename, Name string
+	// EmbedModel, set by the worker, is the model of the chunks' vectors
+	// ("" when they have none).
+	EmbedModel string
 }
 
 // KnowledgeBase is a named grouping of documents.
@@ -300,6 +305,9 @@ func (s *KnowledgeStore) DeleteDocument(ctx context.Context, orgID int64, id str
 		if _, err := tx.ExecContext(ctx, `DELETE FROM knowledge_chunks WHERE document_id = $1`, id); err != nil {
 			return translate(err)
 		}
+		if err := dropVectors(ctx, tx, orgID, id); err != nil {
+			return err
+		}
 		_, err := tx.ExecContext(ctx, `DELETE FROM knowledge_documents WHERE org_id = $1 AND id = $2`, orgID, id)
 		return translate(err)
 	})
@@ -389,6 +397,9 @@ func (s *KnowledgeStore) CompleteIngestion(ctx context.Context, job IngestJob, c
 				return translate(err)
 			}
 		}
+		if err := putVectors(ctx, tx, job, chunks); err != nil {
+			return err
+		}
 		if s.db.Dialect == migrations.SQLite {
 			_, err := tx.ExecContext(ctx, `INSERT INTO knowledge_fts (rowid, body)
 				SELECT id, context || ' ' || text FROM knowledge_chunks WHERE document_id = $1`, job.DocumentID)
@@ -422,9 +433,14 @@ func (s *KnowledgeStore) FailIngestion(ctx context.Context, job IngestJob, msg s
 		return ErrConflict
 	}
 	if retryAt == nil {
-		_, err = s.db.ExecContext(ctx, `DELETE FROM knowledge_chunks WHERE document_id = $1`, job.DocumentID)
+		err = s.db.tx(ctx, func(tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM knowledge_chunks WHERE document_id = $1`, job.DocumentID); err != nil {
+				return translate(err)
+			}
+			return dropVectors(ctx, tx, job.OrgID, job.DocumentID)
+		})
 	}
-	return translate(err)
+	return err
 }
 
 // ExtendLease pushes a claimed job's lease to now+lease; ErrConflict when

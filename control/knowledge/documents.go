@@ -509,7 +509,7 @@ func (s *Service) runSearch(c fiber.Ctx, p *storage.Principal, baseID string) er
 	if baseID != "" {
 		kq.BaseIDs = []string{baseID}
 	}
-	hits, err := s.store.Search(c.Context(), p.OrgID, kq)
+	hits, mode, err := s.Search(c.Context(), p.OrgID, kq)
 	if err != nil {
 		return err
 	}
@@ -517,5 +517,5 @@ func (s *Service) runSearch(c fiber.Ctx, p *storage.Principal, baseID string) er
 	for i, h := range hits {
 		out[i] = hitView{DocumentID: h.DocumentID, DocumentName: h.DocumentName, Position: h.Position, Context: h.Context, Text: h.Text, Score: h.Score}
 	}
-	return c.JSON(fiber.Map{"mode": "bm25", "query": q, "results": out})
+	return c.JSON(fiber.Map{"mode": mode, "query": q, "results": out})
 }
