@@ -45,10 +45,6 @@ const (
 	queryEmbedTimeout = 3 * time.Second
 	// embedBatch is how many chunks one embeddings request carries.
 	embedBatch = 64
-	// vectorThreshold is the org size (vectors) from which search goes
-	// through the HNSW graph instead of scoring every vector: measured
-	// crossover, docs/decisions.md "Knowledge embeddings".
-	vectorThreshold = 20000
 )
 
 func newEmbedder(cfg EmbedConfig) (embed.Embedder, string, error) {

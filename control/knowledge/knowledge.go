@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/voiced/voiced/ai/drive"
 	"github.com/voiced/voiced/ai/embed"
 	"github.com/voiced/voiced/control/api"
 	"github.com/voiced/voiced/storage"
@@ -42,6 +43,9 @@ type Config struct {
 	// attempt. Default 5 s.
 	MaxAttempts int
 	Backoff     time.Duration
+	// DriveBaseURL is the Google Drive API root of import-drive; default
+	// https://www.googleapis.com/drive/v3 (tests point it at a fake).
+	DriveBaseURL string
 	// Embed configures the optional embeddings provider (semantic search);
 	// an empty BaseURL means none.
 	Embed EmbedConfig
@@ -125,6 +129,8 @@ type Service struct {
 	embedder   embed.Embedder
 	embedModel string
 	vectors    *vectorIndex
+	// drive reads Google Drive files for import-drive.
+	drive DriveFiles
 }
 
 // New returns the service. Its worker does nothing until Run.
@@ -151,9 +157,12 @@ func New(cfg Config, log *slog.Logger, store Store) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{cfg: cfg, log: log, store: store, blobs: blobs{cfg.BlobDir}, worker: newWorker(cfg, log, store), embedder: e, embedModel: model}
+	if s.drive, err = drive.New(drive.Config{BaseURL: cfg.DriveBaseURL}); err != nil {
+		return nil, fmt.Errorf("knowledge: %w", err)
+	}
 	if e != nil {
 		s.worker.embedder, s.worker.embedModel = e, model
-		s.vectors = newVectorIndex(store, model, vectorThreshold)
+		s.vectors = newVectorIndex(store, model)
 	}
 	return s, nil
 }
@@ -203,6 +212,7 @@ func (s *Service) Routes() []api.Route {
 	return []api.Route{
 		list(r("GET", docs, "List knowledge documents, newest first (query q, status)", "", "KnowledgeDocument", 0, []int{400}, s.listDocuments)),
 		stream(r("POST", docs, "Upload documents: multipart files[] (or file + name) or JSON {name, content} (admin+)", "KnowledgeTextInput", "KnowledgeUploadResult", 201, []int{400, 403}, s.createDocuments)),
+		r("POST", docs+"/import-drive", "Import Google Drive files: {access_token, files: [{id, name, mimeType}]}; Docs as text, Sheets as CSV (admin+)", "KnowledgeDriveImport", "KnowledgeUploadResult", 201, []int{400, 403, 502, 503}, s.importDrive),
 		r("GET", doc, "A knowledge document with its extracted content", "", "KnowledgeDocumentDetail", 0, []int{404}, s.getDocument),
 		stream(r("PATCH", doc, "Rename, change text or upload a new file (multipart file); re-queues ingestion (admin+)", "KnowledgeDocumentPatch", "KnowledgeDocumentDetail", 0, []int{400, 403, 404}, s.patchDocument)),
 		r("DELETE", doc, "Delete a document and its chunks (admin+)", "", "", 204, []int{403, 404}, s.deleteDocument),

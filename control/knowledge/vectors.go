@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/coder/hnsw"
 	"github.com/viterin/vek/vek32"
 
 	"github.com/voiced/voiced/storage"
@@ -23,22 +22,19 @@ type VectorStore interface {
 // vectors are loaded on its first search and brought up to date before
 // every search when the org's vector version in the database changed
 // (ingestion or deletion on any replica): only the documents whose
-// vectors changed are reloaded. Below threshold vectors an org is
-// searched exactly (a dot product per vector; vectors are normalized);
-// above it through an HNSW graph (github.com/coder/hnsw), with exact
-// search kept for filtered searches over few vectors. Safe for
-// concurrent use.
+// vectors changed are reloaded. Search is exact: a dot product per
+// vector (vectors are normalized), which measured faster than
+// github.com/coder/hnsw's approximate search below about 1,000 vectors
+// and, above, its recall was too poor to use (docs/decisions.md,
+// "Knowledge embeddings"). Safe for concurrent use.
 type vectorIndex struct {
-	store     VectorStore
-	model     string
-	threshold int
-	mu        sync.Mutex
-	orgs      map[int64]*orgVectors
+	store VectorStore
+	model string
+	mu    sync.Mutex
+	orgs  map[int64]*orgVectors
 }
 
-// orgVectors is one org's index. Slots of removed vectors are reused;
-// the graph keeps them as tombstones (coder/hnsw's Delete damages
-// neighbourhoods) until they reach a quarter of it, when it is rebuilt.
+// orgVectors is one org's index. Slots of removed vectors are reused.
 type orgVectors struct {
 	mu      sync.RWMutex
 	loaded  bool
@@ -46,10 +42,6 @@ type orgVectors struct {
 	docs    map[string]docSlots
 	entries []vecEntry
 	free    []int
-	live    int
-	graph   *hnsw.Graph[int]
-	// inGraph counts the graph's nodes, dead ones included.
-	inGraph int
 }
 
 type docSlots struct {
@@ -62,7 +54,6 @@ type vecEntry struct {
 	position int
 	vec      []float32
 	live     bool
-	inGraph  bool
 }
 
 // vecHit is a chunk found by vector search; score is the cosine similarity.
@@ -71,8 +62,8 @@ type vecHit struct {
 	score float32
 }
 
-func newVectorIndex(store VectorStore, model string, threshold int) *vectorIndex {
-	return &vectorIndex{store: store, model: model, threshold: threshold, orgs: map[int64]*orgVectors{}}
+func newVectorIndex(store VectorStore, model string) *vectorIndex {
+	return &vectorIndex{store: store, model: model, orgs: map[int64]*orgVectors{}}
 }
 
 func (x *vectorIndex) org(orgID int64) *orgVectors {
@@ -139,7 +130,6 @@ func (x *vectorIndex) sync(ctx context.Context, orgID int64, o *orgVectors) erro
 		}
 	}
 	o.loaded, o.version = true, v
-	x.reshape(o)
 	return nil
 }
 
@@ -147,10 +137,7 @@ func (o *orgVectors) remove(doc string) {
 	for _, s := range o.docs[doc].slots {
 		e := &o.entries[s]
 		e.live, e.vec = false, nil
-		if !e.inGraph {
-			o.free = append(o.free, s)
-		}
-		o.live--
+		o.free = append(o.free, s)
 	}
 	delete(o.docs, doc)
 }
@@ -172,65 +159,7 @@ func (o *orgVectors) add(sv storage.StoredVector, version int64) {
 	d := o.docs[sv.DocumentID]
 	d.version, d.slots = version, append(d.slots, s)
 	o.docs[sv.DocumentID] = d
-	o.live++
-	if o.graph != nil && o.graph.Len() > 0 && len(vec) == o.graph.Dims() {
-		o.graph.Add(hnsw.MakeNode(s, vec))
-		o.entries[s].inGraph = true
-		o.inGraph++
-	}
 }
-
-// reshape builds the graph when the org passed the threshold, drops it
-// below, and rebuilds it when tombstones reach a quarter of it.
-func (x *vectorIndex) reshape(o *orgVectors) {
-	switch {
-	case o.live < x.threshold:
-		if o.graph != nil {
-			o.graph, o.inGraph = nil, 0
-			for i := range o.entries {
-				if o.entries[i].inGraph {
-					o.entries[i].inGraph = false
-					if !o.entries[i].live {
-						o.free = append(o.free, i)
-					}
-				}
-			}
-		}
-	case o.graph == nil || (o.inGraph-o.live)*4 > o.inGraph:
-		o.graph = newGraph()
-		o.free, o.inGraph = o.free[:0], 0
-		dims := 0
-		for i := range o.entries {
-			e := &o.entries[i]
-			e.inGraph = false
-			if !e.live {
-				o.free = append(o.free, i)
-				continue
-			}
-			if dims == 0 {
-				dims = len(e.vec)
-			}
-			if len(e.vec) != dims {
-				continue // another model's length: exact search only
-			}
-			o.graph.Add(hnsw.MakeNode(i, e.vec))
-			e.inGraph = true
-			o.inGraph++
-		}
-	}
-}
-
-// newGraph is an HNSW graph over normalized vectors. M 16 and EfSearch
-// 100 were measured (bench/RESULTS.md, "Knowledge vector search").
-func newGraph() *hnsw.Graph[int] {
-	g := hnsw.NewGraph[int]()
-	g.Distance = dotDistance
-	g.EfSearch = 100
-	return g
-}
-
-// dotDistance is the cosine distance of normalized vectors.
-func dotDistance(a, b []float32) float32 { return 1 - vek32.Dot(a, b) }
 
 // normalize returns v scaled to unit length, or nil for a zero vector.
 func normalize(v []float32) []float32 {
@@ -262,38 +191,7 @@ func (x *vectorIndex) search(ctx context.Context, orgID int64, q []float32, k in
 	}
 	o.mu.RLock()
 	defer o.mu.RUnlock()
-	if o.graph != nil && o.graph.Dims() == len(q) {
-		n := 0
-		for d := range allowed {
-			n += len(o.docs[d].slots)
-		}
-		if allowed == nil || n > x.threshold {
-			if hits := o.graphSearch(q, k, allowed); len(hits) == k {
-				return hits, nil
-			}
-			// Too few survived the filter or the tombstones: exact.
-		}
-	}
 	return o.exact(q, k, allowed), nil
-}
-
-// graphSearch asks the graph for more than k neighbours, so that dead
-// slots and filtered documents can be dropped, and keeps the best k.
-func (o *orgVectors) graphSearch(q []float32, k int, allowed map[string]bool) []vecHit {
-	ask := k + (o.inGraph - o.live)
-	if allowed != nil {
-		ask = k * 8
-	}
-	var out []vecHit
-	for _, n := range o.graph.Search(q, ask) {
-		e := &o.entries[n.Key]
-		if !e.live || (allowed != nil && !allowed[e.doc]) {
-			continue
-		}
-		out = append(out, vecHit{key: storage.ChunkKey{DocumentID: e.doc, Position: e.position}, score: vek32.Dot(q, e.vec)})
-	}
-	slices.SortFunc(out, byScore)
-	return out[:min(k, len(out))]
 }
 
 // exact scores every live vector of the allowed documents.
