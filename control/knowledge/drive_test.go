@@ -126,7 +126,9 @@ func TestImportDrive(t *testing.T) {
 		d := newDriveServer(t, files)
 		a := newAPI(t, db, func(c *control.Config) { c.DriveBaseURL = d.URL + "/drive/v3" })
 		const path = "/v1/knowledge/documents/import-drive"
-		item := func(id string) map[string]any { return map[string]any{"id": id, "name": files[id].name, "mimeType": files[id].mime} }
+		item := func(id string) map[string]any {
+			return map[string]any{"id": id, "name": files[id].name, "mimeType": files[id].mime}
+		}
 		body := func(token string, ids ...string) map[string]any {
 			var fs []map[string]any
 			for _, id := range ids {
