@@ -223,11 +223,6 @@ func (s *Service) createDocuments(c fiber.Ctx, p *storage.Principal) error {
 	if err != nil {
 		return err
 	}
-	return s.writeCreated(c, docs, warnings)
-}
-
-// writeCreated answers 201 {documents, warnings}.
-func (s *Service) writeCreated(c fiber.Ctx, docs []storage.KnowledgeDocument, warnings []warningView) error {
 	out := make([]detailView, len(docs))
 	for i, d := range docs {
 		out[i] = s.viewDetail(d)

@@ -59,12 +59,19 @@ var (
 	errDriveLimited = api.Err(http.StatusServiceUnavailable, "Google Drive is limiting requests right now; try again shortly.")
 )
 
+// driveImporter serves import-drive for s with files.
+type driveImporter struct {
+	s     *Service
+	files DriveFiles
+}
+
 // importDrive imports Google Drive files: each is looked up (files.get,
 // whose type is trusted over the request's mimeType), exported (Docs as
 // text, Sheets as CSV) or downloaded, spooled through its type's limit
 // and checked exactly as an upload is; only when every file passed are
 // the documents created, with source_origin google_drive.
-func (s *Service) importDrive(c fiber.Ctx, p *storage.Principal) error {
+func (d driveImporter) importDrive(c fiber.Ctx, p *storage.Principal) error {
+	s := d.s
 	if err := canWrite(p); err != nil {
 		return err
 	}
@@ -97,7 +104,7 @@ func (s *Service) importDrive(c fiber.Ctx, p *storage.Principal) error {
 	defer func() { discard(ups) }()
 	var total int64
 	for _, it := range in.Files {
-		u, n, err := s.fetchDrive(ctx, token, it, dir, f)
+		u, n, err := fetchDrive(ctx, d.files, s.cfg.Limits, token, it, dir, f)
 		if u != nil {
 			ups = append(ups, u)
 		}
@@ -130,18 +137,22 @@ func (s *Service) importDrive(c fiber.Ctx, p *storage.Principal) error {
 	if err != nil {
 		return err
 	}
-	return s.writeCreated(c, created, warnings)
+	out := make([]detailView, len(created))
+	for i, doc := range created {
+		out[i] = s.viewDetail(doc)
+	}
+	return c.Status(http.StatusCreated).JSON(fiber.Map{"documents": out, "warnings": warnings})
 }
 
 // fetchDrive spools one Drive file. Problems with the file are added to
 // f (and u, if any, is returned for cleanup); problems with the token or
 // with Drive itself are returned.
-func (s *Service) fetchDrive(ctx context.Context, token string, it driveFileItem, dir string, f api.Fields) (*upload, int64, error) {
+func fetchDrive(ctx context.Context, df DriveFiles, lim Limits, token string, it driveFileItem, dir string, f api.Fields) (*upload, int64, error) {
 	label := it.Name
 	if label == "" {
 		label = it.ID
 	}
-	meta, err := s.drive.Get(ctx, token, it.ID)
+	meta, err := df.Get(ctx, token, it.ID)
 	if err != nil {
 		return nil, 0, driveErr(err, label, f)
 	}
@@ -161,21 +172,21 @@ func (s *Service) fetchDrive(ctx context.Context, token string, it driveFileItem
 		name += extByType[stored]
 	}
 	u := &upload{field: "files", filename: name, mime: stored}
-	if max := s.cfg.Limits.forType(stored); meta.Size > max {
+	if max := lim.forType(stored); meta.Size > max {
 		f.Add("files", fmt.Sprintf("%q is larger than the %s limit for %s files.", name, sizeText(max), strings.TrimPrefix(extByType[stored], ".")))
 		return nil, 0, nil
 	}
 	var body io.ReadCloser
 	if export {
-		body, err = s.drive.Export(ctx, token, it.ID, stored)
+		body, err = df.Export(ctx, token, it.ID, stored)
 	} else {
-		body, err = s.drive.Download(ctx, token, it.ID)
+		body, err = df.Download(ctx, token, it.ID)
 	}
 	if err != nil {
 		return nil, 0, driveErr(err, name, f)
 	}
 	defer body.Close()
-	n, err := spool(u, body, dir, s.cfg.Limits, f)
+	n, err := spool(u, body, dir, lim, f)
 	if errors.Is(err, errInterrupted) {
 		return u, n, errDriveDown // Drive broke off mid-file
 	}

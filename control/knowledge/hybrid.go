@@ -3,6 +3,7 @@ package knowledge
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -67,10 +68,22 @@ func newEmbedder(cfg EmbedConfig) (embed.Embedder, string, error) {
 // configured. mode says which ran; a query the provider fails to embed
 // in time is answered by BM25 alone (mode bm25).
 func (s *Service) Search(ctx context.Context, orgID int64, q storage.KnowledgeQuery) (hits []storage.KnowledgeHit, mode string, err error) {
-	if s.embedder == nil || strings.TrimSpace(q.Text) == "" {
+	if s.hybrid == nil || strings.TrimSpace(q.Text) == "" {
 		hits, err = s.store.Search(ctx, orgID, q)
 		return hits, ModeBM25, err
 	}
+	return s.hybrid.search(ctx, orgID, q)
+}
+
+// hybridSearch fuses BM25 with in-process vector search.
+type hybridSearch struct {
+	log      *slog.Logger
+	store    Store
+	embedder embed.Embedder
+	vectors  *vectorIndex
+}
+
+func (s *hybridSearch) search(ctx context.Context, orgID int64, q storage.KnowledgeQuery) ([]storage.KnowledgeHit, string, error) {
 	limit := q.Limit
 	wide := q
 	wide.Limit = min(max(limit*4, 20), 200)
@@ -105,7 +118,7 @@ func (s *Service) Search(ctx context.Context, orgID int64, q storage.KnowledgeQu
 // allowedDocs is the set of documents a filtered query may return (nil
 // when it has no filter): its documents, those in its bases, or both
 // intersected.
-func (s *Service) allowedDocs(ctx context.Context, orgID int64, q storage.KnowledgeQuery) (map[string]bool, error) {
+func (s *hybridSearch) allowedDocs(ctx context.Context, orgID int64, q storage.KnowledgeQuery) (map[string]bool, error) {
 	if len(q.DocumentIDs) == 0 && len(q.BaseIDs) == 0 {
 		return nil, nil
 	}
@@ -134,7 +147,7 @@ func (s *Service) allowedDocs(ctx context.Context, orgID int64, q storage.Knowle
 
 // fuse merges the BM25 and vector rankings by reciprocal rank: each
 // chunk scores the sum of 1/(rrfK+rank) over the lists it is in.
-func (s *Service) fuse(ctx context.Context, orgID int64, lexical []storage.KnowledgeHit, semantic []vecHit) ([]storage.KnowledgeHit, error) {
+func (s *hybridSearch) fuse(ctx context.Context, orgID int64, lexical []storage.KnowledgeHit, semantic []vecHit) ([]storage.KnowledgeHit, error) {
 	score := map[storage.ChunkKey]float64{}
 	byKey := map[storage.ChunkKey]storage.KnowledgeHit{}
 	for i, h := range lexical {

@@ -125,12 +125,13 @@ type Service struct {
 	blobs  blobs
 	worker *Worker
 	// embedder is the embeddings provider (nil: none; search is BM25
-	// alone), embedModel its model, vectors the in-process vector index.
+	// alone), embedModel its model.
 	embedder   embed.Embedder
 	embedModel string
-	vectors    *vectorIndex
-	// drive reads Google Drive files for import-drive.
-	drive DriveFiles
+	// drive serves import-drive.
+	drive driveImporter
+	// hybrid fuses BM25 and vector search; nil without a provider.
+	hybrid *hybridSearch
 }
 
 // New returns the service. Its worker does nothing until Run.
@@ -157,12 +158,14 @@ func New(cfg Config, log *slog.Logger, store Store) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{cfg: cfg, log: log, store: store, blobs: blobs{cfg.BlobDir}, worker: newWorker(cfg, log, store), embedder: e, embedModel: model}
-	if s.drive, err = drive.New(drive.Config{BaseURL: cfg.DriveBaseURL}); err != nil {
+	dc, err := drive.New(drive.Config{BaseURL: cfg.DriveBaseURL})
+	if err != nil {
 		return nil, fmt.Errorf("knowledge: %w", err)
 	}
+	s.drive = driveImporter{s: s, files: dc}
 	if e != nil {
 		s.worker.embedder, s.worker.embedModel = e, model
-		s.vectors = newVectorIndex(store, model)
+		s.hybrid = &hybridSearch{log: log, store: store, embedder: e, vectors: newVectorIndex(store, model)}
 	}
 	return s, nil
 }
@@ -212,7 +215,7 @@ func (s *Service) Routes() []api.Route {
 	return []api.Route{
 		list(r("GET", docs, "List knowledge documents, newest first (query q, status)", "", "KnowledgeDocument", 0, []int{400}, s.listDocuments)),
 		stream(r("POST", docs, "Upload documents: multipart files[] (or file + name) or JSON {name, content} (admin+)", "KnowledgeTextInput", "KnowledgeUploadResult", 201, []int{400, 403}, s.createDocuments)),
-		r("POST", docs+"/import-drive", "Import Google Drive files: {access_token, files: [{id, name, mimeType}]}; Docs as text, Sheets as CSV (admin+)", "KnowledgeDriveImport", "KnowledgeUploadResult", 201, []int{400, 403, 502, 503}, s.importDrive),
+		r("POST", docs+"/import-drive", "Import Google Drive files: {access_token, files: [{id, name, mimeType}]}; Docs as text, Sheets as CSV (admin+)", "KnowledgeDriveImport", "KnowledgeUploadResult", 201, []int{400, 403, 502, 503}, s.drive.importDrive),
 		r("GET", doc, "A knowledge document with its extracted content", "", "KnowledgeDocumentDetail", 0, []int{404}, s.getDocument),
 		stream(r("PATCH", doc, "Rename, change text or upload a new file (multipart file); re-queues ingestion (admin+)", "KnowledgeDocumentPatch", "KnowledgeDocumentDetail", 0, []int{400, 403, 404}, s.patchDocument)),
 		r("DELETE", doc, "Delete a document and its chunks (admin+)", "", "", 204, []int{403, 404}, s.deleteDocument),
