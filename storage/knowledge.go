@@ -206,8 +206,13 @@ func (s *KnowledgeStore) Documents(ctx context.Context, orgID int64, f DocumentF
 // except whose bytes hash equals bytesSHA or whose text hash equals
 // textSHA (empty hashes match nothing), oldest first.
 func (s *KnowledgeStore) DuplicateDocuments(ctx context.Context, orgID int64, bytesSHA, textSHA, except string) ([]string, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id FROM knowledge_documents WHERE org_id = $1 AND id <> $4
+	return s.ids(ctx, `SELECT id FROM knowledge_documents WHERE org_id = $1 AND id <> $4
 		AND (($2 <> '' AND bytes_sha = $2) OR ($3 <> '' AND text_sha = $3)) ORDER BY created_at, id`, orgID, bytesSHA, textSHA, except)
+}
+
+// ids runs a query of one text column and returns its values.
+func (s *KnowledgeStore) ids(ctx context.Context, query string, args ...any) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, translate(err)
 	}

@@ -148,14 +148,10 @@ func (s *KnowledgeStore) VectorDocuments(ctx context.Context, orgID int64, model
 // DocumentVectors returns the vectors of the org's documents ids (all of
 // the org's documents with vectors from model when ids is nil).
 func (s *KnowledgeStore) DocumentVectors(ctx context.Context, orgID int64, model string, ids []string) ([]StoredVector, error) {
-	in := `SELECT jsonb_array_elements_text($4::jsonb)`
-	if s.db.Dialect == migrations.SQLite {
-		in = `SELECT value FROM json_each($4)`
-	}
-	list, _ := json.Marshal(nonNil(ids))
+	in, list := s.jsonList(4, ids)
 	rows, err := s.db.QueryContext(ctx, `SELECT v.document_id, v.position, v.vector FROM knowledge_vectors v
 		JOIN knowledge_documents d ON d.id = v.document_id
-		WHERE v.org_id = $1 AND d.embed_model = $2 AND ($3 = 0 OR v.document_id IN (`+in+`))`, orgID, model, btoi(ids != nil), string(list))
+		WHERE v.org_id = $1 AND d.embed_model = $2 AND ($3 = 0 OR v.document_id IN (`+in+`))`, orgID, model, btoi(ids != nil), list)
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -173,6 +169,17 @@ func (s *KnowledgeStore) DocumentVectors(ctx context.Context, orgID int64, model
 		out = append(out, sv)
 	}
 	return out, translate(rows.Err())
+}
+
+// jsonList is a subquery of the strings passed as parameter $n, and
+// that parameter: vals as a JSON array.
+func (s *KnowledgeStore) jsonList(n int, vals []string) (string, string) {
+	in := fmt.Sprintf(`SELECT jsonb_array_elements_text($%d::jsonb)`, n)
+	if s.db.Dialect == migrations.SQLite {
+		in = fmt.Sprintf(`SELECT value FROM json_each($%d)`, n)
+	}
+	list, _ := json.Marshal(nonNil(vals))
+	return in, string(list)
 }
 
 func btoi(b bool) int {
@@ -219,26 +226,9 @@ func (s *KnowledgeStore) ChunksAt(ctx context.Context, orgID int64, keys []Chunk
 // BaseDocumentIDs returns the ids of the documents in any of the org's
 // bases baseIDs.
 func (s *KnowledgeStore) BaseDocumentIDs(ctx context.Context, orgID int64, baseIDs []string) ([]string, error) {
-	in := `SELECT jsonb_array_elements_text($2::jsonb)`
-	if s.db.Dialect == migrations.SQLite {
-		in = `SELECT value FROM json_each($2)`
-	}
-	list, _ := json.Marshal(nonNil(baseIDs))
-	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT m.document_id FROM knowledge_base_documents m
-		JOIN knowledge_bases b ON b.id = m.base_id WHERE b.org_id = $1 AND m.base_id IN (`+in+`)`, orgID, string(list))
-	if err != nil {
-		return nil, translate(err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, translate(err)
-		}
-		out = append(out, id)
-	}
-	return out, translate(rows.Err())
+	in, list := s.jsonList(2, baseIDs)
+	return s.ids(ctx, `SELECT DISTINCT m.document_id FROM knowledge_base_documents m
+		JOIN knowledge_bases b ON b.id = m.base_id WHERE b.org_id = $1 AND m.base_id IN (`+in+`)`, orgID, list)
 }
 
 // RequeueUnembedded queues every ready document with chunks whose vectors
