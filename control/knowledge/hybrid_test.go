@@ -323,3 +323,58 @@ func TestEmbeddingBackfill(t *testing.T) {
 		require.True(t, found, "the backfilled document is found by meaning")
 	})
 }
+
+// TestEmbeddingGivesUp: when the provider still fails on the last
+// attempt, the document is kept ready without vectors (BM25 finds it)
+// rather than failed, and a restart with the provider up embeds it.
+func TestEmbeddingGivesUp(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		e := newEmbedServer(t)
+		e.setDown(true)
+		a := newAPI(t, db) // the org and the store; its own worker has no provider
+		cfg := knowledge.Config{BlobDir: t.TempDir(), SigningKey: []byte("k"), MaxAttempts: 1,
+			Embed: knowledge.EmbedConfig{BaseURL: e.URL + "/v1", APIKey: "ek-test", Model: "fake-embed"}}
+		svc, err := knowledge.New(cfg, nil, a.store.Knowledge)
+		require.NoError(t, err)
+		a.srv.Close() // stop the API's worker so svc's claims the job
+		created, err := a.store.Knowledge.CreateDocuments(ctx, a.org.ID, 0, []storage.KnowledgeDocument{{Name: "Returns", SourceType: "text", MimeType: "text/plain", Content: "Damaged parcels are refunded in full."}})
+		require.NoError(t, err)
+		id := created[0].ID
+		did, err := svc.Worker().RunOnce(ctx)
+		require.NoError(t, err)
+		require.True(t, did)
+		reqs, _ := e.counts()
+		require.Positive(t, reqs, "the provider was asked")
+		d, err := a.store.Knowledge.Document(ctx, a.org.ID, id)
+		require.NoError(t, err)
+		require.Equal(t, storage.DocReady, d.Status)
+		require.EqualValues(t, 1, d.ChunkCount)
+		m, err := a.store.Knowledge.EmbedModel(ctx, id)
+		require.NoError(t, err)
+		require.Empty(t, m, "stored without vectors")
+		hits, mode, err := svc.Search(ctx, a.org.ID, storage.KnowledgeQuery{Text: "refunded", Limit: 5})
+		require.NoError(t, err)
+		require.Equal(t, knowledge.ModeBM25, mode, "the provider is still down for the query")
+		require.Len(t, hits, 1)
+
+		e.setDown(false)
+		rctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- svc.Run(rctx) }()
+		deadline := time.Now().Add(20 * time.Second)
+		for m != "fake-embed" {
+			require.True(t, time.Now().Before(deadline), "not embedded after the restart")
+			time.Sleep(20 * time.Millisecond)
+			m, err = a.store.Knowledge.EmbedModel(ctx, id)
+			require.NoError(t, err)
+		}
+		cancel()
+		<-done
+		hits, mode, err = svc.Search(ctx, a.org.ID, storage.KnowledgeQuery{Text: "reimbursed", Limit: 5})
+		require.NoError(t, err)
+		require.Equal(t, knowledge.ModeHybrid, mode)
+		require.Len(t, hits, 1)
+		require.Equal(t, id, hits[0].DocumentID)
+	})
+}
