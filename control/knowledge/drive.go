@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/gofiber/fiber/v3"
 
@@ -58,6 +59,9 @@ var (
 	errDriveDown    = api.Err(http.StatusBadGateway, "Google Drive could not be reached or failed; try again.")
 	errDriveLimited = api.Err(http.StatusServiceUnavailable, "Google Drive is limiting requests right now; try again shortly.")
 )
+
+// driveFileTimeout bounds fetching one file (50 MB at 1 MB/s, with room).
+const driveFileTimeout = 2 * time.Minute
 
 // driveImporter serves import-drive for s with files.
 type driveImporter struct {
@@ -176,6 +180,10 @@ func fetchDrive(ctx context.Context, df DriveFiles, lim Limits, token string, it
 		f.Add("files", fmt.Sprintf("%q is larger than the %s limit for %s files.", name, sizeText(max), strings.TrimPrefix(extByType[stored], ".")))
 		return nil, 0, nil
 	}
+	// A file's bytes must arrive within driveFileTimeout: a stalled Drive
+	// must not hold the request open.
+	ctx, cancel := context.WithTimeout(ctx, driveFileTimeout)
+	defer cancel()
 	var body io.ReadCloser
 	if export {
 		body, err = df.Export(ctx, token, it.ID, stored)
