@@ -58,6 +58,12 @@ type Config struct {
 	// MonitoringToken is the shared token of the monitoring receivers
 	// (?token=); empty turns them off (404). See control/monitoring.
 	MonitoringToken string
+	// Embed configures the optional embeddings provider of knowledge
+	// search; an empty BaseURL means BM25 alone.
+	Embed knowledge.EmbedConfig
+	// DriveBaseURL is the Google Drive API root of knowledge import-drive;
+	// empty means Google's.
+	DriveBaseURL string
 }
 
 func (c Config) withDefaults() Config {
@@ -131,7 +137,7 @@ func New(cfg Config, log *slog.Logger, store *storage.Store, limiter Limiter, op
 	if err := s.initMonitoring(); err != nil {
 		return nil, err
 	}
-	if s.knowledge, err = knowledge.New(knowledge.Config{BlobDir: s.res.cfg.BlobDir, PublicURL: cfg.PublicURL, SigningKey: s.res.signKey}, log, store.Knowledge); err != nil {
+	if s.knowledge, err = knowledge.New(knowledge.Config{BlobDir: s.res.cfg.BlobDir, PublicURL: cfg.PublicURL, SigningKey: s.res.signKey, Embed: cfg.Embed, DriveBaseURL: cfg.DriveBaseURL}, log, store.Knowledge); err != nil {
 		return nil, fmt.Errorf("control: %w", err)
 	}
 	s.app = fiber.New(fiber.Config{

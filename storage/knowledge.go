@@ -78,6 +78,8 @@ type KnowledgeChunk struct {
 	// Context is what stands above the text: its headings, or a CSV
 	// header row. It is indexed with the text.
 	Context, Text string
+	// Vector is the chunk's embedding, nil when there is none.
+	Vector []float32
 }
 
 // IngestJob is a claimed document to ingest.
@@ -88,6 +90,9 @@ type IngestJob struct {
 	SourceType, MimeType   string
 	OriginalKey, Content   string
 	OriginalFilename, Name string
+	// EmbedModel, set by the worker, is the model of the chunks' vectors
+	// ("" when they have none).
+	EmbedModel string
 }
 
 // KnowledgeBase is a named grouping of documents.
@@ -201,8 +206,13 @@ func (s *KnowledgeStore) Documents(ctx context.Context, orgID int64, f DocumentF
 // except whose bytes hash equals bytesSHA or whose text hash equals
 // textSHA (empty hashes match nothing), oldest first.
 func (s *KnowledgeStore) DuplicateDocuments(ctx context.Context, orgID int64, bytesSHA, textSHA, except string) ([]string, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id FROM knowledge_documents WHERE org_id = $1 AND id <> $4
+	return s.ids(ctx, `SELECT id FROM knowledge_documents WHERE org_id = $1 AND id <> $4
 		AND (($2 <> '' AND bytes_sha = $2) OR ($3 <> '' AND text_sha = $3)) ORDER BY created_at, id`, orgID, bytesSHA, textSHA, except)
+}
+
+// ids runs a query of one text column and returns its values.
+func (s *KnowledgeStore) ids(ctx context.Context, query string, args ...any) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -300,6 +310,9 @@ func (s *KnowledgeStore) DeleteDocument(ctx context.Context, orgID int64, id str
 		if err := deleteChunks(ctx, tx, id); err != nil {
 			return err
 		}
+		if err := dropVectors(ctx, tx, orgID, id); err != nil {
+			return err
+		}
 		_, err := tx.ExecContext(ctx, `DELETE FROM knowledge_documents WHERE org_id = $1 AND id = $2`, orgID, id)
 		return translate(err)
 	})
@@ -394,6 +407,9 @@ func (s *KnowledgeStore) CompleteIngestion(ctx context.Context, job IngestJob, c
 				return translate(err)
 			}
 		}
+		if err := putVectors(ctx, tx, job, chunks); err != nil {
+			return err
+		}
 		return s.writeIndex(ctx, tx, job.OrgID, job.DocumentID, terms)
 	})
 }
@@ -436,7 +452,10 @@ func (s *KnowledgeStore) FailIngestion(ctx context.Context, job IngestJob, msg s
 		if retryAt != nil {
 			return nil
 		}
-		return deleteChunks(ctx, tx, job.DocumentID)
+		if err := deleteChunks(ctx, tx, job.DocumentID); err != nil {
+			return err
+		}
+		return dropVectors(ctx, tx, job.OrgID, job.DocumentID)
 	})
 }
 

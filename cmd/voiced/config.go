@@ -23,6 +23,7 @@ import (
 	"github.com/voiced/voiced/control"
 	"github.com/voiced/voiced/control/calllog"
 	"github.com/voiced/voiced/control/numbers"
+	"github.com/voiced/voiced/control/knowledge"
 )
 
 // config is every setting of voiced serve, migrate and admin. Each flag has
@@ -59,6 +60,9 @@ type config struct {
 	HugePages                  bool
 	RTPPrefetch                bool
 	WebRTCTURNTTL              string
+
+	// Embed is knowledge search's embeddings provider.
+	Embed knowledge.EmbedConfig
 
 	// call and prov take the live call's flags as they are; validate
 	// fills the parsed ones.
@@ -116,6 +120,9 @@ func bindFlags(fs *flag.FlagSet, c *config, names ...string) []flagSpec {
 		{"stt-base-url", "VOICED_STT_BASE_URL", "", "OpenAI-compatible transcription API root up to /v1 (OpenAI, faster-whisper, whisper.cpp, vLLM); empty = offline PocketSphinx (en-US) for realtime sessions", &c.prov.STTBaseURL},
 		{"stt-api-key", "VOICED_STT_API_KEY", "", "API key for --stt-base-url", &c.prov.STTAPIKey},
 		{"stt-model", "VOICED_STT_MODEL", "", "transcription model for --stt-base-url (empty = whisper-1)", &c.prov.STTModel},
+		{"embed-base-url", "VOICED_EMBED_BASE_URL", "", "OpenAI-compatible embeddings API root up to /v1 (OpenAI, Ollama, vLLM, llama.cpp) for semantic knowledge search, fused with BM25; empty = BM25 alone", &c.Embed.BaseURL},
+		{"embed-api-key", "VOICED_EMBED_API_KEY", "", "API key for --embed-base-url (empty for local servers)", &c.Embed.APIKey},
+		{"embed-model", "VOICED_EMBED_MODEL", "", "embedding model for --embed-base-url (empty = text-embedding-3-small); changing it re-embeds every document", &c.Embed.Model},
 		{"realtime-delta-ms", "VOICED_REALTIME_DELTA_MS", "20", "audio per realtime output delta once a response plays (20-1000, a multiple of 20): bigger deltas wake clients less often but delay a response's first audio by the difference", &c.RealtimeDeltaMs},
 		{"realtime-org-sessions", "VOICED_REALTIME_ORG_SESSIONS", "50", "concurrent realtime WebSocket sessions per organization (0 = no cap)", &c.call.Realtime.OrgSessions},
 		{"call-loopback", "VOICED_CALL_LOOPBACK", "false", "phone and browser calls play each caller turn back with no STT, model or TTS (load tests of the media path); off = the number's agent with the node's providers", &c.call.Loopback},
@@ -330,7 +337,7 @@ func (c *config) validateSIP(has func(string) bool) error {
 // validateCalls checks the flags of the calls' providers, the browser
 // and realtime front doors.
 func (c *config) validateCalls(has func(string) bool) error {
-	for _, u := range []struct{ name, v string }{{"llm-base-url", c.prov.LLMBaseURL}, {"tts-base-url", c.prov.TTSBaseURL}, {"stt-base-url", c.prov.STTBaseURL}} {
+	for _, u := range []struct{ name, v string }{{"llm-base-url", c.prov.LLMBaseURL}, {"tts-base-url", c.prov.TTSBaseURL}, {"stt-base-url", c.prov.STTBaseURL}, {"embed-base-url", c.Embed.BaseURL}} {
 		if has(u.name) && u.v != "" {
 			if p, err := url.Parse(u.v); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
 				return fmt.Errorf("invalid --%s %q: want an http(s) URL like http://localhost:11434/v1", u.name, u.v)

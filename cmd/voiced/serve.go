@@ -86,7 +86,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	srv, err := control.New(control.Config{PublicURL: public, AccessLog: c.AccessLog, Version: version, Resources: control.ResourcesConfig{
 		Products: c.products, DIDPool: c.didPool, BlobDir: blobDir, SigningKey: signingKey(env.key), AudioURLTTL: c.audioURLTTL,
-	}, Payments: c.paymentConfig(), Webhooks: webhook.Config{AllowLoopback: c.WebhookAllowLoopback}, MonitoringToken: c.MonitoringToken}, log, env.store, env.coord, opts...)
+	}, Payments: c.paymentConfig(), Webhooks: webhook.Config{AllowLoopback: c.WebhookAllowLoopback}, MonitoringToken: c.MonitoringToken, Embed: c.Embed}, log, env.store, env.coord, opts...)
 	if err != nil {
 		ln.Close()
 		node.Drain(context.Background())

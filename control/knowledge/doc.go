@@ -24,5 +24,16 @@
 // backoff. Changing a document (PATCH, replace, retry) re-queues it, and a
 // result computed for an older version is discarded.
 //
+// Google Drive files (import-drive) are fetched through ai/drive (files.get,
+// then files.export for Docs and Sheets, alt=media for other files) and
+// spooled and checked exactly as uploaded files are.
+//
+// With an embeddings provider (Config.Embed), ingestion also embeds every
+// chunk and stores the vectors with the chunks; a provider failure retries
+// the job like any transient failure. Search then fuses BM25 with an exact
+// in-process vector search (one index per org, loaded lazily and brought
+// up to date from the org's vector version before each search) by
+// reciprocal rank; without one it is BM25 alone, and says so (mode).
+//
 // Reads are open to every member; writes need admin+ or a secret API key.
 package knowledge

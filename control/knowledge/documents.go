@@ -160,7 +160,14 @@ func (s *Service) upload(c fiber.Ctx, p *storage.Principal) ([]storage.Knowledge
 		docs = append(docs, storage.KnowledgeDocument{Name: name, SourceType: "text", MimeType: mimeText, ByteCount: int64(len(content)),
 			Content: content, TextSHA: storage.TextHash(content)})
 	}
-	created, err := s.store.CreateDocuments(c.Context(), p.OrgID, p.UserID, docs)
+	return s.create(c.Context(), p, docs, kept)
+}
+
+// create stores checked documents (all or none; their kept originals are
+// removed if that fails), wakes the worker and returns them with their
+// duplicate-content warnings.
+func (s *Service) create(ctx context.Context, p *storage.Principal, docs []storage.KnowledgeDocument, kept []string) ([]storage.KnowledgeDocument, []warningView, error) {
+	created, err := s.store.CreateDocuments(ctx, p.OrgID, p.UserID, docs)
 	if err != nil {
 		s.drop(kept)
 		return nil, nil, api.StoreErr(err)
@@ -168,7 +175,7 @@ func (s *Service) upload(c fiber.Ctx, p *storage.Principal) ([]storage.Knowledge
 	s.worker.Wake()
 	warnings := []warningView{}
 	for _, d := range created {
-		w, err := s.duplicates(c.Context(), p.OrgID, d)
+		w, err := s.duplicates(ctx, p.OrgID, d)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -509,7 +516,7 @@ func (s *Service) runSearch(c fiber.Ctx, p *storage.Principal, baseID string) er
 	if baseID != "" {
 		kq.BaseIDs = []string{baseID}
 	}
-	hits, err := s.store.Search(c.Context(), p.OrgID, kq)
+	hits, mode, err := s.Search(c.Context(), p.OrgID, kq)
 	if err != nil {
 		return err
 	}
@@ -517,5 +524,5 @@ func (s *Service) runSearch(c fiber.Ctx, p *storage.Principal, baseID string) er
 	for i, h := range hits {
 		out[i] = hitView{DocumentID: h.DocumentID, DocumentName: h.DocumentName, Position: h.Position, Context: h.Context, Text: h.Text, Score: h.Score}
 	}
-	return c.JSON(fiber.Map{"mode": "bm25", "query": q, "results": out})
+	return c.JSON(fiber.Map{"mode": mode, "query": q, "results": out})
 }

@@ -90,3 +90,9 @@ func ZipOf(files map[string][]byte) []byte {
 	zw.Close()
 	return b.Bytes()
 }
+
+// The Google Drive types of Docs and Sheets, for the import tests.
+const (
+	MimeGoogleDoc   = "application/vnd.google-apps.document"
+	MimeGoogleSheet = "application/vnd.google-apps.spreadsheet"
+)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/voiced/voiced/ai/drive"
+	"github.com/voiced/voiced/ai/embed"
 	"github.com/voiced/voiced/control/api"
 	"github.com/voiced/voiced/storage"
 )
@@ -41,6 +43,12 @@ type Config struct {
 	// attempt. Default 5 s.
 	MaxAttempts int
 	Backoff     time.Duration
+	// DriveBaseURL is the Google Drive API root of import-drive; default
+	// https://www.googleapis.com/drive/v3 (tests point it at a fake).
+	DriveBaseURL string
+	// Embed configures the optional embeddings provider (semantic search);
+	// an empty BaseURL means none.
+	Embed EmbedConfig
 }
 
 func (c Config) withDefaults() Config {
@@ -104,6 +112,8 @@ type Store interface {
 	BaseStore
 	Searcher
 	IngestStore
+	VectorStore
+	HybridStore
 }
 
 // Service serves /v1/knowledge and /v1/knowledge-bases and owns the
@@ -114,6 +124,14 @@ type Service struct {
 	store  Store
 	blobs  blobs
 	worker *Worker
+	// embedder is the embeddings provider (nil: none; search is BM25
+	// alone), embedModel its model.
+	embedder   embed.Embedder
+	embedModel string
+	// drive serves import-drive.
+	drive driveImporter
+	// hybrid fuses BM25 and vector search; nil without a provider.
+	hybrid *hybridSearch
 }
 
 // New returns the service. Its worker does nothing until Run.
@@ -135,7 +153,21 @@ func New(cfg Config, log *slog.Logger, store Store) (*Service, error) {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	log = log.With("component", "knowledge")
-	return &Service{cfg: cfg, log: log, store: store, blobs: blobs{cfg.BlobDir}, worker: newWorker(cfg, log, store)}, nil
+	e, model, err := newEmbedder(cfg.Embed)
+	if err != nil {
+		return nil, err
+	}
+	s := &Service{cfg: cfg, log: log, store: store, blobs: blobs{cfg.BlobDir}, worker: newWorker(cfg, log, store), embedder: e, embedModel: model}
+	dc, err := drive.New(drive.Config{BaseURL: cfg.DriveBaseURL})
+	if err != nil {
+		return nil, fmt.Errorf("knowledge: %w", err)
+	}
+	s.drive = driveImporter{s: s, files: dc}
+	if e != nil {
+		s.worker.embedder, s.worker.embedModel = e, model
+		s.hybrid = &hybridSearch{log: log, store: store, embedder: e, vectors: newVectorIndex(store, model)}
+	}
+	return s, nil
 }
 
 // Run runs the ingestion worker until ctx ends, after removing spool
@@ -143,6 +175,17 @@ func New(cfg Config, log *slog.Logger, store Store) (*Service, error) {
 func (s *Service) Run(ctx context.Context) error {
 	if n := s.blobs.sweepSpool(time.Hour, time.Now()); n > 0 {
 		s.log.Info("removed abandoned upload spool files", "count", n)
+	}
+	if s.embedder != nil {
+		// Documents ingested without vectors (before the provider was
+		// configured, or with another model) are ingested again.
+		n, err := s.store.RequeueUnembedded(ctx, s.embedModel)
+		if err != nil {
+			return fmt.Errorf("knowledge: queue documents to embed: %w", err)
+		}
+		if n > 0 {
+			s.log.Info("queued documents for embedding", "count", n, "model", s.embedModel)
+		}
 	}
 	return s.worker.Run(ctx)
 }
@@ -172,6 +215,7 @@ func (s *Service) Routes() []api.Route {
 	return []api.Route{
 		list(r("GET", docs, "List knowledge documents, newest first (query q, status)", "", "KnowledgeDocument", 0, []int{400}, s.listDocuments)),
 		stream(r("POST", docs, "Upload documents: multipart files[] (or file + name) or JSON {name, content} (admin+)", "KnowledgeTextInput", "KnowledgeUploadResult", 201, []int{400, 403}, s.createDocuments)),
+		r("POST", docs+"/import-drive", "Import Google Drive files: {access_token, files: [{id, name, mimeType}]}; Docs as text, Sheets as CSV (admin+)", "KnowledgeDriveImport", "KnowledgeUploadResult", 201, []int{400, 403, 502, 503}, s.drive.importDrive),
 		r("GET", doc, "A knowledge document with its extracted content", "", "KnowledgeDocumentDetail", 0, []int{404}, s.getDocument),
 		stream(r("PATCH", doc, "Rename, change text or upload a new file (multipart file); re-queues ingestion (admin+)", "KnowledgeDocumentPatch", "KnowledgeDocumentDetail", 0, []int{400, 403, 404}, s.patchDocument)),
 		r("DELETE", doc, "Delete a document and its chunks (admin+)", "", "", 204, []int{403, 404}, s.deleteDocument),
@@ -179,7 +223,7 @@ func (s *Service) Routes() []api.Route {
 		r("GET", doc+"/original", "The uploaded file: a stream (download=1 for an attachment), or {url, expires_in} with Accept: application/json", "", "KnowledgeOriginalURL", 0, []int{404}, s.original),
 		stream(r("POST", doc+"/replace", "Replace the file (multipart file); re-queues ingestion (admin+)", "KnowledgeFileInput", "KnowledgeReplaceResult", 0, []int{400, 403, 404}, s.replaceDocument)),
 		{Method: "GET", Path: "/v1/knowledge/originals/:document_id", Summary: "An original file through a signed URL (expires, sig); no credential", Tag: "knowledge", Errors: []int{401, 404}, Raw: s.signedOriginal},
-		r("POST", "/v1/knowledge/search", "BM25 search over the org's chunks", "KnowledgeSearchInput", "KnowledgeSearchResult", 0, []int{400}, s.search),
+		r("POST", "/v1/knowledge/search", "Search the org's chunks: BM25, fused with vector search when an embeddings provider is configured", "KnowledgeSearchInput", "KnowledgeSearchResult", 0, []int{400}, s.search),
 
 		list(r("GET", kbs, "List knowledge bases", "", "KnowledgeBase", 0, nil, s.listBases)),
 		r("POST", kbs, "Create a knowledge base (admin+)", "KnowledgeBaseInput", "KnowledgeBase", 201, []int{400, 403}, s.createBase),
@@ -191,6 +235,6 @@ func (s *Service) Routes() []api.Route {
 		stream(r("PATCH", kbDoc, "Change a document of a base (as PATCH /v1/knowledge/documents/{id}) (admin+)", "KnowledgeDocumentPatch", "KnowledgeDocumentDetail", 0, []int{400, 403, 404}, s.inBase(s.patchDocument))),
 		r("DELETE", kbDoc, "Detach a document from a base; it stays in the store (admin+)", "", "", 204, []int{403, 404}, s.detachDocument),
 		r("POST", kbDoc+"/retry", "Re-queue a failed document of a base (admin+)", "", "KnowledgeDocumentDetail", 0, []int{400, 403, 404}, s.inBase(s.retryDocument)),
-		r("POST", kb+"/search", "BM25 search within one knowledge base", "KnowledgeSearchInput", "KnowledgeSearchResult", 0, []int{400, 404}, s.searchBase),
+		r("POST", kb+"/search", "Search within one knowledge base (as /v1/knowledge/search)", "KnowledgeSearchInput", "KnowledgeSearchResult", 0, []int{400, 404}, s.searchBase),
 	}
 }

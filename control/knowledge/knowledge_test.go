@@ -38,7 +38,7 @@ type api struct {
 	adminK, membK, adminT, membT string
 }
 
-func newAPI(t *testing.T, db *storage.DB) *api {
+func newAPI(t *testing.T, db *storage.DB, opts ...func(*control.Config)) *api {
 	t.Helper()
 	ctx := context.Background()
 	store, err := storage.NewStore(db, storage.StoreConfig{SecretKey: bytes.Repeat([]byte{7}, 32)})
@@ -46,7 +46,11 @@ func newAPI(t *testing.T, db *storage.DB) *api {
 	lim := coord.NewLocal(coord.Config{})
 	t.Cleanup(func() { lim.Close() })
 	a := &api{t: t, store: store, blobDir: t.TempDir()}
-	a.srv, err = control.New(control.Config{PublicURL: "https://voice.example", Resources: control.ResourcesConfig{BlobDir: a.blobDir, SigningKey: []byte("k")}}, nil, store, lim)
+	cfg := control.Config{PublicURL: "https://voice.example", Resources: control.ResourcesConfig{BlobDir: a.blobDir, SigningKey: []byte("k")}}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	a.srv, err = control.New(cfg, nil, store, lim)
 	require.NoError(t, err)
 	t.Cleanup(a.srv.Close)
 	tag := storage.NewUUID()[28:]

@@ -196,38 +196,53 @@ func readMultipart(body io.Reader, boundary, dir string, lim Limits, f api.Field
 			f.Add(key, fmt.Sprintf("%q: unsupported file type; upload .txt, .md, .csv, .pdf or .docx.", u.filename))
 			continue
 		}
-		max := lim.forType(u.mime)
-		tmp, err := os.CreateTemp(dir, "upload-*")
+		n, err := spool(u, part, dir, lim, f)
 		if err != nil {
 			discard(form.files)
-			return nil, fmt.Errorf("spool upload: %w", err)
-		}
-		u.tmp = tmp.Name()
-		h := sha256.New()
-		n, err := io.Copy(io.MultiWriter(tmp, h), io.LimitReader(part, max+1))
-		cerr := tmp.Close()
-		if err != nil {
-			discard(form.files)
-			return nil, api.Err(http.StatusBadRequest, "The upload was interrupted or is malformed.")
-		}
-		if cerr != nil {
-			discard(form.files)
-			return nil, fmt.Errorf("spool upload: %w", cerr)
+			return nil, err
 		}
 		total += n
 		if total > lim.Request {
 			discard(form.files)
 			return nil, errTooLarge
 		}
-		u.size, u.sha = n, hex.EncodeToString(h.Sum(nil))
-		if n > max {
-			f.Add(key, fmt.Sprintf("%q is larger than the %s limit for %s files.", u.filename, sizeText(max), strings.TrimPrefix(ext, ".")))
-			os.Remove(u.tmp)
-			u.tmp = ""
-		}
 	}
 	return form, nil
 }
+
+// spool copies r, the content of u (whose mime is set), into a new file
+// in dir through its type's limit: reading stops one byte past it, and
+// a file past its limit is reported in f and not kept. It returns the
+// bytes read. A read error is the request's 400; a local one is returned
+// as is.
+func spool(u *upload, r io.Reader, dir string, lim Limits, f api.Fields) (int64, error) {
+	max := lim.forType(u.mime)
+	tmp, err := os.CreateTemp(dir, "upload-*")
+	if err != nil {
+		return 0, fmt.Errorf("spool upload: %w", err)
+	}
+	u.tmp = tmp.Name()
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(tmp, h), io.LimitReader(r, max+1))
+	cerr := tmp.Close()
+	if err != nil {
+		return n, errInterrupted
+	}
+	if cerr != nil {
+		return n, fmt.Errorf("spool upload: %w", cerr)
+	}
+	u.size, u.sha = n, hex.EncodeToString(h.Sum(nil))
+	if n > max {
+		ext := strings.TrimPrefix(strings.ToLower(path.Ext(u.filename)), ".")
+		f.Add(u.field, fmt.Sprintf("%q is larger than the %s limit for %s files.", u.filename, sizeText(max), ext))
+		os.Remove(u.tmp)
+		u.tmp = ""
+	}
+	return n, nil
+}
+
+// errInterrupted is a file whose content broke off while being read.
+var errInterrupted = api.Err(http.StatusBadRequest, "The upload was interrupted or is malformed.")
 
 func sizeText(n int64) string {
 	if n >= 1<<20 && n%(1<<20) == 0 {

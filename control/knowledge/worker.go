@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/voiced/voiced/ai/embed"
 	"github.com/voiced/voiced/storage"
 )
 
@@ -34,6 +35,9 @@ type Worker struct {
 	owner string
 	wake  chan struct{}
 	now   func() time.Time
+	// embedder, when set, embeds every chunk (model embedModel).
+	embedder   embed.Embedder
+	embedModel string
 }
 
 // newWorker returns a worker; Run starts it.
@@ -104,6 +108,22 @@ func (w *Worker) RunOnce(ctx context.Context) (did bool, err error) {
 		}
 	}()
 	content, chunks, err := w.ingest(jctx, job)
+	if err == nil && w.embedder != nil {
+		// A provider failure retries the job with backoff like any other
+		// transient failure; on the last attempt the chunks are kept
+		// without vectors (BM25 still finds them) and the next start
+		// queues the document to embed again.
+		if eerr := embedChunks(jctx, w.embedder, job.Name, chunks); eerr == nil {
+			job.EmbedModel = w.embedModel
+		} else if jctx.Err() != nil || job.Attempts < int64(w.cfg.MaxAttempts) {
+			err = eerr
+		} else {
+			log.Warn("knowledge document stored without vectors", "err", eerr.Error(), "attempts", job.Attempts)
+			for i := range chunks {
+				chunks[i].Vector = nil
+			}
+		}
+	}
 	// The result is recorded even when ctx ended (shutdown): a job that
 	// finished is kept, and one that did not goes back to the queue now.
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
