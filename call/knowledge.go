@@ -14,15 +14,15 @@ import (
 	"unicode/utf8"
 
 	"github.com/voiced/voiced/ai/llm"
-	"github.com/voiced/voiced/control"
 	"github.com/voiced/voiced/control/calllog"
+	"github.com/voiced/voiced/control/knowledge"
 )
 
 // Knowledge searches an organization's knowledge for a call
-// (control.CallKnowledge): the best limit passages for query among its
+// (knowledge.Service): the best limit passages for query among its
 // documents in bases or listed in docs.
 type Knowledge interface {
-	SearchKnowledge(ctx context.Context, orgID int64, bases, docs []string, query string, limit int) ([]control.KnowledgePassage, error)
+	SearchKnowledge(ctx context.Context, orgID int64, bases, docs []string, query string, limit int) ([]knowledge.Passage, error)
 }
 
 // KnowledgeToolName is the built-in knowledge search tool's.
@@ -162,7 +162,7 @@ func (k *KnowledgeTool) record(c *Info, ev calllog.CallEvent) {
 // speakable renders passages for a voice answer: each cut to
 // passageChars around the sentences that mention the query most, after
 // its document's name.
-func speakable(ps []control.KnowledgePassage, query string) string {
+func speakable(ps []knowledge.Passage, query string) string {
 	var b strings.Builder
 	terms := words(query)
 	for _, p := range ps {

@@ -13,6 +13,7 @@ import (
 	"github.com/voiced/voiced/ai/llm"
 	"github.com/voiced/voiced/control"
 	"github.com/voiced/voiced/control/calllog"
+	"github.com/voiced/voiced/control/knowledge"
 )
 
 // TestSpeakablePassages: passages come back one per line after their
@@ -21,7 +22,7 @@ import (
 func TestSpeakablePassages(t *testing.T) {
 	filler := strings.Repeat("Rooms are cleaned daily by our friendly staff. ", 20)
 	long := filler + "Late checkout costs 35 euros and ends at two. " + filler
-	out := speakable([]control.KnowledgePassage{{DocumentName: "Policies", Text: long}, {DocumentName: "Menu", Text: "Breakfast  is\nserved at seven."}}, "late checkout cost")
+	out := speakable([]knowledge.Passage{{DocumentName: "Policies", Text: long}, {DocumentName: "Menu", Text: "Breakfast  is\nserved at seven."}}, "late checkout cost")
 	lines := strings.Split(out, "\n")
 	require.Len(t, lines, 2)
 	require.True(t, strings.HasPrefix(lines[0], `From "Policies": `), lines[0])
@@ -40,8 +41,8 @@ func TestSpeakablePassages(t *testing.T) {
 
 type oneDoc struct{}
 
-func (oneDoc) SearchKnowledge(context.Context, int64, []string, []string, string, int) ([]control.KnowledgePassage, error) {
-	return []control.KnowledgePassage{{DocumentName: "Hours", Text: "We open at nine."}}, nil
+func (oneDoc) SearchKnowledge(context.Context, int64, []string, []string, string, int) ([]knowledge.Passage, error) {
+	return []knowledge.Passage{{DocumentName: "Hours", Text: "We open at nine."}}, nil
 }
 
 // heldRecorder holds every Append until release is closed.

@@ -3,6 +3,7 @@ package control
 import (
 	"github.com/voiced/voiced/control/browser"
 	"github.com/voiced/voiced/control/calllog"
+	"github.com/voiced/voiced/control/knowledge"
 	"github.com/voiced/voiced/control/realtime"
 )
 
@@ -36,3 +37,7 @@ func (s *Server) Realtime() *Realtime { return s.rt }
 
 // CallLog returns the server's call log.
 func (s *Server) CallLog() *CallLog { return s.calls }
+
+// Knowledge is the knowledge service; live calls search through it
+// (call.Knowledge).
+func (s *Server) Knowledge() *knowledge.Service { return s.knowledge }

@@ -14,6 +14,7 @@ import (
 	"github.com/voiced/voiced/call"
 	"github.com/voiced/voiced/control"
 	"github.com/voiced/voiced/control/calllog"
+	"github.com/voiced/voiced/control/knowledge"
 	"github.com/voiced/voiced/storage"
 	"github.com/voiced/voiced/storage/migrations"
 	"github.com/voiced/voiced/storage/sqltest"
@@ -97,7 +98,10 @@ func BenchmarkKnowledgeTool(b *testing.B) {
 			}
 		}
 	}
-	search := control.NewCallKnowledge(st.Knowledge)
+	search, err := knowledge.New(knowledge.Config{BlobDir: b.TempDir(), SigningKey: []byte("bench")}, nil, st.Knowledge)
+	if err != nil {
+		b.Fatal(err)
+	}
 	tool := &call.KnowledgeTool{Knowledge: func() call.Knowledge { return search }}
 	cases := []struct {
 		name string
