@@ -19,7 +19,7 @@ import (
 )
 
 // Knowledge searches an organization's knowledge for a call
-// (knowledge.Service): the best limit passages for query among its
+// (knowledge.CallSearch): the best limit passages for query among its
 // documents in bases or listed in docs.
 type Knowledge interface {
 	SearchKnowledge(ctx context.Context, orgID int64, bases, docs []string, query string, limit int) ([]knowledge.Passage, error)

@@ -38,6 +38,5 @@ func (s *Server) Realtime() *Realtime { return s.rt }
 // CallLog returns the server's call log.
 func (s *Server) CallLog() *CallLog { return s.calls }
 
-// Knowledge is the knowledge service; live calls search through it
-// (call.Knowledge).
-func (s *Server) Knowledge() *knowledge.Service { return s.knowledge }
+// CallKnowledge is the knowledge search of live calls (call.Knowledge).
+func (s *Server) CallKnowledge() knowledge.CallSearch { return knowledge.NewCallSearch(s.knowledge) }

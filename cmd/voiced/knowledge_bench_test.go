@@ -98,10 +98,11 @@ func BenchmarkKnowledgeTool(b *testing.B) {
 			}
 		}
 	}
-	search, err := knowledge.New(knowledge.Config{BlobDir: b.TempDir(), SigningKey: []byte("bench")}, nil, st.Knowledge)
+	svc, err := knowledge.New(knowledge.Config{BlobDir: b.TempDir(), SigningKey: []byte("bench")}, nil, st.Knowledge)
 	if err != nil {
 		b.Fatal(err)
 	}
+	search := knowledge.NewCallSearch(svc)
 	tool := &call.KnowledgeTool{Knowledge: func() call.Knowledge { return search }}
 	cases := []struct {
 		name string

@@ -101,7 +101,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// A mid-call tool call may take as long as the chain's tool deadline.
 	mcpTools := mcp.NewCallCatalog(env.store.MCPServers, mcp.NewConnector(mcp.ConnectorConfig{AllowLoopback: c.WebhookAllowLoopback, Timeout: 30 * time.Second}), log)
 	rt, err := node.Connect(call.Control{Admit: calls, Record: calls, Finish: calls, Tools: x, Trunks: calls, Credentials: srv.Realtime(), MCP: mcpTools,
-		Knowledge: srv.Knowledge()}, slots)
+		Knowledge: srv.CallKnowledge()}, slots)
 	if err != nil {
 		ln.Close()
 		node.Drain(context.Background())

@@ -14,11 +14,17 @@ type Passage struct {
 	DocumentName, Text string
 }
 
-// SearchKnowledge is the search of live calls (call.Knowledge): the best
-// limit passages for query among org orgID's documents that are in bases
-// or listed in docs (either list may be empty; both empty finds nothing),
-// best first, by Search (hybrid when embeddings are configured).
-func (s *Service) SearchKnowledge(ctx context.Context, orgID int64, bases, docs []string, query string, limit int) ([]Passage, error) {
+// CallSearch is the knowledge search of live calls (call.Knowledge), by
+// the service's Search (hybrid when embeddings are configured).
+type CallSearch struct{ s *Service }
+
+// NewCallSearch returns live calls' search over s.
+func NewCallSearch(s *Service) CallSearch { return CallSearch{s} }
+
+// SearchKnowledge returns the best limit passages for query among org
+// orgID's documents that are in bases or listed in docs (either list may
+// be empty; both empty finds nothing), best first.
+func (c CallSearch) SearchKnowledge(ctx context.Context, orgID int64, bases, docs []string, query string, limit int) ([]Passage, error) {
 	// Search ANDs its two filters; an agent's knowledge is their union:
 	// one search per list, run side by side and merged by score (the
 	// scores of one query, BM25 or fused ranks, compare across its
@@ -32,7 +38,7 @@ func (s *Service) SearchKnowledge(ctx context.Context, orgID int64, bases, docs 
 			continue
 		}
 		q.Text, q.Limit = query, limit
-		wg.Go(func() { found[i], _, errs[i] = s.Search(ctx, orgID, q) })
+		wg.Go(func() { found[i], _, errs[i] = c.s.Search(ctx, orgID, q) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
