@@ -22,8 +22,8 @@ import (
 	"github.com/voiced/voiced/call"
 	"github.com/voiced/voiced/control"
 	"github.com/voiced/voiced/control/calllog"
-	"github.com/voiced/voiced/control/numbers"
 	"github.com/voiced/voiced/control/knowledge"
+	"github.com/voiced/voiced/control/numbers"
 )
 
 // config is every setting of voiced serve, migrate and admin. Each flag has
