@@ -287,17 +287,13 @@ func realtimeTextTurn(t *testing.T, sv *served, agentID int64, text string, unti
 	var id int64
 	sent := false
 	for {
-		_ = nc.SetReadDeadline(time.Now().Add(20 * time.Second))
-		data, _, err := wsutil.ReadServerData(rw)
-		require.NoError(t, err, "serve's log:\n%s", sv.stderr.String())
 		var ev struct {
 			Type    string `json:"type"`
 			Session struct {
 				CallID string `json:"call_id"`
 			} `json:"session"`
 		}
-		require.NoError(t, json.Unmarshal(data, &ev))
-		require.NotEqual(t, "error", ev.Type, "%s", data)
+		nextRealtimeEvent(t, sv, nc, rw, &ev)
 		if ev.Type == "session.updated" && !sent {
 			id, _ = strconv.ParseInt(ev.Session.CallID, 10, 64)
 			b, _ := json.Marshal(text)

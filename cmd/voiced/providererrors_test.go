@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -82,17 +83,13 @@ func TestProviderErrorsDegradeTheHeartbeat(t *testing.T) {
 		send(fmt.Sprintf(`{"type":"conversation.item.create","item":{"type":"message","role":"user","content":[{"type":"input_text","text":"Turn %d."}]}}`, i))
 		send(`{"type":"response.create","response":{"output_modalities":["text"]}}`)
 		for {
-			_ = nc.SetReadDeadline(time.Now().Add(20 * time.Second))
-			data, _, err := wsutil.ReadServerData(rw)
-			require.NoError(t, err, "serve's log:\n%s", sv.stderr.String())
 			var ev struct {
 				Type     string `json:"type"`
 				Response struct {
 					Status string `json:"status"`
 				} `json:"response"`
 			}
-			require.NoError(t, json.Unmarshal(data, &ev))
-			require.NotEqual(t, "error", ev.Type, "%s", data)
+			nextRealtimeEvent(t, sv, nc, rw, &ev)
 			if ev.Type == "response.done" {
 				statuses[ev.Response.Status]++
 				break
@@ -112,4 +109,19 @@ func TestProviderErrorsDegradeTheHeartbeat(t *testing.T) {
 		require.Contains(t, by[p]["reasons"], "provider_errors", "%s: %v", p, by[p])
 	}
 	require.Equal(t, "operational", by["api"]["status"], "%v", by["api"])
+}
+
+// nextRealtimeEvent reads the server's next realtime event into ev (20 s
+// at most); an error event fails the test.
+func nextRealtimeEvent(t *testing.T, sv *served, nc net.Conn, rw io.ReadWriter, ev any) {
+	t.Helper()
+	_ = nc.SetReadDeadline(time.Now().Add(20 * time.Second))
+	data, _, err := wsutil.ReadServerData(rw)
+	require.NoError(t, err, "serve's log:\n%s", sv.stderr.String())
+	var head struct {
+		Type string `json:"type"`
+	}
+	require.NoError(t, json.Unmarshal(data, &head))
+	require.NotEqual(t, "error", head.Type, "%s", data)
+	require.NoError(t, json.Unmarshal(data, ev))
 }
