@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/voiced/voiced/control/billing"
+	"github.com/voiced/voiced/control/monitoring"
 	"github.com/voiced/voiced/control/payment"
 	"github.com/voiced/voiced/control/webhook"
 	"github.com/voiced/voiced/storage"
@@ -47,8 +48,11 @@ func (c *config) paymentConfig() payment.Config {
 // background runs the webhook delivery worker, the sweep that bills calls
 // a crash left unbilled (billSweep, every 30 s) and, with a payment
 // provider, the auto-reload worker, until stop is called; stop waits for
-// them (in-flight deliveries finish and are recorded).
-func background(ctx context.Context, c *config, store *storage.Store, billSweep func(context.Context, time.Duration), log *slog.Logger) (stop func(), err error) {
+// them (in-flight deliveries finish and are recorded). The auto-reload
+// worker's charges count in providers, the status heartbeat's window, as
+// top-ups do: a provider that fails only for background charges still
+// shows on /v1/status.
+func background(ctx context.Context, c *config, store *storage.Store, billSweep func(context.Context, time.Duration), providers *monitoring.Window, log *slog.Logger) (stop func(), err error) {
 	hooks, err := webhook.New(webhook.Config{AllowLoopback: c.WebhookAllowLoopback}, log.With("component", "webhooks"), store.Outbox)
 	if err != nil {
 		return nil, err
@@ -59,7 +63,7 @@ func background(ctx context.Context, c *config, store *storage.Store, billSweep 
 		if err != nil {
 			return nil, fmt.Errorf("stripe: %w", err)
 		}
-		if reloader, err = billing.NewReloader(billing.Config{}, log.With("component", "auto_reload"), store.Billing, st); err != nil {
+		if reloader, err = billing.NewReloader(billing.Config{}, log.With("component", "auto_reload"), store.Billing, monitoring.ReportPayments(st, providers)); err != nil {
 			return nil, err
 		}
 	}

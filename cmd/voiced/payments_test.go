@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"flag"
 	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -18,6 +20,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/voiced/voiced/control/monitoring"
 	"github.com/voiced/voiced/control/payment/paymenttest"
 	"github.com/voiced/voiced/storage"
 )
@@ -135,4 +138,52 @@ func TestServeBillingAndDelivery(t *testing.T) {
 		defer mu.Unlock()
 		return len(got) == 1 && got[0] == ev.ID
 	}, 10*time.Second, 20*time.Millisecond)
+}
+
+// TestAutoReloadChargesReachHeartbeat checks the wiring of background: a
+// charge the auto-reload worker makes counts in the status heartbeat's
+// provider window like a top-up does, so a payment provider that fails
+// only for background charges still shows on /v1/status.
+func TestAutoReloadChargesReachHeartbeat(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	down := "http://" + ln.Addr().String() // nothing listens here once closed
+	require.NoError(t, ln.Close())
+
+	ctx := context.Background()
+	db, err := storage.Open(ctx, storage.Config{URL: "sqlite://" + filepath.Join(t.TempDir(), "voiced.db")})
+	require.NoError(t, err)
+	defer db.Close()
+	require.NoError(t, db.Migrate(ctx, slog.New(slog.DiscardHandler)))
+	s, err := storage.NewStore(db, storage.StoreConfig{SecretKey: bytes.Repeat([]byte{5}, 32)})
+	require.NoError(t, err)
+	u, err := s.Orgs.CreateUser(ctx, "reload@example.com", "R", "Eload")
+	require.NoError(t, err)
+	o, err := s.Orgs.CreateOrg(ctx, u.ID, "Reload")
+	require.NoError(t, err)
+	_, err = s.Billing.Post(ctx, o.ID, storage.TxAdjustment, 1500, "seed", "")
+	require.NoError(t, err)
+	_, err = s.Billing.SetProviderCustomer(ctx, o.ID, "cus_reload")
+	require.NoError(t, err)
+	_, err = s.Billing.SetDefaultPaymentMethod(ctx, o.ID, "pm_card_visa")
+	require.NoError(t, err)
+	on, minimum, amount := true, int64(1000), int64(2500)
+	_, err = s.Billing.UpdateAutoReload(ctx, o.ID, storage.AutoReloadPatch{Enabled: &on, MinimumCents: &minimum, AmountCents: &amount})
+	require.NoError(t, err)
+
+	window := monitoring.NewWindow(nil)
+	c := &config{StripeAPIKey: "sk_test_voiced", StripeAPIBase: down}
+	stop, err := background(ctx, c, s, func(context.Context, time.Duration) {}, window, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	defer stop()
+	require.Zero(t, window.Health()[monitoring.ProviderPayments].Requests, "no charge before the balance crosses the minimum")
+
+	// A debit across the minimum queues a reload; the worker's charge
+	// fails because the provider is unreachable.
+	_, err = s.Billing.Post(ctx, o.ID, storage.TxCallUsage, -600, "call", "call-1")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		h := window.Health()[monitoring.ProviderPayments]
+		return h.Requests >= 1 && h.Errors == h.Requests
+	}, 15*time.Second, 50*time.Millisecond, "the worker's failed charge is in the heartbeat window: %+v", window.Health())
 }

@@ -124,7 +124,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}()
 	// Webhook delivery and auto-reload run until serve returns, after the
 	// HTTP drain.
-	stopBackground, err := background(ctx, &c, env.store, calls.RunBillSweep, log)
+	stopBackground, err := background(ctx, &c, env.store, calls.RunBillSweep, srv.ProviderErrors(), log)
 	if err != nil {
 		ln.Close()
 		node.Drain(context.Background())
