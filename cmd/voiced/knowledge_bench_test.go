@@ -26,7 +26,7 @@ import (
 // of a retrieval before a reply. The org holds 10,000 chunks of ~150
 // words in 10 documents; the agent is given all 10 by id ("documents"),
 // or 5 by id and the other 5 through a knowledge base ("base+documents",
-// two searches merged). Queries are 2-4 words drawn from the corpus's
+// the base resolved to its documents, then one search). Queries are 2-4 words drawn from the corpus's
 // Zipf vocabulary (mostly rare words, like the informative words of a
 // question; some among the commonest, which every BM25 engine ranks
 // slowly). p50 and p99 of each case are reported, and, for the documents

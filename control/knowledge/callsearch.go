@@ -2,9 +2,7 @@ package knowledge
 
 import (
 	"context"
-	"errors"
 	"slices"
-	"sync"
 
 	"github.com/voiced/voiced/storage"
 )
@@ -25,44 +23,24 @@ func NewCallSearch(s *Service) CallSearch { return CallSearch{s} }
 // orgID's documents that are in bases or listed in docs (either list may
 // be empty; both empty finds nothing), best first.
 func (c CallSearch) SearchKnowledge(ctx context.Context, orgID int64, bases, docs []string, query string, limit int) ([]Passage, error) {
-	// Search ANDs its two filters; an agent's knowledge is their union:
-	// one search per list, run side by side and merged by score (the
-	// scores of one query, BM25 or fused ranks, compare across its
-	// filtered searches).
-	qs := []storage.KnowledgeQuery{{BaseIDs: bases}, {DocumentIDs: docs}}
-	found := make([][]storage.KnowledgeHit, len(qs))
-	errs := make([]error, len(qs))
-	var wg sync.WaitGroup
-	for i, q := range qs {
-		if len(q.BaseIDs)+len(q.DocumentIDs) == 0 {
-			continue
+	// Search ANDs its two filters; an agent's knowledge is their union.
+	// With both lists the bases are resolved to their documents first, so
+	// the union is one search (one index scan, one ranking) rather than
+	// two merged by score.
+	q := storage.KnowledgeQuery{Text: query, Limit: limit, BaseIDs: bases, DocumentIDs: docs}
+	switch {
+	case len(bases) == 0 && len(docs) == 0:
+		return nil, nil
+	case len(bases) > 0 && len(docs) > 0:
+		inBases, err := c.s.store.BaseDocumentIDs(ctx, orgID, bases)
+		if err != nil {
+			return nil, err
 		}
-		q.Text, q.Limit = query, limit
-		wg.Go(func() { found[i], _, errs[i] = c.s.Search(ctx, orgID, q) })
+		q.BaseIDs, q.DocumentIDs = nil, append(slices.Clip(docs), inBases...)
 	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	hits, _, err := c.s.Search(ctx, orgID, q)
+	if err != nil {
 		return nil, err
-	}
-	var hits []storage.KnowledgeHit
-	for _, hs := range found {
-		for _, h := range hs {
-			if !slices.ContainsFunc(hits, func(o storage.KnowledgeHit) bool { return o.ChunkID == h.ChunkID }) {
-				hits = append(hits, h)
-			}
-		}
-	}
-	slices.SortStableFunc(hits, func(a, b storage.KnowledgeHit) int {
-		switch {
-		case a.Score > b.Score:
-			return -1
-		case a.Score < b.Score:
-			return 1
-		}
-		return 0
-	})
-	if len(hits) > limit {
-		hits = hits[:limit]
 	}
 	out := make([]Passage, len(hits))
 	for i, h := range hits {
