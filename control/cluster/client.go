@@ -87,8 +87,12 @@ func NewClient(cfg ClientConfig, log *slog.Logger) (*Client, error) {
 		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
 	return &Client{base: strings.TrimRight(cfg.URL, "/") + Prefix, secret: cfg.Secret, spool: cfg.SpoolDir,
-		timeout: cfg.Timeout, hc: &http.Client{Transport: tr}, log: log}, nil
+		timeout: cfg.Timeout, hc: &http.Client{Transport: tr, CheckRedirect: noRedirects}, log: log}, nil
 }
+
+// noRedirects keeps the secret from following a redirect: the internal
+// API never redirects, so one is a misconfiguration, reported as it is.
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // Close frees idle connections.
 func (c *Client) Close() { c.hc.CloseIdleConnections() }

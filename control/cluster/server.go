@@ -265,7 +265,9 @@ func (s *server) knowledge(r *http.Request) (any, error) {
 // temporary file, then renamed, so a reader never sees half a blob and
 // a repeated upload replaces it whole.
 func (s *server) putBlob(w http.ResponseWriter, r *http.Request) {
-	key := r.PathValue("key")
+	// The key as sent, not as the router cleaned it: a path that is not
+	// clean is refused, never reinterpreted.
+	key := strings.TrimPrefix(r.URL.Path, Prefix+pathBlobs)
 	if !calls.ValidBlobKey(key) {
 		writeJSON(w, http.StatusBadRequest, wireError{Code: codeBadRequest, Detail: fmt.Sprintf("blob key %q is not a clean relative path", key)})
 		return
