@@ -99,6 +99,9 @@ func mediaRole(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer cl.Close()
+	if err := cl.Ping(ctx); err != nil {
+		return fmt.Errorf("reach the control plane at --control-url %s: %w", c.ControlURL, err)
+	}
 	node, err := call.NewNode(c.callConfig(spool, fs), c.prov, log)
 	if err != nil {
 		return err

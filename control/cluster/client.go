@@ -166,6 +166,12 @@ func (c *Client) once(ctx context.Context, path string, timeout time.Duration, b
 	return st == http.StatusBadGateway || st == http.StatusServiceUnavailable || st == http.StatusGatewayTimeout, decodeErr(st, data)
 }
 
+// Ping checks that the control plane answers and takes the secret: a
+// media node's first call, so a wrong secret or URL stops it at start.
+func (c *Client) Ping(ctx context.Context) error {
+	return c.do(ctx, pathPing, true, c.timeout, struct{}{}, nil)
+}
+
 // Admit implements call.Admitter. Not retried: each admission is a new
 // call.
 func (c *Client) Admit(ctx context.Context, r calllog.AdmitRequest) (control.Admission, error) {

@@ -32,12 +32,12 @@ const secret = "0123456789abcdef0123456789abcdef"
 // plane is a real control plane (router, stores, call log) behind the
 // internal API, and a media node's client of it.
 type plane struct {
-	api     *controltest.API
-	local   cluster.Backend
-	blobs   string
-	spool   string
-	url     string
-	client  *cluster.Client
+	api    *controltest.API
+	local  cluster.Backend
+	blobs  string
+	spool  string
+	url    string
+	client *cluster.Client
 	// fail503, while positive, makes the front answer 503 that many times.
 	fail503 atomic.Int32
 	hits    atomic.Int32

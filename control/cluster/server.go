@@ -74,7 +74,7 @@ func NewServer(cfg ServerConfig, b Backend, log *slog.Logger) http.Handler {
 	for p, h := range map[string]func(*http.Request) (any, error){
 		pathAdmit: s.admit, pathAdmitInline: s.admitInline, pathAppend: s.append, pathToolEvent: s.toolEvent,
 		pathFinish: s.finish, pathFail: s.fail, pathTool: s.tool, pathTrunk: s.trunk, pathAPIKey: s.apiKey,
-		pathClaim: s.claim, pathMCPServers: s.mcpServers, pathKnowledge: s.knowledge,
+		pathClaim: s.claim, pathPing: func(*http.Request) (any, error) { return nil, nil }, pathMCPServers: s.mcpServers, pathKnowledge: s.knowledge,
 	} {
 		mux.Handle("POST "+Prefix+p, s.json(h))
 	}

@@ -33,6 +33,7 @@ const (
 	pathMCPServers  = "mcp-servers"
 	pathKnowledge   = "search-knowledge"
 	pathBlobs       = "blobs/"
+	pathPing        = "ping"
 )
 
 // Request bodies of the calls whose arguments are not one struct.

@@ -1,0 +1,239 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/voiced/voiced/sip/siptest"
+	"github.com/voiced/voiced/storage/coord"
+	"github.com/voiced/voiced/storage/coord/rediscoord"
+	"github.com/voiced/voiced/storage/migrations"
+	"github.com/voiced/voiced/storage/sqltest"
+)
+
+// role is one voiced role run in-process (its own flags, context and
+// logs), as it would run as its own process.
+type role struct {
+	cancel context.CancelFunc
+	done   chan error
+	stdout *syncBuf
+	stderr *syncBuf
+}
+
+func startRole(t *testing.T, args ...string) *role {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &role{cancel: cancel, done: make(chan error, 1), stdout: &syncBuf{}, stderr: &syncBuf{}}
+	t.Cleanup(cancel)
+	go func() { r.done <- run(ctx, args, r.stdout, r.stderr) }()
+	return r
+}
+
+// waitLog waits for re in the role's log and returns its first group.
+func (r *role) waitLog(t *testing.T, re string) string {
+	t.Helper()
+	rx := regexp.MustCompile(re)
+	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if m := rx.FindStringSubmatch(r.stderr.String()); m != nil {
+			return m[1]
+		}
+		select {
+		case err := <-r.done:
+			r.done <- err
+			t.Fatalf("role exited: %v\n%s", err, r.stderr.String())
+		default:
+		}
+	}
+	t.Fatalf("no %q in the log:\n%s", re, r.stderr.String())
+	return ""
+}
+
+func (r *role) stop(t *testing.T) {
+	t.Helper()
+	r.cancel()
+	select {
+	case err := <-r.done:
+		require.NoError(t, err, "log: %s", r.stderr.String())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("role did not stop:\n%s", r.stderr.String())
+	}
+}
+
+// TestControlAndMediaRoles runs the scale-out shape on loopback: voiced
+// control on PostgreSQL and Redis, and a voiced media node with no
+// database that reaches it only through the internal API. A SIP call to
+// the media node is admitted, recorded, finished and billed in
+// PostgreSQL with its recording in the control plane's blob store; a
+// realtime session on the media node authenticates with an API key and
+// completes a turn; a wrong or missing cluster secret is refused; the
+// node is in the registry while it runs and leaves it on shutdown.
+func TestControlAndMediaRoles(t *testing.T) {
+	siptest.Binary(t, "sipp", "sip-tester")
+	dbURL, redisURL := sqltest.URL(t, migrations.Postgres), testRedisURL(t)
+	secret := strings.Repeat("c0ffee", 6)
+	ctlDir, mediaDir := t.TempDir(), t.TempDir()
+
+	ctl := startRole(t, "control", "--data-dir", ctlDir, "--database-url", dbURL, "--redis-url", redisURL,
+		"--http-addr", "127.0.0.1:0", "--internal-addr", "127.0.0.1:0", "--cluster-secret", secret)
+	base := "http://" + ctl.waitLog(t, `http_addr=(127\.0\.0\.1:\d+)`)
+	internal := "http://" + ctl.waitLog(t, `internal_addr=(127\.0\.0\.1:\d+)`)
+	require.NotContains(t, ctl.stderr.String(), "telephony listening", "the control role has no SIP front door")
+	key := regexp.MustCompile(`sk_live_[0-9a-f]+`).FindString(ctl.stdout.String())
+	require.NotEmpty(t, key)
+	api := func(method, path, body string) (int, map[string]any) {
+		var out map[string]any
+		st := apiCall(t, base, key, method, path, jsonBody(body), &out)
+		return st, out
+	}
+	// The control role does not serve realtime sockets.
+	res, err := http.Get(base + "/v1/realtime")
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Equal(t, 503, res.StatusCode)
+
+	// The internal API refuses a missing or wrong secret.
+	for auth, want := range map[string]int{"": 401, "Bearer " + strings.Repeat("0", len(secret)): 403, "Bearer " + secret: 204} {
+		req, _ := http.NewRequest("POST", internal+"/internal/v1/ping", strings.NewReader("{}"))
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		res.Body.Close()
+		require.Equal(t, want, res.StatusCode, "auth %q", auth)
+	}
+	// A media node with the wrong secret, or a database, does not start.
+	bad := startRole(t, "media", "--data-dir", t.TempDir(), "--http-addr", "127.0.0.1:0", "--sip-addr", "127.0.0.1:0",
+		"--control-url", internal, "--cluster-secret", strings.Repeat("x", 32), "--redis-url", redisURL)
+	select {
+	case err := <-bad.done:
+		require.ErrorContains(t, err, "cluster secret")
+	case <-time.After(20 * time.Second):
+		t.Fatal("a media node with the wrong secret kept running")
+	}
+	require.ErrorContains(t, run(context.Background(), []string{"media", "--database-url", dbURL, "--control-url", internal, "--cluster-secret", secret,
+		"--redis-url", redisURL}, io.Discard, io.Discard), "no database")
+
+	// The model of realtime turns, at the provider boundary.
+	model := fakeChat(t, func(_ chatRequest, reply chatReply) { reply.say("Hello from the media node.") })
+	sipPort := siptest.FreePort(t, "127.0.0.1")
+	nodeID := fmt.Sprintf("media-test-%d", time.Now().UnixNano())
+	media := startRole(t, "media", "--data-dir", mediaDir, "--http-addr", "127.0.0.1:0", "--sip-addr", "127.0.0.1:"+strconv.Itoa(sipPort),
+		"--rtp-ports", "43000-43499", "--webrtc-udp-addr", "127.0.0.1:0", "--call-loopback", "--llm-base-url", model.URL+"/v1",
+		"--control-url", internal, "--cluster-secret", secret, "--redis-url", redisURL, "--node-id", nodeID)
+	mediaBase := "http://" + media.waitLog(t, `media node serving" http_addr=(127\.0\.0\.1:\d+)`)
+	require.Contains(t, media.stderr.String(), "telephony listening")
+
+	// The node is in the registry, with its address.
+	opt, err := redis.ParseURL(redisURL)
+	require.NoError(t, err)
+	rdb := redis.NewClient(opt)
+	defer rdb.Close()
+	reg, err := rediscoord.New(rediscoord.Config{}, nil, rdb)
+	require.NoError(t, err)
+	defer reg.Close()
+	node := func() (coord.Node, bool) {
+		nodes, err := reg.Nodes(context.Background())
+		require.NoError(t, err)
+		i := slices.IndexFunc(nodes, func(n coord.Node) bool { return n.ID == nodeID })
+		if i < 0 {
+			return coord.Node{}, false
+		}
+		return nodes[i], true
+	}
+	n, ok := node()
+	require.True(t, ok, "the media node registered")
+	require.Equal(t, strings.TrimPrefix(mediaBase, "http://"), n.Addr)
+	require.False(t, n.Draining)
+
+	// A SIP call through the media node.
+	st, conn := api("POST", "/v1/voip-connections", `{"host":"127.0.0.1","port":5999,"allowed_inbound_addresses":["127.0.0.1"],"codecs":["PCMU","PCMA"]}`)
+	require.Equal(t, 201, st, "%v", conn)
+	st, ag := api("POST", "/v1/agents", `{"name":"Front desk"}`)
+	require.Equal(t, 201, st, "%v", ag)
+	st, num := api("POST", "/v1/phone-numbers", fmt.Sprintf(`{"source":"voip","number":"+14155550100","voip_connection_id":%d}`, objID(conn)))
+	require.Equal(t, 201, st, "%v", num)
+	st, num = api("PATCH", fmt.Sprintf("/v1/phone-numbers/%d", objID(num)), fmt.Sprintf(`{"inbound_agent_id":%d}`, objID(ag)))
+	require.Equal(t, 200, st, "%v", num)
+	uac := siptest.Sipp(t, "../../sip/testdata/sipp/uac_call.xml", 20*time.Second, "-d", "1000", "-s", "+14155550100", "-m", "1", "127.0.0.1:"+strconv.Itoa(sipPort))
+	require.NoError(t, uac.Wait())
+	var in map[string]any
+	require.Eventually(t, func() bool {
+		_, list := api("GET", "/v1/calls?direction=inbound", "")
+		rs, _ := list["results"].([]any)
+		if len(rs) != 1 {
+			return false
+		}
+		in = rs[0].(map[string]any)
+		return in["status"] != "in_progress" && in["billed_at"] != nil
+	}, 15*time.Second, 50*time.Millisecond, "media log: %s", media.stderr.String())
+	require.Equal(t, "completed", in["status"], "%v", in)
+	require.Equal(t, "caller_hangup", in["end_reason"])
+	require.Greater(t, in["billing_total_cents"], 0.0, "billed: %v", in)
+	require.NotNil(t, in["quality"], "the media node's figures reached the record")
+	key0 := strings.TrimPrefix(in["recording_url"].(string), "blob://")
+	fi, err := os.Stat(filepath.Join(ctlDir, "blobs", key0))
+	require.NoError(t, err, "the recording is in the control plane's blob store")
+	require.Greater(t, fi.Size(), int64(58+8000), "about a second of 8 kHz stereo µ-law")
+	_, err = os.Stat(filepath.Join(mediaDir, "spool", key0))
+	require.ErrorIs(t, err, os.ErrNotExist, "the media node keeps no recording")
+	n, _ = node()
+	require.Zero(t, n.Calls, "the call ended")
+
+	// A realtime session on the media node, authenticated with the API
+	// key through the control plane, completes a text turn; its
+	// transcript reaches the call's record.
+	st, rtAgent := api("POST", "/v1/agents", `{"name":"Concierge","voice":"espeak:en-us","prompt":"Greet.","inbound_speak_order":"user_first"}`)
+	require.Equal(t, 201, st, "%v", rtAgent)
+	sv := &served{base: mediaBase, key: key, stderr: media.stderr}
+	id := realtimeTextTurn(t, sv, objID(rtAgent), "Hi there", nil)
+	require.NotZero(t, id)
+	var rt map[string]any
+	require.Eventually(t, func() bool {
+		_, rt = api("GET", fmt.Sprintf("/v1/calls/%d", id), "")
+		return rt["status"] == "completed" && rt["billed_at"] != nil
+	}, 15*time.Second, 50*time.Millisecond)
+	_, h := api("GET", fmt.Sprintf("/v1/calls/%d/history", id), "")
+	require.Contains(t, fmt.Sprint(h["items"]), "Hello from the media node.", "%v", h)
+	require.Contains(t, fmt.Sprint(h["items"]), "Hi there")
+
+	// A wrong API key is refused on the media node as on serve.
+	req, _ := http.NewRequest("GET", mediaBase+"/v1/realtime?agent_id=1", nil)
+	req.Header.Set("Authorization", "Bearer sk_live_0000")
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", "websocket")
+	req.Header.Set("Sec-WebSocket-Version", "13")
+	req.Header.Set("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==")
+	res, err = http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Equal(t, 401, res.StatusCode)
+
+	// A clean shutdown leaves the registry at once.
+	media.stop(t)
+	_, ok = node()
+	require.False(t, ok, "the media node left the registry")
+	ctl.stop(t)
+}
+
+// jsonBody is a raw JSON request body for apiCall (nil when empty).
+func jsonBody(s string) any {
+	if s == "" {
+		return nil
+	}
+	return json.RawMessage(s)
+}
