@@ -69,8 +69,11 @@ func controlRole(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	if c.ClusterSecret == "" {
+	switch {
+	case c.ClusterSecret == "":
 		return errors.New("voiced control needs --cluster-secret (VOICED_CLUSTER_SECRET): the internal API is refused without one")
+	case c.RedisURL == "":
+		return errors.New("voiced control needs --redis-url: the media nodes register and are placed through Redis")
 	}
 	return runControl(ctx, &c, fs, stdout, stderr, false)
 }
@@ -88,6 +91,11 @@ func mediaRole(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return errors.New("voiced media needs --control-url, --cluster-secret and --redis-url")
 	}
 	log := newLogger(&c, stderr)
+	stopDiag, err := diagnostics(ctx, &c, log)
+	if err != nil {
+		return err
+	}
+	defer stopDiag()
 	e := &env{}
 	defer e.close()
 	if err := openRedisCoord(ctx, e, &c); err != nil {

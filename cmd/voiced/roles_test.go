@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gobwas/ws"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
@@ -210,6 +211,27 @@ func TestControlAndMediaRoles(t *testing.T) {
 	_, h := api("GET", fmt.Sprintf("/v1/calls/%d/history", id), "")
 	require.Contains(t, fmt.Sprint(h["items"]), "Hello from the media node.", "%v", h)
 	require.Contains(t, fmt.Sprint(h["items"]), "Hi there")
+
+	// A session started on the control plane is placed on the media
+	// node: its media_url is the node's, where its token opens the call.
+	var sess map[string]any
+	require.Equal(t, 201, apiCall(t, base, key, "POST", "/v1/realtime/sessions", map[string]any{"agent_id": objID(rtAgent)}, &sess), "%v", sess)
+	require.Equal(t, strings.Replace(mediaBase, "http://", "ws://", 1)+"/v1/realtime", sess["media_url"])
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	d := ws.Dialer{Header: ws.HandshakeHeaderHTTP(http.Header{"Authorization": {"Bearer " + sess["token"].(string)}})}
+	nc, br, _, err := d.Dial(ctx, sess["media_url"].(string))
+	require.NoError(t, err)
+	var rd io.Reader = nc
+	if br != nil {
+		rd = io.MultiReader(br, nc)
+	}
+	placed := textTurn(t, sv, nc, struct {
+		io.Reader
+		io.Writer
+	}{rd, nc}, "Hi again", nil)
+	nc.Close()
+	require.EqualValues(t, sess["call_id"], placed)
 
 	// A wrong API key is refused on the media node as on serve.
 	req, _ := http.NewRequest("GET", mediaBase+"/v1/realtime?agent_id=1", nil)

@@ -23,6 +23,7 @@ import (
 	"github.com/voiced/voiced/control/realtime"
 	"github.com/voiced/voiced/control/webhook"
 	"github.com/voiced/voiced/storage"
+	"github.com/voiced/voiced/storage/coord"
 )
 
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -48,20 +49,11 @@ func runControl(ctx context.Context, c *config, fs *flag.FlagSet, stdout, stderr
 	if err := firstUse(ctx, env.store, c, stdout, log); err != nil {
 		return err
 	}
-	if c.PprofAddr != "" {
-		stop, err := servePprof(c.PprofAddr, log)
-		if err != nil {
-			return err
-		}
-		defer stop()
+	stopDiag, err := diagnostics(ctx, c, log)
+	if err != nil {
+		return err
 	}
-	if c.HugePages {
-		stop, err := keepHugePages(ctx, log)
-		if err != nil {
-			return err
-		}
-		defer stop()
-	}
+	defer stopDiag()
 	ln, err := net.Listen("tcp", c.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on --http-addr %s: %w", c.HTTPAddr, err)
@@ -137,6 +129,9 @@ func runControl(ctx context.Context, c *config, fs *flag.FlagSet, stdout, stderr
 			return err
 		}
 		defer stop()
+		if p, ok := env.coord.(coord.Placer); ok {
+			srv.Realtime().PlaceOn(cluster.MediaURL(p, public))
+		}
 	}
 	// The provisioning pass activates demo numbers; it stops with serve.
 	pctx, stopProvisioner := context.WithCancel(ctx)

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/voiced/voiced/storage/coord"
@@ -41,6 +42,24 @@ func Listen(addr, certFile, keyFile string, h http.Handler, log *slog.Logger) (s
 		defer cancel()
 		_ = hs.Shutdown(ctx)
 	}, nil
+}
+
+// MediaURL is the realtime sessions' placement (realtime.Placer): the
+// WebSocket base of a live, non-draining node the coord placement picks,
+// wss:// when the control plane's public URL is https (nodes then sit
+// behind TLS too), else ws://.
+func MediaURL(p coord.Placer, publicURL string) func(ctx context.Context) (string, error) {
+	scheme := "ws://"
+	if strings.HasPrefix(publicURL, "https://") {
+		scheme = "wss://"
+	}
+	return func(ctx context.Context) (string, error) {
+		n, err := p.Pick(ctx)
+		if err != nil {
+			return "", err
+		}
+		return scheme + n.Addr, nil
+	}
 }
 
 // Media is a media node as RunMedia serves it.
