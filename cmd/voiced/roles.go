@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"time"
@@ -125,10 +126,22 @@ func mediaRole(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		node.Drain(context.Background())
 		return err
 	}
-	reg, ok := e.coord.(coord.Registry)
+	reg, ok := e.coord.(interface {
+		coord.Registry
+		coord.Commander
+	})
+	if c.NodeID == "" {
+		c.NodeID, _ = os.Hostname()
+	}
 	if !ok {
+		err = errors.New("the coordinator keeps no node registry")
+	} else {
+		// Outbound calls come as commands: follow them before registering.
+		err = cluster.FollowDials(ctx, reg, c.NodeID, c.ClusterSecret, node.Phone.Dial, cl, log)
+	}
+	if err != nil {
 		node.Drain(context.Background())
-		return errors.New("the coordinator keeps no node registry")
+		return err
 	}
 	live := func() (n int) {
 		for _, v := range node.Stats.Read().Sessions {

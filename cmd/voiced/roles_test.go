@@ -195,6 +195,22 @@ func TestControlAndMediaRoles(t *testing.T) {
 	n, _ = node()
 	require.Zero(t, n.Calls, "the call ended")
 
+	// POST /v1/call on the control plane is placed on the media node,
+	// which dials out through the trunk (sipp: 401, authenticated INVITE,
+	// answer, the callee hangs up after a second).
+	uas := siptest.Sipp(t, "../../sip/testdata/sipp/uas_auth.xml", 20*time.Second, "-m", "1")
+	st, conn = api("PATCH", fmt.Sprintf("/v1/voip-connections/%d", objID(conn)), fmt.Sprintf(`{"port":%d,"username":"alice","password":"secret"}`, uas.Port))
+	require.Equal(t, 200, st, "%v", conn)
+	st, out := api("POST", "/v1/call", fmt.Sprintf(`{"agent_id":%d,"from_number":"+14155550100","to_number":"+14155550123"}`, objID(ag)))
+	require.Equal(t, 201, st, "%v", out)
+	require.NoError(t, uas.Wait(), "media log: %s", media.stderr.String())
+	require.Eventually(t, func() bool {
+		_, out = api("GET", fmt.Sprintf("/v1/calls/%d", int64(out["call_id"].(float64))), "")
+		return out["status"] != "in_progress"
+	}, 10*time.Second, 50*time.Millisecond)
+	require.Equal(t, "completed", out["status"], "%v", out)
+	require.Equal(t, "callee_hangup", out["end_reason"])
+
 	// A realtime session on the media node, authenticated with the API
 	// key through the control plane, completes a text turn; its
 	// transcript reaches the call's record.

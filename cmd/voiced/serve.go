@@ -86,6 +86,12 @@ func runControl(ctx context.Context, c *config, fs *flag.FlagSet, stdout, stderr
 			opts = append(opts, control.WithBrowserMedia(node.Browser))
 		}
 	}
+	if cc, ok := env.coord.(interface {
+		coord.Placer
+		coord.Commander
+	}); ok && !withNode {
+		opts = append(opts, control.WithDialer(cluster.NewDialer(cc, cc, c.ClusterSecret)))
+	}
 	drain := func(ctx context.Context) {
 		if node != nil {
 			node.Drain(ctx)

@@ -24,6 +24,7 @@ import (
 	"github.com/voiced/voiced/control/realtime"
 	"github.com/voiced/voiced/control/webhook"
 	"github.com/voiced/voiced/storage"
+	"github.com/voiced/voiced/storage/coord"
 	"github.com/voiced/voiced/storage/sqltest"
 )
 
@@ -43,11 +44,11 @@ type plane struct {
 	hits    atomic.Int32
 }
 
-func newPlane(t *testing.T, db *storage.DB) *plane {
+func newPlane(t *testing.T, db *storage.DB, opts ...control.Option) *plane {
 	t.Helper()
 	p := &plane{blobs: t.TempDir(), spool: t.TempDir()}
 	p.api = controltest.NewWith(t, db, control.Config{PublicURL: "https://voice.example",
-		Resources: control.ResourcesConfig{BlobDir: p.blobs, SigningKey: controltest.SigningKey}})
+		Resources: control.ResourcesConfig{BlobDir: p.blobs, SigningKey: controltest.SigningKey}}, opts...)
 	srv := p.api.Srv
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	p.local = cluster.Backend{Calls: srv.CallLog(), Tools: webhook.NewExchanger(p.api.Store.Webhooks, true, time.Now, log),
@@ -258,5 +259,65 @@ func TestSecretIsRequired(t *testing.T) {
 		require.Equal(t, 400, res.StatusCode)
 		entries, _ := os.ReadDir(p.blobs)
 		require.Empty(t, entries)
+	})
+}
+
+// TestDialCommands: POST /v1/call on a control plane with the placed
+// dialer reaches the node the placement picks as a sealed dial command
+// (the trunk's password is not in it in the clear); a node with another
+// cluster secret cannot open it and ends the call failed, dial_failed.
+func TestDialCommands(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, db *storage.DB) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		local := coord.NewLocal(coord.Config{})
+		defer local.Close()
+		p := newPlane(t, db, control.WithDialer(cluster.NewDialer(local, local, secret)))
+		co := p.api.CallOrg("+14155550145")
+		require.NoError(t, local.Heartbeat(ctx, coord.Node{ID: "media-a", Addr: "127.0.0.1:1"}))
+		raw, err := local.Commands(ctx, "media-a")
+		require.NoError(t, err)
+		defer raw.Close()
+		dials := make(chan control.OutboundCall, 1)
+		log := slog.New(slog.NewTextHandler(io.Discard, nil))
+		require.NoError(t, cluster.FollowDials(ctx, local, "media-a", secret, func(_ context.Context, o control.OutboundCall) error {
+			dials <- o
+			return nil
+		}, p.client, log))
+
+		r := p.api.Do("POST", "/v1/call", co.OwnerK, map[string]any{"agent_id": co.AgentID, "from_number": co.Number, "to_number": "+14155550123"})
+		require.Equal(t, 201, r.Status, string(r.Body))
+		id := controltest.ID(r.Obj(t))
+		select {
+		case o := <-dials:
+			require.Equal(t, id, o.CallID)
+			require.Equal(t, "s3cret-pass", o.Trunk.Password)
+			require.Equal(t, "+14155550123", o.To)
+		case <-time.After(10 * time.Second):
+			t.Fatal("the node got no dial command")
+		}
+		cmd := <-raw.C()
+		require.Equal(t, cluster.CommandDial, cmd.Type)
+		require.NotContains(t, string(cmd.Data), "s3cret-pass", "the command is sealed")
+
+		// A node with another secret: the call ends failed.
+		require.NoError(t, local.Leave(ctx, "media-a"))
+		require.NoError(t, local.Heartbeat(ctx, coord.Node{ID: "media-b", Addr: "127.0.0.1:2"}))
+		require.NoError(t, cluster.FollowDials(ctx, local, "media-b", strings.Repeat("z", 32), func(context.Context, control.OutboundCall) error {
+			t.Error("a command sealed with another secret was dialed")
+			return nil
+		}, p.client, log))
+		r = p.api.Do("POST", "/v1/call", co.OwnerK, map[string]any{"agent_id": co.AgentID, "from_number": co.Number, "to_number": "+14155550124"})
+		require.Equal(t, 201, r.Status, string(r.Body))
+		id = controltest.ID(r.Obj(t))
+		require.Eventually(t, func() bool {
+			c := p.api.Do("GET", "/v1/calls/"+itoa(id), co.OwnerK, nil).Obj(t)
+			return c["status"] == "failed" && c["end_reason"] == "dial_failed"
+		}, 10*time.Second, 20*time.Millisecond)
+
+		// No node at all: the call is refused at once (502), and failed.
+		require.NoError(t, local.Leave(ctx, "media-b"))
+		r = p.api.Do("POST", "/v1/call", co.OwnerK, map[string]any{"agent_id": co.AgentID, "from_number": co.Number, "to_number": "+14155550125"})
+		require.Equal(t, 502, r.Status, string(r.Body))
 	})
 }
