@@ -100,7 +100,8 @@ func TestControlAndMediaRoles(t *testing.T) {
 		st := apiCall(t, base, key, method, path, jsonBody(body), &out)
 		return st, out
 	}
-	// The control role does not serve realtime sockets.
+	// The control role runs no realtime sessions itself: with no media
+	// node yet, its socket answers 503.
 	res, err := http.Get(base + "/v1/realtime")
 	require.NoError(t, err)
 	res.Body.Close()
@@ -129,12 +130,14 @@ func TestControlAndMediaRoles(t *testing.T) {
 	require.ErrorContains(t, run(context.Background(), []string{"media", "--database-url", dbURL, "--control-url", internal, "--cluster-secret", secret,
 		"--redis-url", redisURL}, io.Discard, io.Discard), "no database")
 
-	// The model of realtime turns, at the provider boundary.
-	model := fakeChat(t, func(_ chatRequest, reply chatReply) { reply.say("Hello from the media node.") })
+	// The node's transcription, at the provider boundary; its model is the
+	// offline echo.
+	npmReady(t)
+	files := speechFiles(t)
 	sipPort := siptest.FreePort(t, "127.0.0.1")
 	nodeID := fmt.Sprintf("media-test-%d", time.Now().UnixNano())
 	media := startRole(t, "media", "--data-dir", mediaDir, "--http-addr", "127.0.0.1:0", "--sip-addr", "127.0.0.1:"+strconv.Itoa(sipPort),
-		"--rtp-ports", "43000-43499", "--webrtc-udp-addr", "127.0.0.1:0", "--call-loopback", "--llm-base-url", model.URL+"/v1",
+		"--rtp-ports", "43000-43499", "--webrtc-udp-addr", "127.0.0.1:0", "--call-loopback", "--stt-base-url", fakeTranscriber(t),
 		"--control-url", internal, "--cluster-secret", secret, "--redis-url", redisURL, "--node-id", nodeID)
 	mediaBase := "http://" + media.waitLog(t, `media node serving" http_addr=(127\.0\.0\.1:\d+)`)
 	require.Contains(t, media.stderr.String(), "telephony listening")
@@ -219,14 +222,7 @@ func TestControlAndMediaRoles(t *testing.T) {
 	sv := &served{base: mediaBase, key: key, stderr: media.stderr}
 	id := realtimeTextTurn(t, sv, objID(rtAgent), "Hi there", nil)
 	require.NotZero(t, id)
-	var rt map[string]any
-	require.Eventually(t, func() bool {
-		_, rt = api("GET", fmt.Sprintf("/v1/calls/%d", id), "")
-		return rt["status"] == "completed" && rt["billed_at"] != nil
-	}, 15*time.Second, 50*time.Millisecond)
-	_, h := api("GET", fmt.Sprintf("/v1/calls/%d/history", id), "")
-	require.Contains(t, fmt.Sprint(h["items"]), "Hello from the media node.", "%v", h)
-	require.Contains(t, fmt.Sprint(h["items"]), "Hi there")
+	requireEchoed(t, api, id, "Hi there")
 
 	// A session started on the control plane is placed on the media
 	// node: its media_url is the node's, where its token opens the call.
@@ -248,6 +244,23 @@ func TestControlAndMediaRoles(t *testing.T) {
 	}{rd, nc}, "Hi again", nil)
 	nc.Close()
 	require.EqualValues(t, sess["call_id"], placed)
+
+	// A socket that reaches the control plane (a client that knows only
+	// the API's base URL) is passed to the media node.
+	viaControl := realtimeTextTurn(t, &served{base: base, key: key, stderr: media.stderr}, objID(rtAgent), "Hi from afar", nil)
+	requireEchoed(t, api, viaControl, "Hi from afar")
+	// So do the published clients, given the control plane's URL: a
+	// conversation in text and speech each.
+	t.Run("clients", func(t *testing.T) {
+		t.Run("openai", func(t *testing.T) {
+			t.Parallel()
+			openaiClient(t, strings.TrimPrefix(base, "http://"), key, "pcm16", files["pcm16"])
+		})
+		t.Run("agents sdk", func(t *testing.T) {
+			t.Parallel()
+			agentsClient(t, strings.TrimPrefix(base, "http://"), key, files["pcm16"])
+		})
+	})
 
 	// A wrong API key is refused on the media node as on serve.
 	req, _ := http.NewRequest("GET", mediaBase+"/v1/realtime?agent_id=1", nil)
@@ -274,4 +287,24 @@ func jsonBody(s string) any {
 		return nil
 	}
 	return json.RawMessage(s)
+}
+
+// requireEchoed waits for call id to be completed and billed with the
+// echo model's answer to text in its transcript.
+func requireEchoed(t *testing.T, api func(method, path, body string) (int, map[string]any), id int64, text string) {
+	t.Helper()
+	var c map[string]any
+	require.Eventually(t, func() bool {
+		_, c = api("GET", fmt.Sprintf("/v1/calls/%d", id), "")
+		return c["status"] == "completed" && c["billed_at"] != nil
+	}, 15*time.Second, 50*time.Millisecond, "%v", c)
+	_, h := api("GET", fmt.Sprintf("/v1/calls/%d/history", id), "")
+	var roles []string
+	for _, it := range h["items"].([]any) {
+		if m := it.(map[string]any); m["text"] == text {
+			roles = append(roles, fmt.Sprint(m["role"]))
+		}
+	}
+	require.Contains(t, roles, "user", "%v", h)
+	require.Contains(t, roles, "assistant", "the node's agent answered: %v", h)
 }

@@ -137,6 +137,7 @@ func runControl(ctx context.Context, c *config, fs *flag.FlagSet, stdout, stderr
 		defer stop()
 		if p, ok := env.coord.(coord.Placer); ok {
 			srv.Realtime().PlaceOn(cluster.MediaURL(p, public))
+			srv.Realtime().Mount(cluster.RealtimeProxy(p, log))
 		}
 	}
 	// The provisioning pass activates demo numbers; it stops with serve.
