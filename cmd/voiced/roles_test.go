@@ -274,6 +274,19 @@ func TestControlAndMediaRoles(t *testing.T) {
 	res.Body.Close()
 	require.Equal(t, 401, res.StatusCode)
 
+	// The heartbeat carries the node's live calls: an open session shows
+	// within a beat, and goes when it closes.
+	hold, hrw := dialRealtimeAgent(t, ctx, mediaBase, key, objID(rtAgent))
+	var ev struct {
+		Type string `json:"type"`
+	}
+	for ev.Type != "session.updated" {
+		nextRealtimeEvent(t, sv, hold, hrw, &ev)
+	}
+	require.Eventually(t, func() bool { n, _ := node(); return n.Calls == 1 }, 5*time.Second, 100*time.Millisecond)
+	hold.Close()
+	require.Eventually(t, func() bool { n, _ := node(); return n.Calls == 0 }, 5*time.Second, 100*time.Millisecond)
+
 	// A clean shutdown leaves the registry at once.
 	media.stop(t)
 	_, ok = node()
