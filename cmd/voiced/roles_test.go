@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -198,6 +199,16 @@ func TestControlAndMediaRoles(t *testing.T) {
 	n, _ = node()
 	require.Zero(t, n.Calls, "the call ended")
 
+	// Refusals come back through the internal API as the same errors, so
+	// the node answers as serve does: an unknown number 404, a number
+	// with no agent 480, each with its Reason header.
+	st, idle := api("POST", "/v1/phone-numbers", fmt.Sprintf(`{"source":"voip","number":"+14155550101","voip_connection_id":%d}`, objID(conn)))
+	require.Equal(t, 201, st, "%v", idle)
+	for number, code := range map[string]int{"+14155550000": 404, "+14155550101": 480} {
+		sc := siptest.Scenario(t, "../../sip/testdata/sipp/uac_refused.xml.tmpl", map[string]any{"Code": code, "Fmt": "0", "Map": "PCMU/8000"})
+		require.NoError(t, siptest.Sipp(t, sc, 10*time.Second, "-s", number, "-m", "1", "127.0.0.1:"+strconv.Itoa(sipPort)).Wait(), "%s: %d", number, code)
+	}
+
 	// POST /v1/call on the control plane is placed on the media node,
 	// which dials out through the trunk (sipp: 401, authenticated INVITE,
 	// answer, the callee hangs up after a second).
@@ -320,4 +331,54 @@ func requireEchoed(t *testing.T, api func(method, path, body string) (int, map[s
 	}
 	require.Contains(t, roles, "user", "%v", h)
 	require.Contains(t, roles, "assistant", "the node's agent answered: %v", h)
+}
+
+// TestRoleFlags: each role takes its own flags, refuses the others' and
+// names what is missing in one line.
+func TestRoleFlags(t *testing.T) {
+	secret := strings.Repeat("s", 32)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"control"}, "--cluster-secret"},
+		{[]string{"control", "--cluster-secret", "short"}, "--cluster-secret"},
+		{[]string{"control", "--cluster-secret", secret}, "--redis-url"},
+		{[]string{"control", "--sip-addr", "127.0.0.1:5060"}, "sip-addr"},
+		{[]string{"control", "--internal-addr", "nowhere"}, "--internal-addr"},
+		{[]string{"control", "--internal-tls-cert", "c.pem"}, "--internal-tls-key"},
+		{[]string{"media", "--database-url", "postgres://u@h/db"}, "no database"},
+		{[]string{"media"}, "--control-url"},
+		{[]string{"media", "--control-url", "ftp://x"}, "--control-url"},
+		{[]string{"media", "--stripe-api-key", "sk_test_x"}, "stripe-api-key"},
+		{[]string{"serve", "--cluster-secret", secret}, "cluster-secret"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			err := run(context.Background(), append(tc.args, "--data-dir", t.TempDir()), io.Discard, io.Discard)
+			require.Error(t, err)
+			require.Contains(t, err.Error(), tc.want)
+			require.NotContains(t, err.Error(), "\n")
+		})
+	}
+	help := func(cmd string) string {
+		var out strings.Builder
+		require.ErrorIs(t, run(context.Background(), []string{cmd, "--help"}, &out, io.Discard), flag.ErrHelp)
+		return out.String()
+	}
+	ctl, media, serve := help("control"), help("media"), help("serve")
+	for _, f := range []string{"-cluster-secret", "-internal-addr", "-database-url", "-redis-url", "-stripe-api-key"} {
+		require.Contains(t, ctl, f)
+	}
+	for _, f := range []string{"-sip-addr", "-rtp-ports", "-webrtc-udp-addr", "-llm-base-url", "-control-url"} {
+		require.NotContains(t, ctl, f)
+		require.Contains(t, media, f)
+	}
+	for _, f := range []string{"-stripe-api-key", "-did-pool", "-internal-addr"} {
+		require.NotContains(t, media, f)
+	}
+	require.NotContains(t, serve, "-cluster-secret")
+	var usage strings.Builder
+	require.NoError(t, run(context.Background(), []string{"--help"}, &usage, io.Discard))
+	require.Contains(t, usage.String(), "voiced control")
+	require.Contains(t, usage.String(), "voiced media")
 }
