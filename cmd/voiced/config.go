@@ -145,7 +145,7 @@ func bindFlags(fs *flag.FlagSet, c *config, names ...string) []flagSpec {
 		{"internal-tls-key", "VOICED_INTERNAL_TLS_KEY", "", "PEM private key of --internal-tls-cert", &c.InternalTLSKey},
 		{"control-url", "VOICED_CONTROL_URL", "", "the control role's internal API, like http://10.0.0.5:8081 (https:// with --internal-tls-cert there)", &c.ControlURL},
 		{"control-ca", "VOICED_CONTROL_CA", "", "PEM CA certificate(s) a media node trusts for an https --control-url; empty = the system's", &c.ControlCA},
-		{"node-id", "VOICED_NODE_ID", "", "this media node's name in the registry, stable across restarts; empty = the host name", &c.NodeID},
+		{"node-id", "VOICED_NODE_ID", "", "this media node's name in the registry, stable across restarts (a pod name); empty = <host name>:<SIP port>", &c.NodeID},
 		{"webrtc-max-sessions", "VOICED_WEBRTC_MAX_SESSIONS", "500", "most browser calls (widget and mic sessions) this node runs at once", &c.call.Browser.MaxSessions},
 	}
 	var out []flagSpec

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -131,7 +132,9 @@ func mediaRole(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		coord.Commander
 	})
 	if c.NodeID == "" {
-		c.NodeID, _ = os.Hostname()
+		host, _ := os.Hostname()
+		_, port, _ := net.SplitHostPort(c.call.Phone.Addr)
+		c.NodeID = host + ":" + port
 	}
 	if !ok {
 		err = errors.New("the coordinator keeps no node registry")

@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
@@ -64,7 +63,7 @@ func MediaURL(p coord.Placer, publicURL string) func(ctx context.Context) (strin
 
 // Media is a media node as RunMedia serves it.
 type Media struct {
-	// ID names the node in the registry (empty: the host name).
+	// ID names the node in the registry.
 	ID string
 	// HTTPAddr is where it listens; PublicURL, when set, the base the
 	// node is reached at, whose host:port the registry gets.
@@ -89,9 +88,6 @@ func RunMedia(ctx context.Context, m Media, reg coord.Registry, log *slog.Logger
 	addr := ln.Addr().String()
 	if u, err := url.Parse(m.PublicURL); err == nil && u.Host != "" {
 		addr = u.Host
-	}
-	if m.ID == "" {
-		m.ID, _ = os.Hostname()
 	}
 	an := NewAnnouncer(reg, m.ID, addr, m.Live, log)
 	mux := http.NewServeMux()
