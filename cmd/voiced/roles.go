@@ -152,5 +152,9 @@ func mediaRole(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		return n
 	}
-	return cluster.RunMedia(ctx, cluster.Media{ID: c.NodeID, HTTPAddr: c.HTTPAddr, PublicURL: c.PublicURL, Realtime: rt, Live: live, Drain: node.Drain}, reg, log)
+	m := cluster.Media{ID: c.NodeID, HTTPAddr: c.HTTPAddr, PublicURL: c.PublicURL, Realtime: rt, Secret: c.ClusterSecret, Live: live, Drain: node.Drain}
+	if node.Browser != nil {
+		m.Browser = node.Browser
+	}
+	return cluster.RunMedia(ctx, m, reg, log)
 }

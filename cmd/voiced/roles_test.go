@@ -285,6 +285,34 @@ func TestControlAndMediaRoles(t *testing.T) {
 	res.Body.Close()
 	require.Equal(t, 401, res.StatusCode)
 
+	// A widget call started on the control plane: the placement hands the
+	// offer to the media node, whose WebRTC media the browser connects to;
+	// the call is recorded and billed on the control plane.
+	st, pk := api("POST", "/v1/publishable-key", fmt.Sprintf(`{"agent_id":%d,"allowed_domains":["localhost"]}`, objID(ag)))
+	require.Equal(t, 201, st, "%v", pk)
+	start := time.Now()
+	web := pionWidgetCall(t, base, pk["key"].(string), func() bool { return time.Since(start) > 2*time.Second })
+	var wc map[string]any
+	require.Eventually(t, func() bool {
+		_, wc = api("GET", fmt.Sprintf("/v1/calls/%d", web), "")
+		return wc["status"] == "completed" && wc["billed_at"] != nil
+	}, 15*time.Second, 50*time.Millisecond)
+	require.NotNil(t, wc["recording_url"], "%v", wc)
+	_, err = os.Stat(filepath.Join(ctlDir, "blobs", strings.TrimPrefix(wc["recording_url"].(string), "blob://")))
+	require.NoError(t, err, "the widget call's recording is in the control plane's blob store")
+
+	// The node's own internal endpoint wants the secret too.
+	for auth, want := range map[string]int{"": 401, "Bearer " + strings.Repeat("0", len(secret)): 403, "Bearer " + secret: 400} {
+		req, _ := http.NewRequest("POST", mediaBase+"/internal/v1/media/answer", strings.NewReader("{"))
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		res.Body.Close()
+		require.Equal(t, want, res.StatusCode, "auth %q", auth)
+	}
+
 	// The heartbeat carries the node's live calls: an open session shows
 	// within a beat, and goes when it closes.
 	hold, hrw := dialRealtimeAgent(t, ctx, mediaBase, key, objID(rtAgent))
