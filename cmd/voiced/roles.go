@@ -127,7 +127,8 @@ func mediaRole(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		node.Drain(context.Background())
 		return err
 	}
-	reg, ok := e.coord.(interface {
+	// openRedisCoord's coordinator keeps the registry and the commands.
+	reg := e.coord.(interface {
 		coord.Registry
 		coord.Commander
 	})
@@ -136,23 +137,12 @@ func mediaRole(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		_, port, _ := net.SplitHostPort(c.call.Phone.Addr)
 		c.NodeID = host + ":" + port
 	}
-	if !ok {
-		err = errors.New("the coordinator keeps no node registry")
-	} else {
-		// Outbound calls come as commands: follow them before registering.
-		err = cluster.FollowDials(ctx, reg, c.NodeID, c.ClusterSecret, node.Phone.Dial, cl, log)
-	}
-	if err != nil {
+	// Outbound calls come as commands: follow them before registering.
+	if err := cluster.FollowDials(ctx, reg, c.NodeID, c.ClusterSecret, node.Phone.Dial, cl, log); err != nil {
 		node.Drain(context.Background())
 		return err
 	}
-	live := func() (n int) {
-		for _, v := range node.Stats.Read().Sessions {
-			n += v
-		}
-		return n
-	}
-	m := cluster.Media{ID: c.NodeID, HTTPAddr: c.HTTPAddr, PublicURL: c.PublicURL, Realtime: rt, Secret: c.ClusterSecret, Live: live, Drain: node.Drain}
+	m := cluster.Media{ID: c.NodeID, HTTPAddr: c.HTTPAddr, PublicURL: c.PublicURL, Realtime: rt, Secret: c.ClusterSecret, Live: node.Live, Drain: node.Drain}
 	if node.Browser != nil {
 		m.Browser = node.Browser
 	}

@@ -234,6 +234,10 @@ func TestControlAndMediaRoles(t *testing.T) {
 	id := realtimeTextTurn(t, sv, objID(rtAgent), "Hi there", nil)
 	require.NotZero(t, id)
 	requireEchoed(t, api, id, "Hi there")
+	_, rc := api("GET", fmt.Sprintf("/v1/calls/%d", id), "")
+	require.NotNil(t, rc["recording_url"], "%v", rc)
+	_, err = os.Stat(filepath.Join(ctlDir, "blobs", strings.TrimPrefix(rc["recording_url"].(string), "blob://")))
+	require.NoError(t, err, "the realtime session's recording is in the control plane's blob store")
 
 	// A session started on the control plane is placed on the media
 	// node: its media_url is the node's, where its token opens the call.

@@ -76,7 +76,7 @@ func NewServer(cfg ServerConfig, b Backend, log *slog.Logger) http.Handler {
 		pathFinish: s.finish, pathFail: s.fail, pathTool: s.tool, pathTrunk: s.trunk, pathAPIKey: s.apiKey,
 		pathClaim: s.claim, pathPing: func(*http.Request) (any, error) { return nil, nil }, pathMCPServers: s.mcpServers, pathKnowledge: s.knowledge,
 	} {
-		mux.Handle("POST "+Prefix+p, s.json(h))
+		mux.Handle("POST "+Prefix+p, s.call(h))
 	}
 	mux.HandleFunc("PUT "+Prefix+pathBlobs+"{key...}", s.putBlob)
 	mux.HandleFunc(Prefix, func(w http.ResponseWriter, r *http.Request) {
@@ -111,8 +111,8 @@ func (s *server) auth(next http.Handler) http.Handler {
 	})
 }
 
-// json serves one JSON call: h decodes the body and answers.
-func (s *server) json(h func(*http.Request) (any, error)) http.Handler {
+// call serves one JSON call: h decodes the body and answers.
+func (s *server) call(h func(*http.Request) (any, error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
 		out, err := h(r)
