@@ -35,7 +35,7 @@ func Listen(addr, certFile, keyFile string, h http.Handler, log *slog.Logger) (s
 	if certFile != "" {
 		ln, scheme = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}), "https"
 	}
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	go func() { _ = hs.Serve(ln) }()
 	log.Info("internal API listening", "internal_addr", ln.Addr().String(), "scheme", scheme)
 	return func() {
@@ -105,7 +105,7 @@ func RunMedia(ctx context.Context, m Media, reg coord.Registry, log *slog.Logger
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]any{"status": "ok", "role": "media", "node_id": m.ID, "calls": m.Live()})
 	})
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	hctx, stopBeats := context.WithCancel(context.WithoutCancel(ctx))
