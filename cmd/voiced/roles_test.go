@@ -128,6 +128,10 @@ func TestControlAndMediaRoles(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("a media node with the wrong secret kept running")
 	}
+	// Nor one on every interface with no --public-url: control could not
+	// reach it.
+	require.ErrorContains(t, run(context.Background(), []string{"media", "--data-dir", t.TempDir(), "--http-addr", "0.0.0.0:0", "--sip-addr", "127.0.0.1:0",
+		"--webrtc-udp-addr", "127.0.0.1:0", "--control-url", internal, "--cluster-secret", secret, "--redis-url", redisURL}, io.Discard, io.Discard), "--public-url")
 	require.ErrorContains(t, run(context.Background(), []string{"media", "--database-url", dbURL, "--control-url", internal, "--cluster-secret", secret,
 		"--redis-url", redisURL}, io.Discard, io.Discard), "no database")
 

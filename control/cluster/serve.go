@@ -94,6 +94,10 @@ func RunMedia(ctx context.Context, m Media, reg coord.Registry, log *slog.Logger
 	addr := ln.Addr().String()
 	if u, err := url.Parse(m.PublicURL); err == nil && u.Host != "" {
 		addr = u.Host
+	} else if ip := ln.Addr().(*net.TCPAddr).IP; ip.IsUnspecified() {
+		ln.Close()
+		m.Drain(context.Background())
+		return fmt.Errorf("the node listens on every interface (%s): give --public-url, the address the control plane and clients reach it at", m.HTTPAddr)
 	}
 	an := NewAnnouncer(reg, m.ID, addr, m.Live, log)
 	mux := http.NewServeMux()
