@@ -178,6 +178,7 @@ func TestControlAndMediaRoles(t *testing.T) {
 	require.Equal(t, 201, st, "%v", num)
 	st, num = api("PATCH", fmt.Sprintf("/v1/phone-numbers/%d", objID(num)), fmt.Sprintf(`{"inbound_agent_id":%d}`, objID(ag)))
 	require.Equal(t, 200, st, "%v", num)
+	before := scrape(t, base)
 	uac := siptest.Sipp(t, "../../sip/testdata/sipp/uac_call.xml", 20*time.Second, "-d", "1000", "-s", "+14155550100", "-m", "1", "127.0.0.1:"+strconv.Itoa(sipPort))
 	require.NoError(t, uac.Wait())
 	var in map[string]any
@@ -202,6 +203,24 @@ func TestControlAndMediaRoles(t *testing.T) {
 	require.ErrorIs(t, err, os.ErrNotExist, "the media node keeps no recording")
 	n, _ = node()
 	require.Zero(t, n.Calls, "the call ended")
+	// What the call cost the control plane in internal API requests
+	// (docs/decisions.md, "Control and media roles").
+	after := scrape(t, base)
+	perCall := map[string]float64{}
+	total := 0.0
+	for k, v := range after {
+		if strings.HasPrefix(k, "voiced_internal_api_requests_total{") {
+			if d := v - before[k]; d > 0 {
+				perCall[k] = d
+				total += d
+			}
+		}
+	}
+	t.Logf("one SIP call through the media node: %v internal API requests: %v; %v recording bytes uploaded", total, perCall,
+		after["voiced_internal_api_blob_bytes_total"]-before["voiced_internal_api_blob_bytes_total"])
+	require.Positive(t, perCall[`voiced_internal_api_requests_total{code="2xx",method="admit"}`])
+	require.Positive(t, perCall[`voiced_internal_api_requests_total{code="2xx",method="finish"}`])
+	require.Positive(t, perCall[`voiced_internal_api_requests_total{code="2xx",method="blobs"}`])
 
 	// Refusals come back through the internal API as the same errors, so
 	// the node answers as serve does: an unknown number 404, a number

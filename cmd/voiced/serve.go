@@ -126,7 +126,7 @@ func runControl(ctx context.Context, c *config, fs *flag.FlagSet, stdout, stderr
 		srv.SetMediaStats(node.Stats.Read)
 		node.RecordProviders(srv.ProviderErrors())
 	} else {
-		api := cluster.NewServer(cluster.ServerConfig{Secret: c.ClusterSecret, BlobDir: blobDir},
+		api := cluster.NewServer(cluster.ServerConfig{Secret: c.ClusterSecret, BlobDir: blobDir, Metrics: srv.Registry()},
 			cluster.Backend{Calls: calls, Tools: x, Credentials: srv.Realtime(), MCP: env.store.MCPServers, Knowledge: srv.CallKnowledge()}, log)
 		stop, err := cluster.Listen(c.InternalAddr, c.InternalTLSCert, c.InternalTLSKey, api, log)
 		if err != nil {

@@ -11,7 +11,10 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/voiced/voiced/control"
 	"github.com/voiced/voiced/control/calllog"
@@ -59,6 +62,9 @@ type ServerConfig struct {
 	BlobDir string
 	// MaxBlob bounds one upload (default 1 GiB).
 	MaxBlob int64
+	// Metrics, when set, gets voiced_internal_api_requests_total by
+	// method path and status class, and the bytes of blobs stored.
+	Metrics prometheus.Registerer
 }
 
 // maxBody bounds a JSON request: a call's events come in batches.
@@ -69,7 +75,14 @@ func NewServer(cfg ServerConfig, b Backend, log *slog.Logger) http.Handler {
 	if cfg.MaxBlob == 0 {
 		cfg.MaxBlob = 1 << 30
 	}
-	s := &server{cfg: cfg, b: b, log: log}
+	s := &server{cfg: cfg, b: b, log: log, known: map[string]bool{}}
+	s.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "voiced_internal_api_requests_total",
+		Help: "Requests to the internal API media nodes use, by method (path under /internal/v1/) and status class."}, []string{"method", "code"})
+	s.blobBytes = prometheus.NewCounter(prometheus.CounterOpts{Name: "voiced_internal_api_blob_bytes_total",
+		Help: "Bytes of blobs (recordings) media nodes uploaded through the internal API."})
+	if cfg.Metrics != nil {
+		cfg.Metrics.MustRegister(s.requests, s.blobBytes)
+	}
 	mux := http.NewServeMux()
 	for p, h := range map[string]func(*http.Request) (any, error){
 		pathAdmit: s.admit, pathAdmitInline: s.admitInline, pathAppend: s.append, pathToolEvent: s.toolEvent,
@@ -77,6 +90,7 @@ func NewServer(cfg ServerConfig, b Backend, log *slog.Logger) http.Handler {
 		pathClaim: s.claim, pathPing: func(*http.Request) (any, error) { return nil, nil }, pathMCPServers: s.mcpServers, pathKnowledge: s.knowledge,
 	} {
 		mux.Handle("POST "+Prefix+p, s.call(h))
+		s.known[p] = true
 	}
 	mux.HandleFunc("PUT "+Prefix+pathBlobs+"{key...}", s.putBlob)
 	mux.HandleFunc(Prefix, func(w http.ResponseWriter, r *http.Request) {
@@ -86,9 +100,12 @@ func NewServer(cfg ServerConfig, b Backend, log *slog.Logger) http.Handler {
 }
 
 type server struct {
-	cfg ServerConfig
-	b   Backend
-	log *slog.Logger
+	cfg       ServerConfig
+	b         Backend
+	log       *slog.Logger
+	requests  *prometheus.CounterVec
+	blobBytes prometheus.Counter
+	known     map[string]bool
 }
 
 // auth admits requests bearing the cluster secret: 401 without a bearer
@@ -106,9 +123,31 @@ func (s *server) auth(next http.Handler) http.Handler {
 			s.log.Warn("internal API: wrong cluster secret", "remote", r.RemoteAddr, "path", r.URL.Path)
 			writeJSON(w, http.StatusForbidden, wireError{Code: codeForbidden, Detail: "wrong cluster secret"})
 		default:
-			next.ServeHTTP(w, r)
+			sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
+			next.ServeHTTP(sw, r)
+			if s.requests != nil {
+				m := strings.TrimPrefix(r.URL.Path, Prefix)
+				switch {
+				case strings.HasPrefix(m, pathBlobs):
+					m = "blobs"
+				case !s.known[m]:
+					m = "other" // no label per unknown path
+				}
+				s.requests.WithLabelValues(m, strconv.Itoa(sw.code/100)+"xx").Inc()
+			}
 		}
 	})
+}
+
+// statusWriter keeps the status a handler answered.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.code = code
+	w.ResponseWriter.WriteHeader(code)
 }
 
 // call serves one JSON call: h decodes the body and answers.
@@ -294,7 +333,10 @@ func (s *server) storeBlob(key string, body io.Reader) error {
 	if err != nil {
 		return err
 	}
-	_, err = io.Copy(f, body)
+	n, err := io.Copy(f, body)
+	if s.blobBytes != nil {
+		s.blobBytes.Add(float64(n))
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
