@@ -223,7 +223,11 @@ func (c *Client) Fail(ctx context.Context, callID int64, reason, detail string) 
 // retried: the webhook may have acted.
 func (c *Client) Tool(ctx context.Context, orgID int64, req webhook.ToolRequest) (webhook.ToolResponse, error) {
 	var res webhook.ToolResponse
-	err := c.do(ctx, pathTool, false, 0, toolReq{OrgID: orgID, Channel: req.Channel, Request: req}, &res)
+	timeout := time.Duration(0)
+	if _, ok := ctx.Deadline(); !ok {
+		timeout = time.Minute // never unbounded
+	}
+	err := c.do(ctx, pathTool, false, timeout, toolReq{OrgID: orgID, Channel: req.Channel, Request: req}, &res)
 	return res, err
 }
 

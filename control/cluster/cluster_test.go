@@ -186,6 +186,15 @@ func TestCallThroughTheAPI(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, tx, 1, "the redelivered turn is recorded once")
 
+		// A recording the node does not have ends the call without one
+		// rather than naming a blob that is not there.
+		adm2, err := p.client.Admit(ctx, calllog.AdmitRequest{Direction: calllog.DirectionInbound, To: co.Number, From: "+14155550198"})
+		require.NoError(t, err)
+		require.NoError(t, p.client.Finish(ctx, adm2.CallID, calllog.CallEnd{Status: "completed", Reason: "caller_hangup", RecordingKey: "recordings/1/missing.wav"}))
+		c2 := p.api.Do("GET", "/v1/calls/"+itoa(adm2.CallID), co.OwnerK, nil).Obj(t)
+		require.Equal(t, "completed", c2["status"])
+		require.Nil(t, c2["recording_url"])
+
 		// Finish is retried too, and applies once.
 		p.fail503.Store(2)
 		before := p.hits.Load()
