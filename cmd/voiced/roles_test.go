@@ -6,7 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -85,7 +87,7 @@ func (r *role) stop(t *testing.T) {
 // node is in the registry while it runs and leaves it on shutdown.
 func TestControlAndMediaRoles(t *testing.T) {
 	siptest.Binary(t, "sipp", "sip-tester")
-	dbURL, redisURL := sqltest.URL(t, migrations.Postgres), testRedisURL(t)
+	dbURL, redisURL := sqltest.URL(t, migrations.Postgres), isolatedRedis(t)
 	secret := strings.Repeat("c0ffee", 6)
 	ctlDir, mediaDir := t.TempDir(), t.TempDir()
 
@@ -436,4 +438,15 @@ func TestRoleFlags(t *testing.T) {
 	require.NoError(t, run(context.Background(), []string{"--help"}, &usage, io.Discard))
 	require.Contains(t, usage.String(), "voiced control")
 	require.Contains(t, usage.String(), "voiced media")
+}
+
+// isolatedRedis is the test Redis on a database of its own (1-15, at
+// random): the control role places calls on every node registered there,
+// so nodes of tests running at the same time must not be among them.
+func isolatedRedis(t *testing.T) string {
+	t.Helper()
+	u, err := url.Parse(testRedisURL(t))
+	require.NoError(t, err)
+	u.Path = "/" + strconv.Itoa(1+rand.IntN(15))
+	return u.String()
 }
