@@ -146,5 +146,8 @@ func mediaRole(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if node.Browser != nil {
 		m.Browser = node.Browser
 	}
+	if node.PhoneOn {
+		m.Verifier = node.Phone
+	}
 	return cluster.RunMedia(ctx, m, reg, log)
 }

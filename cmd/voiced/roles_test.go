@@ -250,6 +250,16 @@ func TestControlAndMediaRoles(t *testing.T) {
 	require.Equal(t, "completed", out["status"], "%v", out)
 	require.Equal(t, "callee_hangup", out["end_reason"])
 
+	// verify-voip on the control plane: a node checks the trunk with
+	// OPTIONS.
+	opts := siptest.Sipp(t, "../../sip/testdata/sipp/uas_options.xml", 20*time.Second, "-m", "1")
+	st, conn = api("PATCH", fmt.Sprintf("/v1/voip-connections/%d", objID(conn)), fmt.Sprintf(`{"port":%d}`, opts.Port))
+	require.Equal(t, 200, st, "%v", conn)
+	st, v := api("POST", fmt.Sprintf("/v1/phone-numbers/%d/verify-voip", objID(num)), "")
+	require.Equal(t, 200, st, "%v", v)
+	require.Equal(t, "verified", v["voip_verification_status"], "%v", v)
+	require.NoError(t, opts.Wait())
+
 	// A realtime session on the media node, authenticated with the API
 	// key through the control plane, completes a text turn; its
 	// transcript reaches the call's record.

@@ -90,7 +90,8 @@ func runControl(ctx context.Context, c *config, fs *flag.FlagSet, stdout, stderr
 		coord.Placer
 		coord.Commander
 	}); ok && !withNode {
-		opts = append(opts, control.WithDialer(cluster.NewDialer(cc, cc, c.ClusterSecret)), control.WithBrowserMedia(cluster.NewBrowserMedia(cc, c.ClusterSecret)))
+		nodes := cluster.NewNodes(cc, c.ClusterSecret)
+		opts = append(opts, control.WithDialer(cluster.NewDialer(cc, cc, c.ClusterSecret)), control.WithBrowserMedia(nodes), control.WithVoIPVerifier(nodes))
 	}
 	drain := func(ctx context.Context) {
 		if node != nil {

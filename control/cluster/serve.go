@@ -15,6 +15,7 @@ import (
 
 	"github.com/voiced/voiced/control"
 	"github.com/voiced/voiced/control/browser"
+	"github.com/voiced/voiced/control/numbers"
 	"github.com/voiced/voiced/storage/coord"
 )
 
@@ -73,9 +74,11 @@ type Media struct {
 	// Realtime is the realtime WebSocket's handler (GET /v1/realtime).
 	Realtime http.Handler
 	// Browser answers the browser calls the control plane places here
-	// (nil: none); Secret authenticates the control plane.
-	Browser browser.Media[control.AgentConfig]
-	Secret  string
+	// and Verifier checks trunks for it (nil: none); Secret authenticates
+	// the control plane.
+	Browser  browser.Media[control.AgentConfig]
+	Verifier numbers.VoIPVerifier
+	Secret   string
 	// Live counts the node's calls and sessions.
 	Live func() int
 	// Drain ends the node's calls, giving them until ctx ends.
@@ -102,9 +105,7 @@ func RunMedia(ctx context.Context, m Media, reg coord.Registry, log *slog.Logger
 	an := NewAnnouncer(reg, m.ID, addr, m.Live, log)
 	mux := http.NewServeMux()
 	mux.Handle("GET /v1/realtime", m.Realtime)
-	if m.Browser != nil {
-		mux.Handle(Prefix, mediaAPI(m.Secret, m.Browser, log))
-	}
+	mux.Handle(Prefix, nodeAPI(m.Secret, m.Browser, m.Verifier, log))
 	mux.HandleFunc("GET /v1/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]any{"status": "ok", "role": "media", "node_id": m.ID, "calls": m.Live()})

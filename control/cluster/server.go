@@ -160,7 +160,7 @@ func (s *server) call(h func(*http.Request) (any, error)) http.Handler {
 		case errors.As(err, &bad):
 			writeJSON(w, http.StatusBadRequest, wireError{Code: codeBadRequest, Detail: bad.Error()})
 		case err != nil:
-			st, we := encodeErr(err)
+			st, we := nodeErr(err)
 			if we.Code == codeInternal {
 				s.log.Error("internal API", "path", r.URL.Path, "err", err)
 			}
