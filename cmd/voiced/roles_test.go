@@ -22,6 +22,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/voiced/voiced/media/mediatest"
 	"github.com/voiced/voiced/sip/siptest"
 	"github.com/voiced/voiced/storage/coord"
 	"github.com/voiced/voiced/storage/coord/rediscoord"
@@ -142,10 +143,12 @@ func TestControlAndMediaRoles(t *testing.T) {
 	npmReady(t)
 	files := speechFiles(t)
 	sipPort := siptest.FreePort(t, "127.0.0.1")
+	turn := mediatest.Coturn(t, 49610, 49800, "--use-auth-secret", "--static-auth-secret=roles-turn")
 	nodeID := fmt.Sprintf("media-test-%d", time.Now().UnixNano())
 	media := startRole(t, "media", "--data-dir", mediaDir, "--http-addr", "127.0.0.1:0", "--sip-addr", "127.0.0.1:"+strconv.Itoa(sipPort),
 		"--rtp-ports", "43000-43499", "--webrtc-udp-addr", "127.0.0.1:0", "--call-loopback", "--stt-base-url", fakeTranscriber(t),
-		"--control-url", internal, "--cluster-secret", secret, "--redis-url", redisURL, "--node-id", nodeID)
+		"--control-url", internal, "--cluster-secret", secret, "--redis-url", redisURL, "--node-id", nodeID,
+		"--webrtc-turn", turn, "--webrtc-turn-secret", "roles-turn", "--webrtc-turn-ttl", "10m")
 	mediaBase := "http://" + media.waitLog(t, `media node serving" http_addr=(127\.0\.0\.1:\d+)`)
 	require.Contains(t, media.stderr.String(), "telephony listening")
 
@@ -329,6 +332,23 @@ func TestControlAndMediaRoles(t *testing.T) {
 	// the call is recorded and billed on the control plane.
 	st, pk := api("POST", "/v1/publishable-key", fmt.Sprintf(`{"agent_id":%d,"allowed_domains":["localhost"]}`, objID(ag)))
 	require.Equal(t, 201, st, "%v", pk)
+	// The widget's ICE servers come from the node's TURN settings.
+	var ice struct {
+		Servers []struct {
+			URLs     []string `json:"urls"`
+			Username string   `json:"username"`
+		} `json:"ice_servers"`
+	}
+	ireq, _ := http.NewRequest("GET", base+"/v1/widget/ice-servers?publishable_key="+pk["key"].(string), nil)
+	ireq.Header.Set("Origin", "http://localhost")
+	res, err = http.DefaultClient.Do(ireq)
+	require.NoError(t, err)
+	require.Equal(t, 200, res.StatusCode)
+	require.NoError(t, json.NewDecoder(res.Body).Decode(&ice))
+	res.Body.Close()
+	require.Len(t, ice.Servers, 1, "%+v", ice)
+	require.Equal(t, []string{turn}, ice.Servers[0].URLs)
+	require.Regexp(t, `^[0-9]+:`+pk["key_prefix"].(string)+`$`, ice.Servers[0].Username)
 	start := time.Now()
 	web := pionWidgetCall(t, base, pk["key"].(string), func() bool { return time.Since(start) > 2*time.Second })
 	var wc map[string]any

@@ -25,7 +25,17 @@ import (
 const (
 	pathAnswer = "media/answer"
 	pathVerify = "media/verify-voip"
+	pathICE    = "media/ice-servers"
 )
+
+type iceReq struct {
+	ID string `json:"id"`
+}
+
+type iceRes struct {
+	Servers []browser.ICEServer `json:"servers"`
+	Expires time.Time           `json:"expires"`
+}
 
 type answerReq struct {
 	Call  browser.Call[control.AgentConfig] `json:"call"`
@@ -79,6 +89,18 @@ func (b *Nodes) VerifyVoIP(ctx context.Context, check numbers.VoIPCheck) (number
 	return r, err
 }
 
+// ICEServers implements browser.ICE from a node; none when no node
+// answers within 3 s (the browser then goes without TURN).
+func (b *Nodes) ICEServers(id string) ([]browser.ICEServer, time.Time) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	var r iceRes
+	if err := b.post(ctx, pathICE, iceReq{ID: id}, &r); err != nil {
+		return nil, time.Time{}
+	}
+	return r.Servers, r.Expires
+}
+
 func (b *Nodes) post(ctx context.Context, path string, in, out any) error {
 	n, err := b.placer.Pick(ctx)
 	if err != nil {
@@ -130,6 +152,16 @@ func nodeAPI(secret string, m browser.Media[control.AgentConfig], v numbers.VoIP
 			}
 			sdp, err := m.Answer(r.Context(), req.Call, req.Offer)
 			return answerRes{SDP: sdp}, err
+		}))
+	}
+	if ice, ok := m.(browser.ICE); ok {
+		mux.Handle("POST "+Prefix+pathICE, s.call(func(r *http.Request) (any, error) {
+			req, err := decode[iceReq](r)
+			if err != nil {
+				return nil, err
+			}
+			servers, exp := ice.ICEServers(req.ID)
+			return iceRes{Servers: servers, Expires: exp}, nil
 		}))
 	}
 	if v != nil {
