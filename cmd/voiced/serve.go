@@ -86,12 +86,12 @@ func runControl(ctx context.Context, c *config, fs *flag.FlagSet, stdout, stderr
 			opts = append(opts, control.WithBrowserMedia(node.Browser))
 		}
 	}
-	if cc, ok := env.coord.(interface {
-		coord.Placer
-		coord.Commander
-	}); ok && !withNode {
-		nodes := cluster.NewNodes(cc, c.ClusterSecret)
-		opts = append(opts, control.WithDialer(cluster.NewDialer(cc, cc, c.ClusterSecret)), control.WithBrowserMedia(nodes), control.WithVoIPVerifier(nodes))
+	// Without the node, calls are placed on media nodes (voiced control
+	// has Redis, whose coordinator places and carries commands).
+	placer, _ := env.coord.(coord.Coordinator)
+	if !withNode {
+		nodes := cluster.NewNodes(placer, c.ClusterSecret)
+		opts = append(opts, control.WithDialer(cluster.NewDialer(placer, placer, c.ClusterSecret)), control.WithBrowserMedia(nodes), control.WithVoIPVerifier(nodes))
 	}
 	drain := func(ctx context.Context) {
 		if node != nil {
@@ -136,10 +136,8 @@ func runControl(ctx context.Context, c *config, fs *flag.FlagSet, stdout, stderr
 			return err
 		}
 		defer stop()
-		if p, ok := env.coord.(coord.Placer); ok {
-			srv.Realtime().PlaceOn(cluster.MediaURL(p, public))
-			srv.Realtime().Mount(cluster.RealtimeProxy(p, log))
-		}
+		srv.Realtime().PlaceOn(cluster.MediaURL(placer, public))
+		srv.Realtime().Mount(cluster.RealtimeProxy(placer, log))
 	}
 	// The provisioning pass activates demo numbers; it stops with serve.
 	pctx, stopProvisioner := context.WithCancel(ctx)
