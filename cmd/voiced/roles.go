@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/voiced/voiced/call"
+	"github.com/voiced/voiced/control"
 	"github.com/voiced/voiced/control/cluster"
 	"github.com/voiced/voiced/control/mcp"
 	"github.com/voiced/voiced/control/realtime"
@@ -142,7 +143,8 @@ func mediaRole(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		node.Drain(context.Background())
 		return err
 	}
-	m := cluster.Media{ID: c.NodeID, HTTPAddr: c.HTTPAddr, PublicURL: c.PublicURL, Realtime: rt, Secret: c.ClusterSecret, Live: node.Live, Drain: node.Drain}
+	m := cluster.Media{ID: c.NodeID, HTTPAddr: c.HTTPAddr, PublicURL: c.PublicURL, Realtime: rt, Secret: c.ClusterSecret, Live: node.Live, Drain: node.Drain,
+		Metrics: control.MediaMetrics(node.Stats.Read)}
 	if node.Browser != nil {
 		m.Browser = node.Browser
 	}

@@ -208,6 +208,10 @@ func TestControlAndMediaRoles(t *testing.T) {
 	require.ErrorIs(t, err, os.ErrNotExist, "the media node keeps no recording")
 	n, _ = node()
 	require.Zero(t, n.Calls, "the call ended")
+	// The node's media figures are on its own /metrics.
+	mm := scrape(t, mediaBase)
+	require.Greater(t, mm[`voiced_media_rtp_packets_total{direction="in",front_door="phone"}`], 10.0, "%v", mm)
+	require.Greater(t, mm["voiced_media_pacer_ticks_total"], 0.0)
 	// What the call cost the control plane in internal API requests
 	// (docs/decisions.md, "Control and media roles").
 	after := scrape(t, base)

@@ -79,6 +79,8 @@ type Media struct {
 	Browser  browser.Media[control.AgentConfig]
 	Verifier numbers.VoIPVerifier
 	Secret   string
+	// Metrics serves the node's /metrics (nil: none).
+	Metrics http.Handler
 	// Live counts the node's calls and sessions.
 	Live func() int
 	// Drain ends the node's calls, giving them until ctx ends.
@@ -105,6 +107,9 @@ func RunMedia(ctx context.Context, m Media, reg coord.Registry, log *slog.Logger
 	an := NewAnnouncer(reg, m.ID, addr, m.Live, log)
 	mux := http.NewServeMux()
 	mux.Handle("GET /v1/realtime", m.Realtime)
+	if m.Metrics != nil {
+		mux.Handle("GET /metrics", m.Metrics)
+	}
 	mux.Handle(Prefix, nodeAPI(m.Secret, m.Browser, m.Verifier, log))
 	mux.HandleFunc("GET /v1/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
