@@ -87,29 +87,38 @@ func FollowDials(ctx context.Context, cmds coord.Commander, nodeID, secret strin
 	go func() {
 		defer sub.Close()
 		for cmd := range sub.C() {
-			if cmd.Type != CommandDial {
-				continue
+			if cmd.Type == CommandDial {
+				// Each dial on its own: a slow trunk (REGISTER first)
+				// holds up no other call.
+				go placeDial(ctx, aead, cmd, dial, fin, log)
 			}
-			o, err := openDial(aead, cmd.Data)
-			if err == nil {
-				err = dial(ctx, o)
-			}
-			if err == nil {
-				continue
-			}
-			log.Warn("outbound call not placed", "call_id", cmd.CallID, "err", err)
-			id, perr := strconv.ParseInt(cmd.CallID, 10, 64)
-			if perr != nil {
-				continue
-			}
-			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
-			if ferr := fin.Finish(fctx, id, calllog.CallEnd{Status: "failed", Reason: "dial_failed", Detail: err.Error(), At: time.Now()}); ferr != nil {
-				log.Error("failed outbound call not recorded", "call_id", id, "err", ferr)
-			}
-			cancel()
 		}
 	}()
 	return nil
+}
+
+// placeDial dials one command's call, as POST /v1/call would in serve
+// (30 s to start it); a call it cannot start ends failed.
+func placeDial(ctx context.Context, aead cipher.AEAD, cmd coord.Command, dial func(context.Context, control.OutboundCall) error, fin Finisher, log *slog.Logger) {
+	o, err := openDial(aead, cmd.Data)
+	if err == nil {
+		dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err = dial(dctx, o)
+		cancel()
+	}
+	if err == nil {
+		return
+	}
+	log.Warn("outbound call not placed", "call_id", cmd.CallID, "err", err)
+	id, perr := strconv.ParseInt(cmd.CallID, 10, 64)
+	if perr != nil {
+		return
+	}
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer cancel()
+	if ferr := fin.Finish(fctx, id, calllog.CallEnd{Status: "failed", Reason: "dial_failed", Detail: err.Error(), At: time.Now()}); ferr != nil {
+		log.Error("failed outbound call not recorded", "call_id", id, "err", ferr)
+	}
 }
 
 func openDial(aead cipher.AEAD, data []byte) (control.OutboundCall, error) {
