@@ -111,6 +111,16 @@ func TestControlAndMediaRoles(t *testing.T) {
 	res.Body.Close()
 	require.Equal(t, 503, res.StatusCode)
 
+	// With no media node, a realtime session is refused before anything
+	// is admitted, and so is an outbound call.
+	st, ag0 := api("POST", "/v1/agents", `{"name":"Early"}`)
+	require.Equal(t, 201, st, "%v", ag0)
+	st, body := api("POST", "/v1/realtime/sessions", fmt.Sprintf(`{"agent_id":%d}`, objID(ag0)))
+	require.Equal(t, 503, st, "%v", body)
+	require.Contains(t, body["detail"], "media node")
+	_, list := api("GET", "/v1/calls", "")
+	require.Empty(t, list["results"], "nothing admitted")
+
 	// The internal API refuses a missing or wrong secret.
 	for auth, want := range map[string]int{"": 401, "Bearer " + strings.Repeat("0", len(secret)): 403, "Bearer " + secret: 204} {
 		req, _ := http.NewRequest("POST", internal+"/internal/v1/ping", strings.NewReader("{}"))
