@@ -90,7 +90,7 @@ func runControl(ctx context.Context, c *config, fs *flag.FlagSet, stdout, stderr
 	// has Redis, whose coordinator places and carries commands).
 	placer, _ := env.coord.(coord.Coordinator)
 	if !withNode {
-		nodes := cluster.NewNodes(placer, c.ClusterSecret)
+		nodes := cluster.NewNodes(placer, c.ClusterSecret, public)
 		opts = append(opts, control.WithDialer(cluster.NewDialer(placer, placer, c.ClusterSecret)), control.WithBrowserMedia(nodes), control.WithVoIPVerifier(nodes))
 	}
 	drain := func(ctx context.Context) {
@@ -137,7 +137,7 @@ func runControl(ctx context.Context, c *config, fs *flag.FlagSet, stdout, stderr
 		}
 		defer stop()
 		srv.Realtime().PlaceOn(cluster.MediaURL(placer, public))
-		srv.Realtime().Mount(cluster.RealtimeProxy(placer, log))
+		srv.Realtime().Mount(cluster.RealtimeProxy(placer, public, log))
 	}
 	// The provisioning pass activates demo numbers; it stops with serve.
 	pctx, stopProvisioner := context.WithCancel(ctx)

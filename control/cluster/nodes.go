@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/voiced/voiced/control"
@@ -59,12 +60,24 @@ const (
 type Nodes struct {
 	placer coord.Placer
 	secret string
+	scheme string
 	hc     *http.Client
 }
 
-// NewNodes returns the media nodes over p, authenticating with secret.
-func NewNodes(p coord.Placer, secret string) *Nodes {
-	return &Nodes{placer: p, secret: secret, hc: &http.Client{Timeout: 20 * time.Second, CheckRedirect: noRedirects}}
+// NewNodes returns the media nodes over p, authenticating with secret;
+// they are reached over https when the control plane's publicURL is
+// https (nodes then sit behind TLS too, as MediaURL assumes).
+func NewNodes(p coord.Placer, secret, publicURL string) *Nodes {
+	return &Nodes{placer: p, secret: secret, scheme: httpScheme(publicURL), hc: &http.Client{Timeout: 20 * time.Second, CheckRedirect: noRedirects}}
+}
+
+// httpScheme is the scheme nodes are reached with: https when the
+// control plane's public URL is.
+func httpScheme(publicURL string) string {
+	if strings.HasPrefix(publicURL, "https://") {
+		return "https"
+	}
+	return "http"
 }
 
 // Check implements browser.Media: some live node can take a call.
@@ -110,7 +123,7 @@ func (b *Nodes) post(ctx context.Context, path string, in, out any) error {
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+n.Addr+Prefix+path, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.scheme+"://"+n.Addr+Prefix+path, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}

@@ -15,8 +15,10 @@ import (
 // WebSocket to a media node the placement picks, credential and query
 // as they came, so a client that knows only the API's base URL (the
 // openai and @openai/agents-realtime npm clients) is served by a node.
-// No live node: 503.
-func RealtimeProxy(p coord.Placer, log *slog.Logger) http.Handler {
+// No live node: 503. Nodes are reached over https when the control
+// plane's publicURL is https.
+func RealtimeProxy(p coord.Placer, publicURL string, log *slog.Logger) http.Handler {
+	scheme := httpScheme(publicURL)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n, err := p.Pick(r.Context())
 		if err != nil {
@@ -28,7 +30,7 @@ func RealtimeProxy(p coord.Placer, log *slog.Logger) http.Handler {
 			_, _ = w.Write([]byte(`{"detail":"No media node can take the session now; try again shortly."}`))
 			return
 		}
-		target := &url.URL{Scheme: "http", Host: n.Addr}
+		target := &url.URL{Scheme: scheme, Host: n.Addr}
 		rp := &httputil.ReverseProxy{
 			Rewrite: func(pr *httputil.ProxyRequest) {
 				pr.SetURL(target)
