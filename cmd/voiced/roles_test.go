@@ -150,7 +150,6 @@ func TestControlAndMediaRoles(t *testing.T) {
 
 	// The node's transcription, at the provider boundary; its model is the
 	// offline echo.
-	npmReady(t)
 	files := speechFiles(t)
 	sipPort := siptest.FreePort(t, "127.0.0.1")
 	turn := mediatest.Coturn(t, 49610, 49800, "--use-auth-secret", "--static-auth-secret=roles-turn")
@@ -319,6 +318,7 @@ func TestControlAndMediaRoles(t *testing.T) {
 	// So do the published clients, given the control plane's URL: a
 	// conversation in text and speech each.
 	t.Run("clients", func(t *testing.T) {
+		npmReady(t)
 		t.Run("openai", func(t *testing.T) {
 			t.Parallel()
 			openaiClient(t, strings.TrimPrefix(base, "http://"), key, "pcm16", files["pcm16"])
