@@ -96,6 +96,15 @@ func (n *Node) Connect(ctl Control, slots Slots) (http.Handler, error) {
 	return rt.Handler(), nil
 }
 
+// Live counts the node's calls and sessions in progress on every front
+// door (a media node's load in the registry).
+func (n *Node) Live() (calls int) {
+	for _, v := range n.Stats.Read().Sessions {
+		calls += v
+	}
+	return calls
+}
+
 // Drain stops taking phone and realtime calls, gives those in progress
 // until ctx ends and hangs up the rest.
 func (n *Node) Drain(ctx context.Context) {

@@ -1,6 +1,7 @@
 package control
 
 import (
+	"net/http"
 	"strconv"
 	"time"
 
@@ -90,6 +91,15 @@ type PacketCounts struct{ In, Out, Lost uint64 }
 // keeps anyway. Call it once.
 func (s *Server) SetMediaStats(f func() MediaStats) {
 	s.metrics.reg.MustRegister(mediaCollector{f})
+}
+
+// MediaMetrics is the /metrics handler of a media node, which runs no
+// Server: its media figures (f, as SetMediaStats takes it) and the Go
+// runtime's and process's series.
+func MediaMetrics(f func() MediaStats) http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(mediaCollector{f}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 }
 
 var (

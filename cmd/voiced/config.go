@@ -61,6 +61,11 @@ type config struct {
 	RTPPrefetch                bool
 	WebRTCTURNTTL              string
 
+	// The roles' link: the shared secret, the control role's internal
+	// API (address, TLS) and a media node's way to it and name.
+	ClusterSecret, InternalAddr, InternalTLSCert, InternalTLSKey string
+	ControlURL, ControlCA, NodeID                                string
+
 	// Embed is knowledge search's embeddings provider.
 	Embed knowledge.EmbedConfig
 
@@ -134,6 +139,13 @@ func bindFlags(fs *flag.FlagSet, c *config, names ...string) []flagSpec {
 		{"webrtc-turn-password", "VOICED_WEBRTC_TURN_PASSWORD", "", "password for --webrtc-turn", &c.call.Browser.TURNPassword},
 		{"webrtc-turn-secret", "VOICED_WEBRTC_TURN_SECRET", "", "shared secret of the TURN server (coturn use-auth-secret / static-auth-secret): the node and each browser get time-limited credentials made from it instead of --webrtc-turn-user/-password", &c.call.Browser.TURNSecret},
 		{"webrtc-turn-ttl", "VOICED_WEBRTC_TURN_TTL", "24h", "validity of credentials made from --webrtc-turn-secret (at least 1m; longer than the longest call, since TURN refreshes need them)", &c.WebRTCTURNTTL},
+		{"cluster-secret", "VOICED_CLUSTER_SECRET", "", "shared secret of the internal API between voiced control and voiced media (at least 32 characters; the same on every node)", &c.ClusterSecret},
+		{"internal-addr", "VOICED_INTERNAL_ADDR", "127.0.0.1:8081", "listen address (host:port) of the internal API media nodes reach the control plane through; keep it on a private network", &c.InternalAddr},
+		{"internal-tls-cert", "VOICED_INTERNAL_TLS_CERT", "", "PEM certificate (chain) to serve the internal API over HTTPS; empty = plain HTTP", &c.InternalTLSCert},
+		{"internal-tls-key", "VOICED_INTERNAL_TLS_KEY", "", "PEM private key of --internal-tls-cert", &c.InternalTLSKey},
+		{"control-url", "VOICED_CONTROL_URL", "", "the control role's internal API, like http://10.0.0.5:8081 (https:// with --internal-tls-cert there)", &c.ControlURL},
+		{"control-ca", "VOICED_CONTROL_CA", "", "PEM CA certificate(s) a media node trusts for an https --control-url; empty = the system's", &c.ControlCA},
+		{"node-id", "VOICED_NODE_ID", "", "this media node's name in the registry, stable across restarts (a pod name); empty = <host name>:<SIP port>", &c.NodeID},
 		{"webrtc-max-sessions", "VOICED_WEBRTC_MAX_SESSIONS", "500", "most browser calls (widget and mic sessions) this node runs at once", &c.call.Browser.MaxSessions},
 	}
 	var out []flagSpec
@@ -205,7 +217,7 @@ func (c *config) validate(_ map[string]bool, specs []flagSpec) error {
 		}
 		return false
 	}
-	for _, part := range []func(func(string) bool) error{c.validateStore, c.validateAPI, c.validateSIP, c.validatePayments, c.validateCalls, c.validateLog} {
+	for _, part := range []func(func(string) bool) error{c.validateStore, c.validateAPI, c.validateSIP, c.validatePayments, c.validateCalls, c.validateLog, c.validateCluster} {
 		if err := part(has); err != nil {
 			return err
 		}

@@ -26,3 +26,21 @@ func keepHugePages(ctx context.Context, log *slog.Logger) (stop func(), err erro
 	}
 	return stop, err
 }
+
+// diagnostics starts the profiler (--pprof-addr) and huge pages
+// (--huge-pages) as configured; stop ends both.
+func diagnostics(ctx context.Context, c *config, log *slog.Logger) (stop func(), err error) {
+	stopProf, stopHuge := func() {}, func() {}
+	if c.PprofAddr != "" {
+		if stopProf, err = servePprof(c.PprofAddr, log); err != nil {
+			return nil, err
+		}
+	}
+	if c.HugePages {
+		if stopHuge, err = keepHugePages(ctx, log); err != nil {
+			stopProf()
+			return nil, err
+		}
+	}
+	return func() { stopHuge(); stopProf() }, nil
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"mime/multipart"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -283,6 +284,14 @@ func realtimeTextTurn(t *testing.T, sv *served, agentID int64, text string, unti
 	defer cancel()
 	nc, rw := dialRealtimeAgent(t, ctx, sv.base, sv.key, agentID)
 	defer nc.Close()
+	return textTurn(t, sv, nc, rw, text, until)
+}
+
+// textTurn sends one user text turn on an open realtime socket once the
+// session is up and asks for a text response; it returns the call's id
+// at a response.done once until (nil: at once) reports true.
+func textTurn(t *testing.T, sv *served, nc net.Conn, rw io.ReadWriter, text string, until func() bool) int64 {
+	t.Helper()
 	send := func(v string) { require.NoError(t, wsutil.WriteClientText(nc, []byte(v))) }
 	var id int64
 	sent := false

@@ -1,6 +1,8 @@
 // Command voiced is the voiced server: one binary with subcommands.
 //
-//	voiced serve     run the all-in-one server (API; media front doors as they land)
+//	voiced serve     run the all-in-one server (API and the media front doors)
+//	voiced control   run the control plane of a scaled-out deployment
+//	voiced media     run a media node of a scaled-out deployment (no database)
 //	voiced migrate   apply database migrations and exit
 //	voiced admin     bootstrap, create users, tokens, orgs and keys, add credit
 package main
@@ -36,7 +38,9 @@ func main() {
 const usage = `voiced: self-hostable platform for voice AI agents
 
 usage:
-  voiced serve   [flags]   run the server (first run on an empty database prints an API key)
+  voiced serve   [flags]   run the all-in-one server (first run on an empty database prints an API key)
+  voiced control [flags]   scale-out: the /v1 API, billing, webhooks, workers and the internal API for media nodes
+  voiced media   [flags]   scale-out: a SIP/RTP, WebRTC and realtime node; no database, reaches control over --control-url
   voiced migrate [flags]   apply database migrations and exit
   voiced admin   COMMAND   bootstrap | create-user | create-token | create-org | create-key | add-credit
 
@@ -51,6 +55,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	switch args[0] {
 	case "serve":
 		return serve(ctx, args[1:], stdout, stderr)
+	case "control":
+		return controlRole(ctx, args[1:], stdout, stderr)
+	case "media":
+		return mediaRole(ctx, args[1:], stdout, stderr)
 	case "migrate":
 		return migrate(ctx, args[1:], stdout, stderr)
 	case "admin":

@@ -5,7 +5,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"errors"
-
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -18,42 +18,42 @@ import (
 	"github.com/voiced/voiced/call"
 	"github.com/voiced/voiced/control"
 	operator "github.com/voiced/voiced/control/admin"
+	"github.com/voiced/voiced/control/cluster"
 	"github.com/voiced/voiced/control/mcp"
 	"github.com/voiced/voiced/control/realtime"
 	"github.com/voiced/voiced/control/webhook"
 	"github.com/voiced/voiced/storage"
+	"github.com/voiced/voiced/storage/coord"
 )
 
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var c config
-	fs, err := parse("serve", "Runs the all-in-one server: the /v1 API and the SIP/RTP front door, with SQLite and\nin-process coordination by default, or PostgreSQL and Redis for scale-out.", args, stdout, &c, nil)
+	fs, err := parse("serve", "Runs the all-in-one server: the /v1 API and the SIP/RTP, WebRTC and realtime front doors, with SQLite and\nin-process coordination by default, or PostgreSQL and Redis.", args, stdout, &c, nil, flagsExcept(clusterFlags)...)
 	if err != nil {
 		return err
 	}
-	log := newLogger(&c, stderr)
-	env, err := openEnv(ctx, &c, log)
+	return runControl(ctx, &c, fs, stdout, stderr, true)
+}
+
+// runControl runs the control plane: with the node's front doors in the
+// same process (serve), or with the internal API media nodes reach it
+// through instead (voiced control).
+func runControl(ctx context.Context, c *config, fs *flag.FlagSet, stdout, stderr io.Writer, withNode bool) error {
+	log := newLogger(c, stderr)
+	env, err := openEnv(ctx, c, log)
 	if err != nil {
 		return err
 	}
 	defer env.close()
 
-	if err := firstUse(ctx, env.store, &c, stdout, log); err != nil {
+	if err := firstUse(ctx, env.store, c, stdout, log); err != nil {
 		return err
 	}
-	if c.PprofAddr != "" {
-		stop, err := servePprof(c.PprofAddr, log)
-		if err != nil {
-			return err
-		}
-		defer stop()
+	stopDiag, err := diagnostics(ctx, c, log)
+	if err != nil {
+		return err
 	}
-	if c.HugePages {
-		stop, err := keepHugePages(ctx, log)
-		if err != nil {
-			return err
-		}
-		defer stop()
-	}
+	defer stopDiag()
 	ln, err := net.Listen("tcp", c.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on --http-addr %s: %w", c.HTTPAddr, err)
@@ -69,48 +69,76 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	// The live call's front doors start first so control gets its dialer,
 	// trunk verifier and browser media only when they run.
-	node, err := call.NewNode(c.callConfig(blobDir, fs), c.prov, log)
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	// Browser calls end after the HTTP drain (deferred calls run last in,
-	// first out), and are recorded; then the pacer stops.
-	defer node.Close(context.Background())
+	var node *call.Node
 	var opts []control.Option
-	if node.PhoneOn {
-		opts = append(opts, control.WithDialer(node.Phone), control.WithVoIPVerifier(node.Phone))
+	if withNode {
+		if node, err = call.NewNode(c.callConfig(blobDir, fs), c.prov, log); err != nil {
+			ln.Close()
+			return err
+		}
+		// Browser calls end after the HTTP drain (deferred calls run last
+		// in, first out), and are recorded; then the pacer stops.
+		defer node.Close(context.Background())
+		if node.PhoneOn {
+			opts = append(opts, control.WithDialer(node.Phone), control.WithVoIPVerifier(node.Phone))
+		}
+		if node.Browser != nil {
+			opts = append(opts, control.WithBrowserMedia(node.Browser))
+		}
 	}
-	if node.Browser != nil {
-		opts = append(opts, control.WithBrowserMedia(node.Browser))
+	// Without the node, calls are placed on media nodes (voiced control
+	// has Redis, whose coordinator places and carries commands).
+	placer, _ := env.coord.(coord.Coordinator)
+	if !withNode {
+		nodes := cluster.NewNodes(placer, c.ClusterSecret, public)
+		opts = append(opts, control.WithDialer(cluster.NewDialer(placer, placer, c.ClusterSecret)), control.WithBrowserMedia(nodes), control.WithVoIPVerifier(nodes))
+	}
+	drain := func(ctx context.Context) {
+		if node != nil {
+			node.Drain(ctx)
+		}
 	}
 	srv, err := control.New(control.Config{PublicURL: public, AccessLog: c.AccessLog, Version: version, Resources: control.ResourcesConfig{
 		Products: c.products, DIDPool: c.didPool, BlobDir: blobDir, SigningKey: signingKey(env.key), AudioURLTTL: c.audioURLTTL,
 	}, Payments: c.paymentConfig(), Webhooks: webhook.Config{AllowLoopback: c.WebhookAllowLoopback}, MonitoringToken: c.MonitoringToken, Embed: c.Embed}, log, env.store, env.coord, opts...)
 	if err != nil {
 		ln.Close()
-		node.Drain(context.Background())
+		drain(context.Background())
 		return err
 	}
 	calls := srv.CallLog()
-	var slots call.Slots
-	if s, ok := realtime.SlotsOf(env.coord); ok {
-		slots = s
-	}
 	x := webhook.NewExchanger(env.store.Webhooks, c.WebhookAllowLoopback, time.Now, log)
-	// A mid-call tool call may take as long as the chain's tool deadline.
-	mcpTools := mcp.NewCallCatalog(env.store.MCPServers, mcp.NewConnector(mcp.ConnectorConfig{AllowLoopback: c.WebhookAllowLoopback, Timeout: 30 * time.Second}), log)
-	rt, err := node.Connect(call.Control{Admit: calls, Record: calls, Finish: calls, Tools: x, Trunks: calls, Credentials: srv.Realtime(), MCP: mcpTools,
-		Knowledge: srv.CallKnowledge()}, slots)
-	if err != nil {
-		ln.Close()
-		node.Drain(context.Background())
-		srv.Close()
-		return err
+	if withNode {
+		var slots call.Slots
+		if s, ok := realtime.SlotsOf(env.coord); ok {
+			slots = s
+		}
+		// A mid-call tool call may take as long as the chain's tool deadline.
+		mcpTools := mcp.NewCallCatalog(env.store.MCPServers, mcp.NewConnector(mcp.ConnectorConfig{AllowLoopback: c.WebhookAllowLoopback, Timeout: 30 * time.Second}), log)
+		rt, err := node.Connect(call.Control{Admit: calls, Record: calls, Finish: calls, Tools: x, Trunks: calls, Credentials: srv.Realtime(), MCP: mcpTools,
+			Knowledge: srv.CallKnowledge()}, slots)
+		if err != nil {
+			ln.Close()
+			drain(context.Background())
+			srv.Close()
+			return err
+		}
+		srv.Realtime().Mount(rt)
+		srv.SetMediaStats(node.Stats.Read)
+		node.RecordProviders(srv.ProviderErrors())
+	} else {
+		api := cluster.NewServer(cluster.ServerConfig{Secret: c.ClusterSecret, BlobDir: blobDir, Metrics: srv.Registry()},
+			cluster.Backend{Calls: calls, Tools: x, Credentials: srv.Realtime(), MCP: env.store.MCPServers, Knowledge: srv.CallKnowledge()}, log)
+		stop, err := cluster.Listen(c.InternalAddr, c.InternalTLSCert, c.InternalTLSKey, api, log)
+		if err != nil {
+			ln.Close()
+			srv.Close()
+			return err
+		}
+		defer stop()
+		srv.Realtime().PlaceOn(cluster.MediaURL(placer, public))
+		srv.Realtime().Mount(cluster.RealtimeProxy(placer, public, log))
 	}
-	srv.Realtime().Mount(rt)
-	srv.SetMediaStats(node.Stats.Read)
-	node.RecordProviders(srv.ProviderErrors())
 	// The provisioning pass activates demo numbers; it stops with serve.
 	pctx, stopProvisioner := context.WithCancel(ctx)
 	provisioned := make(chan struct{})
@@ -124,10 +152,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}()
 	// Webhook delivery and auto-reload run until serve returns, after the
 	// HTTP drain.
-	stopBackground, err := background(ctx, &c, env.store, calls.RunBillSweep, srv.ProviderErrors(), log)
+	stopBackground, err := background(ctx, c, env.store, calls.RunBillSweep, srv.ProviderErrors(), log)
 	if err != nil {
 		ln.Close()
-		node.Drain(context.Background())
+		drain(context.Background())
 		srv.Close()
 		return err
 	}
@@ -138,7 +166,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	select {
 	case err := <-errc:
-		node.Drain(context.Background())
+		drain(context.Background())
 		srv.Close()
 		return err
 	case <-ctx.Done():
@@ -148,7 +176,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer cancel()
 	// Calls in progress get the drain time too; they end before the API
 	// that records them stops.
-	node.Drain(sctx)
+	drain(sctx)
 	if err := srv.Shutdown(sctx); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}

@@ -84,7 +84,18 @@ type Sessions[C any] struct {
 	tokens *Tokens
 	// handler is the mounted WebSocket handler; nil answers 503.
 	handler atomic.Pointer[fiber.Handler]
+	// placer, when set, picks the media node of each session.
+	placer atomic.Pointer[Placer]
 }
+
+// Placer picks the media node a new session runs on: the base of its
+// WebSocket URL (ws://host:port or wss://...), or an error when no node
+// can take it.
+type Placer func(ctx context.Context) (string, error)
+
+// PlaceOn makes sessions run on the media nodes p picks (voiced control,
+// which serves no socket itself): a session's media_url is its node's.
+func (r *Sessions[C]) PlaceOn(p Placer) { r.placer.Store(&p) }
 
 // NewSessions returns the realtime sessions; tokens are stored in store
 // and swept when they expire unused.
@@ -181,7 +192,21 @@ func (r *Sessions[C]) createSession(c fiber.Ctx, p *storage.Principal) error {
 			return f.Err()
 		}
 	}
-	if r.handler.Load() == nil {
+	u := r.cfg.PublicURL
+	switch {
+	case strings.HasPrefix(u, "https://"):
+		u = "wss://" + strings.TrimPrefix(u, "https://")
+	case strings.HasPrefix(u, "http://"):
+		u = "ws://" + strings.TrimPrefix(u, "http://")
+	}
+	if p := r.placer.Load(); p != nil {
+		// Placed before admission: no call is admitted for want of a node.
+		var err error
+		if u, err = (*p)(c.Context()); err != nil {
+			r.log.Warn("realtime session not placed", "err", err)
+			return api.Err(http.StatusServiceUnavailable, "No media node can take the session now; try again shortly.")
+		}
+	} else if r.handler.Load() == nil {
 		return api.Err(http.StatusServiceUnavailable, "Realtime sessions are not available on this server.")
 	}
 	room := "realtime-" + RandHex(8)
@@ -209,13 +234,6 @@ func (r *Sessions[C]) createSession(c fiber.Ctx, p *storage.Principal) error {
 	if err != nil {
 		r.closeUnjoined(adm.CallID, "the realtime session token could not be stored")
 		return err
-	}
-	u := r.cfg.PublicURL
-	switch {
-	case strings.HasPrefix(u, "https://"):
-		u = "wss://" + strings.TrimPrefix(u, "https://")
-	case strings.HasPrefix(u, "http://"):
-		u = "ws://" + strings.TrimPrefix(u, "http://")
 	}
 	return c.Status(http.StatusCreated).JSON(fiber.Map{"call_id": adm.CallID, "room_name": room, "media_url": u + "/v1/realtime",
 		"token": token, "expires_at": api.TS(exp)})
