@@ -57,10 +57,10 @@ func Routes(store Store, cs Calls, links TestCaseLinks) []api.Route {
 	h := &handlers{store: store, calls: cs, links: links}
 	return []api.Route{
 		{Method: "GET", Path: "/v1/calls/:call_id/issue-reports", Summary: "The call's issue reports", Tag: "issues", Auth: api.AuthOrg, ResSchema: "IssueReport", ResList: true, Errors: []int{404}, Handler: h.callList},
-		{Method: "POST", Path: "/v1/calls/:call_id/issue-reports", Summary: "File an issue report on a call", Tag: "issues", Auth: api.AuthOrg, ResSchema: "IssueReport", ResStatus: 201, Errors: []int{400, 404}, Handler: h.file},
-		{Method: "GET", Path: "/v1/issue-reports", Summary: "Issue reports: critical, warning, info, then newest first", Tag: "issues", Auth: api.AuthOrg, Errors: []int{400}, Handler: h.list},
-		{Method: "PATCH", Path: "/v1/issue-reports", Summary: "Set the status of many issue reports", Tag: "issues", Auth: api.AuthOrg, Errors: []int{400}, Handler: h.bulk},
-		{Method: "PATCH", Path: "/v1/issue-reports/:trace_id", Summary: "Set an issue report's status", Tag: "issues", Auth: api.AuthOrg, ResSchema: "IssueReport", Errors: []int{400, 404}, Handler: h.patch},
+		{Method: "POST", Path: "/v1/calls/:call_id/issue-reports", Summary: "File an issue report on a call", Tag: "issues", Auth: api.AuthOrg, ReqSchema: "IssueReportInput", ResSchema: "IssueReport", ResStatus: 201, Errors: []int{400, 404}, Handler: h.file},
+		{Method: "GET", Path: "/v1/issue-reports", Summary: "Issue reports: critical, warning, info, then newest first", Tag: "issues", Auth: api.AuthOrg, ResSchema: "IssueReportList", Errors: []int{400}, Handler: h.list},
+		{Method: "PATCH", Path: "/v1/issue-reports", Summary: "Set the status of many issue reports", Tag: "issues", Auth: api.AuthOrg, ReqSchema: "IssueBulkInput", ResSchema: "IssueBulkUpdated", Errors: []int{400}, Handler: h.bulk},
+		{Method: "PATCH", Path: "/v1/issue-reports/:trace_id", Summary: "Set an issue report's status", Tag: "issues", Auth: api.AuthOrg, ReqSchema: "IssueStatusInput", ResSchema: "IssueReport", Errors: []int{400, 404}, Handler: h.patch},
 	}
 }
 
