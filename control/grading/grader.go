@@ -269,9 +269,16 @@ func parseVerdict(s string, nturns int) (verdict, error) {
 	if err := json.Unmarshal([]byte(s), &raw); err != nil {
 		return bad("not a JSON object")
 	}
-	for _, k := range []string{"call_outcome", "score", "outcome_reasoning", "summary", "rubric_breakdown", "detected_issues"} {
-		if _, ok := raw[k]; !ok {
-			return bad("missing " + k)
+	// Each field must be present with its JSON type: null is not a
+	// score, and a missing field is not a default.
+	for _, f := range []struct{ name, first string }{{"call_outcome", `"`}, {"score", "0123456789-"}, {"outcome_reasoning", `"`},
+		{"summary", `"`}, {"rubric_breakdown", "{"}, {"detected_issues", "["}} {
+		v, ok := raw[f.name]
+		if !ok {
+			return bad("missing " + f.name)
+		}
+		if len(v) == 0 || !strings.ContainsRune(f.first, rune(v[0])) {
+			return bad(f.name + " has the wrong type")
 		}
 	}
 	var v verdict

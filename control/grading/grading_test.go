@@ -202,6 +202,9 @@ func TestGradeRoute(t *testing.T) {
 			{"bad outcome", strings.Replace(goodReply, `"success"`, `"great"`, 1), "call_outcome must be"},
 			{"score out of range", strings.Replace(goodReply, `82`, `182`, 1), "score must be 0-100"},
 			{"turn out of range", strings.Replace(goodReply, `"turn_index":2`, `"turn_index":40`, 1), "turn_index out of range"},
+			{"null score", strings.Replace(goodReply, `82`, `null`, 1), "score has the wrong type"},
+			{"fractional score", strings.Replace(goodReply, `82`, `82.5`, 1), "wrong field type"},
+			{"fenced but truncated", "```json\n" + goodReply[:40], "not a JSON object"},
 			{"bad severity", strings.Replace(goodReply, `"critical"`, `"fatal"`, 1), "severity must be"},
 		} {
 			t.Run("malformed reply: "+tc.name, func(t *testing.T) {
@@ -378,5 +381,38 @@ func TestWorker(t *testing.T) {
 			// On demand still grades.
 			require.Equal(t, 200, a.Do("POST", fmt.Sprintf("/v1/calls/%d/grade", cid), o.MembK, nil).Status)
 		})
+	})
+}
+
+// TestServerWorker: calls queued by one server (whose worker is off, as if
+// it died) are graded by the worker of the next server on the same
+// database, which reads each agent's grading_enabled.
+func TestServerWorker(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, db *storage.DB) {
+		j, url := newJudge(t)
+		j.set(goodReply, 200)
+		first := server(t, db, grading.Config{NoWorker: true})
+		on := first.CallOrg("+13105550410")
+		off := first.CallOrg("+13105550411")
+		r := first.Do("PATCH", fmt.Sprintf("/v1/agents/%d", off.AgentID), off.OwnerK, map[string]any{"grading_enabled": false})
+		require.Equal(t, 200, r.Status, string(r.Body))
+		graded := failedToolCall(t, first, on)
+		skipped := failedToolCall(t, first, off)
+
+		next := server(t, db, grading.Config{BaseURL: url, Model: "judge-1", Poll: 20 * time.Millisecond})
+		require.Eventually(t, func() bool {
+			return next.Do("GET", fmt.Sprintf("/v1/calls/%d/grade", graded), on.MembK, nil).Status == 200
+		}, 10*time.Second, 20*time.Millisecond)
+		g := next.Do("GET", fmt.Sprintf("/v1/calls/%d/grade", graded), on.MembK, nil).Obj(t)
+		require.Equal(t, float64(82), g["score"])
+		require.Contains(t, j.requests[0], "Answer for Acme Dental.", "the judge got the agent's prompt")
+		require.Eventually(t, func() bool {
+			st, _, _, _ := next.Store.Grading.GradeJobStatus(context.Background(), skipped)
+			return st == "done"
+		}, 10*time.Second, 20*time.Millisecond)
+		require.Equal(t, 404, next.Do("GET", fmt.Sprintf("/v1/calls/%d/grade", skipped), off.MembK, nil).Status)
+		require.Len(t, events(t, next, on.Org.ID, "call.graded"), 1)
+		require.Len(t, events(t, next, off.Org.ID, "call.graded"), 0)
+		require.Len(t, events(t, next, on.Org.ID, "issue.reported"), 2)
 	})
 }
