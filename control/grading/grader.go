@@ -264,7 +264,9 @@ func parseVerdict(s string, nturns int) (verdict, error) {
 	s = strings.TrimSpace(s)
 	s = strings.TrimPrefix(strings.TrimPrefix(s, "```json"), "```")
 	s = strings.TrimSpace(strings.TrimSuffix(s, "```"))
-	bad := func(msg string) (verdict, error) { return verdict{}, fmt.Errorf("%w: malformed reply: %s", ErrJudge, msg) }
+	bad := func(msg string) (verdict, error) {
+		return verdict{}, fmt.Errorf("%w: malformed reply: %s", ErrJudge, msg)
+	}
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(s), &raw); err != nil {
 		return bad("not a JSON object")
