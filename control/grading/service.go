@@ -53,6 +53,9 @@ type Config struct {
 	NoWorker bool
 }
 
+// RequestTimeout bounds the judge behind POST /v1/calls/{id}/grade.
+const RequestTimeout = 25 * time.Second
+
 // Service grades calls: the route and the worker.
 type Service struct {
 	cfg    Config
@@ -115,7 +118,10 @@ func (s *Service) grade(c fiber.Ctx, p *storage.Principal) error {
 	if cl.Status == storage.CallInProgress || cl.EndTime == nil {
 		return api.Err(http.StatusConflict, "The call is still in progress; grade it once it has ended.")
 	}
-	g, err := s.gradeCall(c.Context(), cl, nil, true)
+	// The server writes a response within 30 s: the judge gets 25.
+	ctx, cancel := context.WithTimeout(c.Context(), RequestTimeout)
+	defer cancel()
+	g, err := s.gradeCall(ctx, cl, nil, true)
 	if err != nil {
 		return err
 	}
@@ -136,7 +142,9 @@ func (s *Service) gradeCall(ctx context.Context, cl storage.Call, job *storage.G
 	res, err := s.grader.Grade(ctx, cl, prompt, events)
 	switch {
 	case err == nil:
-	case errors.Is(err, ErrJudge) && final:
+	case errors.Is(err, ErrJudge) && final && context.Cause(ctx) != context.Canceled:
+		// A judge that failed, or ran out of time, is recorded; a client
+		// that went away (canceled) records nothing.
 		res = Result{Grade: s.grader.Failed(cl, err)}
 	default:
 		return storage.CallGrade{}, err
