@@ -131,9 +131,49 @@ func clip(s string, n int) string {
 	return s[:n]
 }
 
-// measuredFindings are the findings the facts alone support.
+// Thresholds above which measured quality becomes a finding.
+const (
+	lossWarnPercent  = 5.0
+	deadAirWarnMS    = 10_000
+	latencyWarnP95MS = 3_000
+	talkOverWarnMS   = 5_000
+)
+
+// quality is the part of the call's quality object grading reads.
+type quality struct {
+	LossPercent     *float64 `json:"loss_percent"`
+	DeadAirMS       *int64   `json:"dead_air_ms"`
+	TalkOverMS      *int64   `json:"talk_over_ms"`
+	ResponseLatency *struct {
+		P95 int64 `json:"p95"`
+	} `json:"response_latency_ms"`
+}
+
+// measuredFindings are the findings the facts alone support: failed
+// tools, and media quality past the thresholds above.
 func measuredFindings(f Facts) []Finding {
 	var out []Finding
+	var q quality
+	_ = json.Unmarshal(f.Quality, &q) // null or foreign: no quality findings
+	add := func(ref, title, what, fix string) {
+		out = append(out, Finding{Ref: ref, Source: "measured", Severity: "warning", Title: title, WhatWentWrong: what, SuggestedFix: fix})
+	}
+	if q.LossPercent != nil && *q.LossPercent >= lossWarnPercent {
+		add("quality:loss", "Audio loss", fmt.Sprintf("%.1f%% of the caller's audio packets were lost or late.", *q.LossPercent),
+			"Check the network path or trunk between the caller and the media node.")
+	}
+	if q.DeadAirMS != nil && *q.DeadAirMS >= deadAirWarnMS {
+		add("quality:dead_air", "Dead air", fmt.Sprintf("%.1f s of silence on both sides (gaps over 3 s).", float64(*q.DeadAirMS)/1000),
+			"Shorten slow tool calls, speak a placeholder while working, or check in during silence.")
+	}
+	if q.TalkOverMS != nil && *q.TalkOverMS >= talkOverWarnMS {
+		add("quality:talk_over", "Talk-over", fmt.Sprintf("Caller and agent spoke at once for %.1f s.", float64(*q.TalkOverMS)/1000),
+			"Make the agent interruptible and its turns shorter.")
+	}
+	if q.ResponseLatency != nil && q.ResponseLatency.P95 >= latencyWarnP95MS {
+		add("quality:latency", "Slow responses", fmt.Sprintf("95th percentile response latency was %d ms.", q.ResponseLatency.P95),
+			"Use a faster model or product, or trim the prompt and tools.")
+	}
 	for _, te := range f.ToolErrors {
 		ti := int64(te.TurnIndex)
 		out = append(out, Finding{Ref: "tool_error:" + te.ToolCallID + ":" + te.ToolName, Source: "measured", TurnIndex: &ti, Severity: "warning",

@@ -111,7 +111,9 @@ func failedToolCall(t *testing.T, a *controltest.Resources, o controltest.CallOr
 		{ID: "tc", Kind: calllog.EventToolCall, At: start.Add(13 * time.Second), ToolCallID: "call_9", ToolName: "reschedule", Arguments: json.RawMessage(`{}`)},
 		{ID: "tr", Kind: calllog.EventToolResult, At: start.Add(14 * time.Second), ToolCallID: "call_9", ToolName: "reschedule", Output: "HTTP 503", IsError: true},
 	}))
-	require.NoError(t, log.Finish(context.Background(), cid, calllog.CallEnd{Status: "completed", Reason: "caller_hangup", At: start.Add(15 * time.Second)}))
+	loss, dead, talk := 0.4, int64(12_500), int64(800)
+	q := &calllog.CallQuality{LossPercent: &loss, DeadAirMS: &dead, TalkOverMS: &talk, ResponseLatencyMS: &calllog.ResponseLatency{P50: 700, P95: 1200, Max: 1500, Turns: 2}}
+	require.NoError(t, log.Finish(context.Background(), cid, calllog.CallEnd{Status: "completed", Reason: "caller_hangup", At: start.Add(15 * time.Second), Quality: q}))
 	return cid
 }
 
@@ -152,9 +154,19 @@ func TestGradeRoute(t *testing.T) {
 			require.Equal(t, "caller_hangup", m["end_reason"])
 			require.Equal(t, float64(4), m["turns"])
 			require.Len(t, m["tool_errors"], 1)
-			require.Contains(t, m, "quality")
+			mq := m["quality"].(map[string]any)
+			require.Equal(t, 12500.0, mq["dead_air_ms"])
+			require.Equal(t, 800.0, mq["talk_over_ms"])
+			require.Equal(t, 0.4, mq["loss_percent"])
+			require.Equal(t, 1200.0, mq["response_latency_ms"].(map[string]any)["p95"])
 			issues := g["detected_issues"].([]any)
-			require.Len(t, issues, 2, "one measured tool error, one judge finding")
+			require.Len(t, issues, 3, "measured tool error and dead air (loss, talk-over, latency under thresholds), one judge finding")
+			var refs []string
+			for _, x := range issues {
+				refs = append(refs, x.(map[string]any)["ref"].(string))
+			}
+			require.Contains(t, refs, "quality:dead_air")
+			require.Contains(t, refs, "tool_error:call_9:reschedule")
 			// The judge saw the transcript, the prompt and the facts.
 			require.Contains(t, j.requests[0], "Answer for Acme Dental.")
 			require.Contains(t, j.requests[0], "Thursday, please.")
@@ -165,13 +177,13 @@ func TestGradeRoute(t *testing.T) {
 			require.Equal(t, "completed", c["grade_status"])
 			require.Equal(t, "success", c["call_outcome"])
 			require.NotNil(t, c["grade_updated_at"])
-			require.Equal(t, float64(2), c["issue_count"])
+			require.Equal(t, float64(3), c["issue_count"])
 			require.Equal(t, float64(1), c["critical_issue_count"])
 			got := a.Do("GET", gp, o.MembK, nil).Obj(t)
 			require.Equal(t, g["id"], got["id"])
 
 			l := a.Do("GET", fmt.Sprintf("/v1/calls/%d/issue-reports", cid), o.MembK, nil).List(t)
-			require.Len(t, l, 2)
+			require.Len(t, l, 3)
 			require.Equal(t, "critical", l[0]["severity"])
 			require.Equal(t, "system", l[0]["source"])
 			require.Equal(t, float64(2), l[0]["failing_turn_index"])
@@ -182,18 +194,18 @@ func TestGradeRoute(t *testing.T) {
 			require.Equal(t, "warning", l[1]["severity"])
 			require.Contains(t, l[1]["title"], "reschedule")
 			require.Len(t, events(t, a, o.Org.ID, "call.graded"), 1)
-			require.Len(t, events(t, a, o.Org.ID, "issue.reported"), 2)
+			require.Len(t, events(t, a, o.Org.ID, "issue.reported"), 3)
 		})
 
 		t.Run("re-grading files no duplicate issues", func(t *testing.T) {
 			r := a.Do("POST", gp, o.OwnerK, nil)
 			require.Equal(t, 200, r.Status)
 			c := a.Do("GET", fmt.Sprintf("/v1/calls/%d", cid), o.MembK, nil).Obj(t)
-			require.Equal(t, float64(2), c["issue_count"])
+			require.Equal(t, float64(3), c["issue_count"])
 			ev := events(t, a, o.Org.ID, "call.graded")
 			require.Len(t, ev, 2, "call.graded once per grade")
 			require.Equal(t, float64(0), ev[1]["new_issue_count"])
-			require.Len(t, events(t, a, o.Org.ID, "issue.reported"), 2)
+			require.Len(t, events(t, a, o.Org.ID, "issue.reported"), 3)
 		})
 
 		for _, tc := range []struct{ name, reply, reason string }{
@@ -219,7 +231,7 @@ func TestGradeRoute(t *testing.T) {
 				c := a.Do("GET", fmt.Sprintf("/v1/calls/%d", cid), o.MembK, nil).Obj(t)
 				require.Equal(t, "failed", c["grade_status"])
 				require.Nil(t, c["grade_score"])
-				require.Equal(t, float64(2), c["issue_count"], "a failed grade keeps the reports filed before")
+				require.Equal(t, float64(3), c["issue_count"], "a failed grade keeps the reports filed before")
 			})
 		}
 
@@ -260,11 +272,11 @@ func TestGradeWithoutModel(t *testing.T) {
 		require.Equal(t, false, rb["judge_ran"])
 		require.Nil(t, rb["judge"])
 		require.Len(t, rb["measured"].(map[string]any)["tool_errors"], 1)
-		require.Len(t, g["detected_issues"], 1, "the measured tool error")
+		require.Len(t, g["detected_issues"], 2, "the measured tool error and dead air")
 		c := a.Do("GET", fmt.Sprintf("/v1/calls/%d", cid), o.MembK, nil).Obj(t)
 		require.Equal(t, "completed", c["grade_status"])
 		require.Nil(t, c["grade_score"])
-		require.Equal(t, float64(1), c["issue_count"])
+		require.Equal(t, float64(2), c["issue_count"])
 		require.Equal(t, float64(0), c["critical_issue_count"])
 	})
 }
@@ -413,6 +425,6 @@ func TestServerWorker(t *testing.T) {
 		require.Equal(t, 404, next.Do("GET", fmt.Sprintf("/v1/calls/%d/grade", skipped), off.MembK, nil).Status)
 		require.Len(t, events(t, next, on.Org.ID, "call.graded"), 1)
 		require.Len(t, events(t, next, off.Org.ID, "call.graded"), 0)
-		require.Len(t, events(t, next, on.Org.ID, "issue.reported"), 2)
+		require.Len(t, events(t, next, on.Org.ID, "issue.reported"), 3)
 	})
 }
