@@ -21,10 +21,18 @@ type GradeJob struct {
 }
 
 // enqueueGradeTx queues call id of orgID for grading (once: a call
-// already queued stays as it is).
+// already queued stays as it is) and shows grade_status pending on the
+// call until a grade is recorded or the job is skipped.
 func enqueueGradeTx(ctx context.Context, tx *sql.Tx, orgID, id, now int64) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO grade_jobs (call_id, org_id, status, next_attempt_at, created_at, updated_at)
+	res, err := tx.ExecContext(ctx, `INSERT INTO grade_jobs (call_id, org_id, status, next_attempt_at, created_at, updated_at)
 		VALUES ($1, $2, 'pending', $3, $3, $3) ON CONFLICT (call_id) DO NOTHING`, id, orgID, now)
+	if err != nil {
+		return translate(err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return nil
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE calls SET grade_status = 'pending' WHERE id = $1 AND grade_status IS NULL`, id)
 	return translate(err)
 }
 
@@ -77,23 +85,30 @@ func (s *GradingStore) ExtendGradeLease(ctx context.Context, job GradeJob, lease
 
 // EndGradeJob ends a claimed job without a grade: with retryAt set it
 // goes back to pending until then, otherwise it is done (skipped, or
-// given up after msg). ErrConflict when the job is no longer owner's.
+// given up after msg) and a call still showing grade_status pending
+// shows none again. ErrConflict when the job is no longer owner's.
 func (s *GradingStore) EndGradeJob(ctx context.Context, job GradeJob, msg string, retryAt *time.Time) error {
 	now := s.nowMS()
 	status, next := "done", now
 	if retryAt != nil {
 		status, next = "pending", ms(*retryAt)
 	}
-	res, err := s.db.ExecContext(ctx, `UPDATE grade_jobs SET status = $1, next_attempt_at = $2, last_error = $3, lease_owner = '',
-		lease_until = 0, updated_at = $4 WHERE call_id = $5 AND lease_owner = $6 AND status = 'processing'`,
-		status, next, msg, now, job.CallID, job.Owner)
-	if err != nil {
+	return s.db.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE grade_jobs SET status = $1, next_attempt_at = $2, last_error = $3, lease_owner = '',
+			lease_until = 0, updated_at = $4 WHERE call_id = $5 AND lease_owner = $6 AND status = 'processing'`,
+			status, next, msg, now, job.CallID, job.Owner)
+		if err != nil {
+			return translate(err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return ErrConflict
+		}
+		if retryAt != nil {
+			return nil
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE calls SET grade_status = NULL WHERE id = $1 AND grade_status = 'pending'`, job.CallID)
 		return translate(err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return ErrConflict
-	}
-	return nil
+	})
 }
 
 // GradeJobStatus returns a call's queue state and attempts (for tests and

@@ -312,6 +312,7 @@ func TestWorker(t *testing.T) {
 			st, _, _, err := a.Store.Grading.GradeJobStatus(ctx, cid)
 			require.NoError(t, err)
 			require.Equal(t, "pending", st)
+			require.Equal(t, "pending", a.Do("GET", fmt.Sprintf("/v1/calls/%d", cid), o.MembK, nil).Obj(t)["grade_status"], "queued shows pending")
 			s := newService(grading.Config{Poll: 20 * time.Millisecond})
 			rctx, cancel := context.WithCancel(ctx)
 			done := make(chan error)
@@ -390,6 +391,7 @@ func TestWorker(t *testing.T) {
 			require.Contains(t, msg, "grading is off")
 			require.Equal(t, n, j.count())
 			require.Equal(t, 404, a.Do("GET", fmt.Sprintf("/v1/calls/%d/grade", cid), o.MembK, nil).Status)
+			require.Nil(t, a.Do("GET", fmt.Sprintf("/v1/calls/%d", cid), o.MembK, nil).Obj(t)["grade_status"], "a skipped call shows no grade status")
 			// On demand still grades.
 			require.Equal(t, 200, a.Do("POST", fmt.Sprintf("/v1/calls/%d/grade", cid), o.MembK, nil).Status)
 		})
