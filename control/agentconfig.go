@@ -40,6 +40,9 @@ type AgentConfig struct {
 	Voicemail              Voicemail             `json:"voicemail"`
 	TransferDestinations   []TransferDestination `json:"transfer_destinations"`
 	CallEvents             []string              `json:"call_events"`
+	// GradingEnabled grades every finished call automatically
+	// (control/grading); default true.
+	GradingEnabled bool `json:"grading_enabled"`
 }
 
 // Tool is a function the agent may call: an OpenAI-style function
@@ -108,6 +111,7 @@ func (r *resources) defaultAgentConfig() AgentConfig {
 		Voicemail:                 Voicemail{Action: "hangup"},
 		TransferDestinations:      []TransferDestination{},
 		CallEvents:                slices.Clone(callEventTypes),
+		GradingEnabled:            true,
 	}
 }
 

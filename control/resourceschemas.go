@@ -20,6 +20,7 @@ func allSchemas() map[string]any {
 	maps.Copy(out, monitoringSchemas)
 	maps.Copy(out, knowledge.Schemas())
 	maps.Copy(out, mcpSchemas)
+	maps.Copy(out, issueSchemas)
 	return out
 }
 
@@ -84,6 +85,7 @@ var configDescriptions = map[string]string{
 	"knowledge_document_ids": "knowledge documents of the organization the agent searches mid-call, besides those of its bases",
 	"knowledge_retrieve_before_reply": "search the agent's knowledge with the caller's last turn before each answer and add the passages " +
 		"to that model request, with no tool call (default false)",
+	"grading_enabled": "grade every finished call automatically with the AI grader (default true); POST /v1/calls/{id}/grade grades on demand either way",
 }
 
 // agentSchemas returns the Agent object and its input: every config field

@@ -13,6 +13,7 @@ import (
 	"github.com/voiced/voiced/control/api"
 	"github.com/voiced/voiced/control/billing"
 	"github.com/voiced/voiced/control/calls"
+	"github.com/voiced/voiced/control/issues"
 	"github.com/voiced/voiced/control/keys"
 	"github.com/voiced/voiced/control/mcp"
 	"github.com/voiced/voiced/control/mcptools"
@@ -146,6 +147,8 @@ func (s *Server) registerRoutes() {
 	s.mount(s.numbers.Routes())
 	s.mount(calls.Routes(calls.Config{PublicURL: s.cfg.PublicURL, SignKey: s.res.signKey, AudioURLTTL: s.res.cfg.AudioURLTTL, BlobDir: s.res.cfg.BlobDir},
 		st.Calls, st.Calls, st.Calls, s.calls.ServePlace))
+	s.mount(s.grading.Routes())
+	s.mount(issues.Routes(st.Issues, st.Calls, nil)) // nil: no scenarios yet, see issues.TestCaseLinks
 	s.mount(onboarding.Routes(st.Onboarding))
 
 	s.mount(billing.Routes(s.log, st.Billing, st.Billing, s.paymentProvider()))

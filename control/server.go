@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/voiced/voiced/control/browser"
+	"github.com/voiced/voiced/control/grading"
 	"github.com/voiced/voiced/control/knowledge"
 	"github.com/voiced/voiced/control/monitoring"
 	"github.com/voiced/voiced/control/numbers"
@@ -64,6 +65,9 @@ type Config struct {
 	// DriveBaseURL is the Google Drive API root of knowledge import-drive;
 	// empty means Google's.
 	DriveBaseURL string
+	// Grading configures the call grader's judge model and worker; an
+	// empty BaseURL grades with measured facts only (control/grading).
+	Grading grading.Config
 }
 
 func (c Config) withDefaults() Config {
@@ -114,6 +118,7 @@ type Server struct {
 	// knowledge serves /v1/knowledge; its ingestion worker runs from New
 	// until Close or Shutdown (stopIngest waits for it).
 	knowledge  *knowledge.Service
+	grading    *grading.Service
 	stopIngest func()
 	// rt serves realtime sessions (control/realtime).
 	rt *Realtime
@@ -139,6 +144,9 @@ func New(cfg Config, log *slog.Logger, store *storage.Store, limiter Limiter, op
 	}
 	if s.knowledge, err = knowledge.New(knowledge.Config{BlobDir: s.res.cfg.BlobDir, PublicURL: cfg.PublicURL, SigningKey: s.res.signKey, Embed: cfg.Embed, DriveBaseURL: cfg.DriveBaseURL}, log, store.Knowledge); err != nil {
 		return nil, fmt.Errorf("control: %w", err)
+	}
+	if s.grading, err = grading.New(cfg.Grading, log, store.Calls, store.Grading, s.agentGrading); err != nil {
+		return nil, fmt.Errorf("control: grading: %w", err)
 	}
 	s.app = fiber.New(fiber.Config{
 		AppName:   "voiced",
@@ -166,7 +174,12 @@ func New(cfg Config, log *slog.Logger, store *storage.Store, limiter Limiter, op
 		defer close(done)
 		_ = s.knowledge.Run(ictx)
 	}()
-	s.stopIngest = sync.OnceFunc(func() { cancel(); <-done })
+	gdone := make(chan struct{})
+	go func() {
+		defer close(gdone)
+		_ = s.grading.Run(ictx)
+	}()
+	s.stopIngest = sync.OnceFunc(func() { cancel(); <-done; <-gdone })
 	return s, nil
 }
 
@@ -296,4 +309,21 @@ func (s *Server) observe(c fiber.Ctx) (err error) {
 		}
 	}
 	return nil
+}
+
+// agentGrading is grading's view of an agent: whether it grades its
+// calls (deployed grading_enabled) and its deployed prompt.
+func (s *Server) agentGrading(ctx context.Context, orgID, agentID int64) (bool, string, bool, error) {
+	a, err := s.store.Agents.Agent(ctx, orgID, agentID)
+	if errors.Is(err, storage.ErrNotFound) {
+		return false, "", false, nil
+	}
+	if err != nil {
+		return false, "", false, err
+	}
+	c, err := s.res.decodeConfig(a.Config)
+	if err != nil {
+		return false, "", false, err
+	}
+	return c.GradingEnabled, c.Prompt, true, nil
 }

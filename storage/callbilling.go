@@ -45,7 +45,8 @@ func completionEvent(direction string) string {
 // usage entry (reference "call:<id>"), sets billable_minutes,
 // billing_total_cents and billed_at, and emits the call's completion
 // webhook event (telephony.complete, web.complete or test-call.completed)
-// to the outbox. A call already billed changes nothing, however often its
+// to the outbox, and queues the call for grading when it has an agent.
+// A call already billed changes nothing, however often its
 // end is reported.
 //
 // The balance never goes below zero: admission caps a call at what the
@@ -111,6 +112,13 @@ func (s *CallStore) BillCall(ctx context.Context, id int64, ch CallCharge) (Call
 		}
 		if _, err := s.emitTx(ctx, tx, c.OrgID, completionEvent(c.Direction), data, now); err != nil {
 			return err
+		}
+		// Calls of an agent are queued for grading with their bill; the
+		// grading worker skips those whose agent has grading off.
+		if c.AgentID != nil {
+			if err := enqueueGradeTx(ctx, tx, c.OrgID, id, now); err != nil {
+				return err
+			}
 		}
 		out = CallBill{Call: c, Applied: true, ChargedCents: charge}
 		return nil

@@ -50,6 +50,10 @@ type Store struct {
 	Outbox *OutboxStore
 	// MCPServers holds the MCP servers agents use as tools.
 	MCPServers *MCPServerStore
+	// Grading holds the grading queue and records grades.
+	Grading *GradingStore
+	// Issues holds issue reports.
+	Issues *IssueStore
 }
 
 // base is what every domain store shares: the database, the secret sealer
@@ -88,7 +92,8 @@ func NewStore(db *DB, cfg StoreConfig) (*Store, error) {
 	}
 	b := &base{db: db, aead: aead, now: now}
 	return &Store{base: b, Keys: &KeyStore{b}, Orgs: &OrgStore{b}, Onboarding: &OnboardingStore{b}, PublishableKeys: &PublishableKeyStore{b}, Webhooks: &WebhookStore{b}, Billing: &BillingStore{b}, Numbers: &NumberStore{b}, Incidents: &IncidentStore{b},
-		Agents: &AgentStore{b}, Calls: &CallStore{b}, Outbox: &OutboxStore{b}, Knowledge: &KnowledgeStore{b}, MCPServers: &MCPServerStore{b}}, nil
+		Agents: &AgentStore{b}, Calls: &CallStore{b}, Outbox: &OutboxStore{b}, Knowledge: &KnowledgeStore{b}, MCPServers: &MCPServerStore{b},
+		Grading: &GradingStore{b}, Issues: &IssueStore{b}}, nil
 }
 
 // DB returns the underlying database.

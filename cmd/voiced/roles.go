@@ -23,10 +23,12 @@ import (
 
 // Flags of one role only: serve takes neither clusterFlags; control
 // takes no mediaFlags; media no controlFlags (it refuses --database-url).
+// Both take the --llm-* flags: media nodes' calls talk to the model, and
+// control's grading judge does.
 var (
 	clusterFlags = []string{"cluster-secret", "internal-addr", "internal-tls-cert", "internal-tls-key", "control-url", "control-ca", "node-id"}
 	mediaFlags   = []string{"sip-addr", "sip-tls-cert", "sip-tls-key", "sip-advertise", "sip-register", "sip-trusted", "rtp-ports", "rtp-prefetch",
-		"llm-base-url", "llm-api-key", "llm-model", "tts-base-url", "tts-api-key", "tts-model", "stt-base-url", "stt-api-key", "stt-model",
+		"tts-base-url", "tts-api-key", "tts-model", "stt-base-url", "stt-api-key", "stt-model",
 		"realtime-delta-ms", "realtime-org-sessions", "call-loopback", "realtime-loopback", "webrtc-udp-addr", "webrtc-public-ip", "webrtc-turn",
 		"webrtc-turn-user", "webrtc-turn-password", "webrtc-turn-secret", "webrtc-turn-ttl", "webrtc-max-sessions", "control-url", "control-ca", "node-id"}
 	controlFlags = []string{"secret-key", "dev-credit-cents", "number-fee-cents", "did-pool", "products", "audio-url-ttl", "stripe-api-key",

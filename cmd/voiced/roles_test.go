@@ -470,10 +470,13 @@ func TestRoleFlags(t *testing.T) {
 	for _, f := range []string{"-cluster-secret", "-internal-addr", "-database-url", "-redis-url", "-stripe-api-key"} {
 		require.Contains(t, ctl, f)
 	}
-	for _, f := range []string{"-sip-addr", "-rtp-ports", "-webrtc-udp-addr", "-llm-base-url", "-control-url"} {
+	for _, f := range []string{"-sip-addr", "-rtp-ports", "-webrtc-udp-addr", "-control-url"} {
 		require.NotContains(t, ctl, f)
 		require.Contains(t, media, f)
 	}
+	// Calls talk to the model on media nodes; the grading judge on control.
+	require.Contains(t, ctl, "-llm-base-url")
+	require.Contains(t, media, "-llm-base-url")
 	for _, f := range []string{"-stripe-api-key", "-did-pool", "-internal-addr"} {
 		require.NotContains(t, media, f)
 	}

@@ -37,6 +37,7 @@ func TestAgents(t *testing.T) {
 			require.Len(t, ag["call_events"], 6)
 			require.EqualValues(t, 40, ag["mcp_tool_search_threshold"])
 			require.Equal(t, false, ag["knowledge_retrieve_before_reply"], "off by default")
+			require.Equal(t, true, ag["grading_enabled"], "grading on by default")
 			r := a.Do("GET", fmt.Sprintf("/v1/agents/%d", controltest.ID(ag)), w.OwnerK, nil)
 			require.Equal(t, 200, r.Status)
 			require.Equal(t, ag, r.Obj(t))

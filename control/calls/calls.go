@@ -365,6 +365,13 @@ type gradeView struct {
 	GradedAt         *string         `json:"graded_at"`
 }
 
+// GradeViewOf is the API view of grade g (the AI grade object of 2.9).
+func GradeViewOf(g storage.CallGrade) any {
+	return gradeView{ID: g.ID, Status: g.Status, Score: g.Score, CallOutcome: g.CallOutcome, OutcomeReasoning: g.OutcomeReasoning,
+		Summary: g.Summary, RubricBreakdown: g.RubricBreakdown, DetectedIssues: g.DetectedIssues, GraderModel: g.GraderModel,
+		GraderVersion: g.GraderVersion, GradedAt: api.TSPtr(g.GradedAt)}
+}
+
 func (h *handlers) callGrade(c fiber.Ctx, p *storage.Principal) error {
 	cl, err := h.orgCall(c, p)
 	if err != nil {
@@ -377,7 +384,5 @@ func (h *handlers) callGrade(c fiber.Ctx, p *storage.Principal) error {
 		}
 		return err
 	}
-	return c.JSON(gradeView{ID: g.ID, Status: g.Status, Score: g.Score, CallOutcome: g.CallOutcome, OutcomeReasoning: g.OutcomeReasoning,
-		Summary: g.Summary, RubricBreakdown: g.RubricBreakdown, DetectedIssues: g.DetectedIssues, GraderModel: g.GraderModel,
-		GraderVersion: g.GraderVersion, GradedAt: api.TSPtr(g.GradedAt)})
+	return c.JSON(GradeViewOf(g))
 }

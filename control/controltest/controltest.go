@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/voiced/voiced/control"
+	"github.com/voiced/voiced/control/grading"
 	"github.com/voiced/voiced/control/numbers"
 	"github.com/voiced/voiced/storage"
 	"github.com/voiced/voiced/storage/coord"
@@ -46,7 +47,7 @@ type API struct {
 // New is NewWith the default test configuration.
 func New(t *testing.T, db *storage.DB) *API {
 	t.Helper()
-	return NewWith(t, db, control.Config{PublicURL: "https://voice.example"})
+	return NewWith(t, db, control.Config{PublicURL: "https://voice.example", Grading: grading.Config{NoWorker: true}})
 }
 
 // NewWith builds a server with cfg and opts over db; it is closed when the
@@ -211,7 +212,7 @@ func NewResources(t *testing.T, db *storage.DB, pool []numbers.DID) *Resources {
 	t.Helper()
 	r := &Resources{BlobDir: t.TempDir(), Dialer: &Dialer{}, Verifier: &Verifier{}}
 	r.API = NewWith(t, db, control.Config{PublicURL: "https://voice.example", Resources: control.ResourcesConfig{
-		DIDPool: pool, BlobDir: r.BlobDir, SigningKey: SigningKey}},
+		DIDPool: pool, BlobDir: r.BlobDir, SigningKey: SigningKey}, Grading: grading.Config{NoWorker: true}},
 		control.WithDialer(r.Dialer), control.WithVoIPVerifier(r.Verifier))
 	return r
 }
