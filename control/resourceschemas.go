@@ -20,6 +20,7 @@ func allSchemas() map[string]any {
 	maps.Copy(out, monitoringSchemas)
 	maps.Copy(out, knowledge.Schemas())
 	maps.Copy(out, mcpSchemas)
+	maps.Copy(out, scenarioSchemas)
 	return out
 }
 

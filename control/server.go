@@ -18,12 +18,14 @@ import (
 	"github.com/gofiber/fiber/v3"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/voiced/voiced/ai/llm"
 	"github.com/voiced/voiced/control/browser"
 	"github.com/voiced/voiced/control/knowledge"
 	"github.com/voiced/voiced/control/monitoring"
 	"github.com/voiced/voiced/control/numbers"
 	"github.com/voiced/voiced/control/payment"
 	"github.com/voiced/voiced/control/realtime"
+	"github.com/voiced/voiced/control/scenarios"
 	"github.com/voiced/voiced/control/webhook"
 	"github.com/voiced/voiced/storage"
 	"github.com/voiced/voiced/storage/coord"
@@ -64,6 +66,10 @@ type Config struct {
 	// DriveBaseURL is the Google Drive API root of knowledge import-drive;
 	// empty means Google's.
 	DriveBaseURL string
+	// Model is the chat model the control plane asks to write test
+	// scenarios (generate, refresh, promote-to-scenario); an empty
+	// BaseURL means none: those routes answer 503.
+	Model llm.OpenAIConfig
 }
 
 func (c Config) withDefaults() Config {
@@ -117,6 +123,8 @@ type Server struct {
 	stopIngest func()
 	// rt serves realtime sessions (control/realtime).
 	rt *Realtime
+	// model writes test scenarios; nil without Config.Model.
+	model scenarios.Model
 }
 
 // New builds the server and its routes. Call Close to stop its background
@@ -139,6 +147,13 @@ func New(cfg Config, log *slog.Logger, store *storage.Store, limiter Limiter, op
 	}
 	if s.knowledge, err = knowledge.New(knowledge.Config{BlobDir: s.res.cfg.BlobDir, PublicURL: cfg.PublicURL, SigningKey: s.res.signKey, Embed: cfg.Embed, DriveBaseURL: cfg.DriveBaseURL}, log, store.Knowledge); err != nil {
 		return nil, fmt.Errorf("control: %w", err)
+	}
+	if cfg.Model.BaseURL != "" {
+		m, err := llm.NewOpenAI(cfg.Model)
+		if err != nil {
+			return nil, fmt.Errorf("control: model: %w", err)
+		}
+		s.model = m
 	}
 	s.app = fiber.New(fiber.Config{
 		AppName:   "voiced",

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/voiced/voiced/ai/llm"
 	"github.com/voiced/voiced/call"
 	"github.com/voiced/voiced/control"
 	operator "github.com/voiced/voiced/control/admin"
@@ -100,7 +101,8 @@ func runControl(ctx context.Context, c *config, fs *flag.FlagSet, stdout, stderr
 	}
 	srv, err := control.New(control.Config{PublicURL: public, AccessLog: c.AccessLog, Version: version, Resources: control.ResourcesConfig{
 		Products: c.products, DIDPool: c.didPool, BlobDir: blobDir, SigningKey: signingKey(env.key), AudioURLTTL: c.audioURLTTL,
-	}, Payments: c.paymentConfig(), Webhooks: webhook.Config{AllowLoopback: c.WebhookAllowLoopback}, MonitoringToken: c.MonitoringToken, Embed: c.Embed}, log, env.store, env.coord, opts...)
+	}, Payments: c.paymentConfig(), Webhooks: webhook.Config{AllowLoopback: c.WebhookAllowLoopback}, MonitoringToken: c.MonitoringToken, Embed: c.Embed,
+		Model: llm.OpenAIConfig{BaseURL: c.prov.LLMBaseURL, APIKey: c.prov.LLMAPIKey, Model: c.prov.LLMModel}}, log, env.store, env.coord, opts...)
 	if err != nil {
 		ln.Close()
 		drain(context.Background())
