@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/gofiber/fiber/v3"
 
@@ -274,6 +275,7 @@ func (h *handlers) promote(c fiber.Ctx, p *storage.Principal) error {
 		if json.Unmarshal(raw, &s) != nil || !uuidRE.MatchString(s) {
 			f.Add("issue_trace_id", "Must be a UUID.")
 		}
+		s = strings.ToLower(s)
 		trace = &s
 	}
 	var index *int64
