@@ -99,9 +99,9 @@ func generateReply(user string) string {
 	for i := range n {
 		s := map[string]any{"title": fmt.Sprintf("Scenario %d", i+1), "scenario_prompt": fmt.Sprintf("You are caller %d; edge=%v.", i+1, strings.Contains(user, "Include edge cases")),
 			"labels": []string{"generated"}, "audio_conditions": map[string]any{"noise_asset": "street", "snr_db": 5},
-			"speech_style": map[string]any{"pace": "fast", "disfluencies": "light", "accent": "en-GB"},
+			"speech_style":    map[string]any{"pace": "fast", "disfluencies": "light", "accent": "en-GB"},
 			"caller_behavior": map[string]any{"long_silence_seconds": 3, "dtmf_sequence": "12#", "topic_change": "asks about parking"},
-			"telephony": map[string]any{"voicemail_answer": i == 0}, "direction": "inbound"}
+			"telephony":       map[string]any{"voicemail_answer": i == 0}, "direction": "inbound"}
 		if wild {
 			labels := []string{}
 			for j := range 14 {

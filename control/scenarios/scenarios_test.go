@@ -34,7 +34,9 @@ func newEnv(t *testing.T, db *storage.DB, prompt string) env {
 	return env{a: a, w: w, model: m, agent: controltest.ID(ag)}
 }
 
-func (e env) path(rest string) string { return fmt.Sprintf("/v1/agents/%d/test-scenarios%s", e.agent, rest) }
+func (e env) path(rest string) string {
+	return fmt.Sprintf("/v1/agents/%d/test-scenarios%s", e.agent, rest)
+}
 
 func (e env) list(t *testing.T) []map[string]any {
 	r := e.a.Do("GET", e.path(""), e.w.MembK, nil)
