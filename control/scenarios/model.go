@@ -21,9 +21,6 @@ const modelTimeout = 2 * time.Minute
 // characters fit several times over).
 const maxReply = 1 << 20
 
-// errReply is an unusable model reply.
-var errReply = errors.New("scenarios: unusable model reply")
-
 // ask sends system and user to the model and returns the whole reply.
 func ask(ctx context.Context, m Model, system, user string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, modelTimeout)

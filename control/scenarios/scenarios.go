@@ -263,9 +263,3 @@ func (h *handlers) delete(c fiber.Ctx, p *storage.Principal) error {
 	}
 	return c.SendStatus(http.StatusNoContent)
 }
-
-// errNoModel answers the model routes when no model is configured.
-var errNoModel = api.Err(http.StatusServiceUnavailable, "No model is configured on this server (VOICED_LLM_BASE_URL), so scenarios cannot be written by the model.")
-
-// errModel answers a model failure or an unusable reply; nothing was saved.
-var errModel = api.Err(http.StatusBadGateway, "The model did not return usable scenarios; nothing was saved. Try again.")
