@@ -500,5 +500,18 @@ func TestPromote(t *testing.T) {
 		for _, sc := range e.list(t) {
 			require.Equal(t, true, sc["is_stale"])
 		}
+		// Refresh takes production scenarios too, keeping their provenance.
+		e.setPrompt(t, "You book tables and rooms.")
+		r = e.a.Do("POST", e.path("/refresh"), k, nil)
+		require.Equal(t, 200, r.Status, string(r.Body))
+		var out struct{ Scenarios []map[string]any }
+		require.NoError(t, json.Unmarshal(r.Body, &out))
+		require.Len(t, out.Scenarios, before)
+		for _, sc := range out.Scenarios {
+			require.Equal(t, false, sc["is_stale"])
+			require.Equal(t, "production", sc["source"])
+			require.Contains(t, sc["scenario_prompt"], "Refreshed prompt")
+			require.NotNil(t, sc["source_call_id"])
+		}
 	})
 }
