@@ -302,6 +302,8 @@ func (h *handlers) promote(c fiber.Ctx, p *storage.Principal) error {
 	}
 	if index != nil {
 		switch {
+		case len(turns) == 0:
+			return api.FieldErr("failing_turn_index", "Out of range: the call's transcript has no turns.")
 		case *index >= int64(len(turns)):
 			return api.FieldErr("failing_turn_index", fmt.Sprintf("Out of range: the call's transcript has %d turns (0 to %d).", len(turns), len(turns)-1))
 		case turns[*index].Role != "assistant":

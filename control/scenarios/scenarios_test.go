@@ -488,7 +488,11 @@ func TestPromote(t *testing.T) {
 		require.Equal(t, 404, e.a.Do("POST", "/v1/calls/99999999/promote-to-scenario", k, nil).Status)
 		// A call with no agent, or no transcript: 422.
 		require.Equal(t, 422, e.a.Do("POST", fmt.Sprintf("/v1/calls/%d/promote-to-scenario", callWithTurns(t, e.a.Store, e.w.Org.ID, nil, 4)), k, nil).Status)
-		require.Equal(t, 422, e.a.Do("POST", fmt.Sprintf("/v1/calls/%d/promote-to-scenario", callWithTurns(t, e.a.Store, e.w.Org.ID, &e.agent, 0)), k, nil).Status)
+		empty := fmt.Sprintf("/v1/calls/%d/promote-to-scenario", callWithTurns(t, e.a.Store, e.w.Org.ID, &e.agent, 0))
+		require.Equal(t, 422, e.a.Do("POST", empty, k, nil).Status)
+		r = e.a.Do("POST", empty, k, map[string]any{"failing_turn_index": 0})
+		require.Equal(t, 400, r.Status)
+		require.Contains(t, string(r.Body), "no turns")
 
 		// A model failure: 502, nothing saved.
 		before := len(e.list(t))

@@ -244,7 +244,7 @@ func (h *suites) create(c fiber.Ctx, p *storage.Principal) error {
 var suiteIDRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 
 func (h *suites) load(c fiber.Ctx, p *storage.Principal) (storage.Suite, error) {
-	id := c.Params("suite_id")
+	id := strings.ToLower(c.Params("suite_id"))
 	if !suiteIDRE.MatchString(id) {
 		return storage.Suite{}, api.ErrNotFound
 	}

@@ -102,6 +102,7 @@ func TestSuites(t *testing.T) {
 		r = e.a.Do("GET", "/v1/suites/"+id, k, nil)
 		require.Equal(t, 200, r.Status)
 		require.Equal(t, []any{}, r.Obj(t)["runs"])
+		require.Equal(t, 200, e.a.Do("GET", "/v1/suites/"+strings.ToUpper(id), k, nil).Status)
 		ctx := context.Background()
 		for i := range 55 {
 			_, err := e.a.Store.Scenarios.CreateTestRun(ctx, storage.TestRun{OrgID: e.w.Org.ID, AgentID: ag2, SuiteID: &id, Status: "completed", Channel: "web",
