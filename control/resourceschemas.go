@@ -21,6 +21,7 @@ func allSchemas() map[string]any {
 	maps.Copy(out, knowledge.Schemas())
 	maps.Copy(out, mcpSchemas)
 	maps.Copy(out, issueSchemas)
+	maps.Copy(out, scenarioSchemas)
 	return out
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/voiced/voiced/control/onboarding"
 	"github.com/voiced/voiced/control/orgs"
 	"github.com/voiced/voiced/control/payment"
+	"github.com/voiced/voiced/control/scenarios"
 	"github.com/voiced/voiced/control/voices"
 	"github.com/voiced/voiced/control/webhook"
 	"github.com/voiced/voiced/control/widget"
@@ -166,6 +167,8 @@ func (s *Server) registerRoutes() {
 	tools := mcptools.New(st.Agents, agents.Schema[AgentConfig](agentSchema{r: s.res}), st.Calls, s.calls)
 	s.mount(mcp.NewServer(s.cfg.Version, s.log, tools, tools, tools).Routes())
 	s.mount(mcp.ServerRoutes(st.MCPServers, mcp.NewConnector(mcp.ConnectorConfig{AllowLoopback: s.cfg.Webhooks.AllowLoopback})))
+	s.mount(scenarios.Routes(scenarios.Deps{Store: st.Scenarios, Agents: st.Agents, Calls: st.Calls, Model: s.model}))
+	s.mount(scenarios.SuiteRoutes(scenarios.SuiteDeps{Suites: st.Scenarios, Runs: st.Scenarios, Scenarios: st.Scenarios, Agents: st.Agents, Numbers: st.Numbers}))
 }
 
 // paymentProvider is the configured payment provider, or nil: without one

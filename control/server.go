@@ -18,6 +18,7 @@ import (
 	"github.com/gofiber/fiber/v3"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/voiced/voiced/ai/llm"
 	"github.com/voiced/voiced/control/browser"
 	"github.com/voiced/voiced/control/grading"
 	"github.com/voiced/voiced/control/knowledge"
@@ -25,6 +26,7 @@ import (
 	"github.com/voiced/voiced/control/numbers"
 	"github.com/voiced/voiced/control/payment"
 	"github.com/voiced/voiced/control/realtime"
+	"github.com/voiced/voiced/control/scenarios"
 	"github.com/voiced/voiced/control/webhook"
 	"github.com/voiced/voiced/storage"
 	"github.com/voiced/voiced/storage/coord"
@@ -65,8 +67,12 @@ type Config struct {
 	// DriveBaseURL is the Google Drive API root of knowledge import-drive;
 	// empty means Google's.
 	DriveBaseURL string
-	// Grading configures the call grader's judge model and worker; an
-	// empty BaseURL grades with measured facts only (control/grading).
+	// Model is the control plane's chat model: the call grader's judge
+	// and the writer of test scenarios (generate, refresh,
+	// promote-to-scenario). An empty BaseURL means none: grades hold
+	// measured facts only and the scenario-writing routes answer 503.
+	Model llm.OpenAIConfig
+	// Grading configures the grading worker (its Model is Config.Model).
 	Grading grading.Config
 }
 
@@ -122,6 +128,8 @@ type Server struct {
 	stopIngest func()
 	// rt serves realtime sessions (control/realtime).
 	rt *Realtime
+	// model writes test scenarios; nil without Config.Model.
+	model scenarios.Model
 }
 
 // New builds the server and its routes. Call Close to stop its background
@@ -145,8 +153,17 @@ func New(cfg Config, log *slog.Logger, store *storage.Store, limiter Limiter, op
 	if s.knowledge, err = knowledge.New(knowledge.Config{BlobDir: s.res.cfg.BlobDir, PublicURL: cfg.PublicURL, SigningKey: s.res.signKey, Embed: cfg.Embed, DriveBaseURL: cfg.DriveBaseURL}, log, store.Knowledge); err != nil {
 		return nil, fmt.Errorf("control: %w", err)
 	}
-	if s.grading, err = grading.New(cfg.Grading, log, store.Calls, store.Grading, s.agentGrading); err != nil {
+	gc := cfg.Grading
+	gc.Model = cfg.Model
+	if s.grading, err = grading.New(gc, log, store.Calls, store.Grading, s.agentGrading); err != nil {
 		return nil, fmt.Errorf("control: grading: %w", err)
+	}
+	if cfg.Model.BaseURL != "" {
+		m, err := llm.NewOpenAI(cfg.Model)
+		if err != nil {
+			return nil, fmt.Errorf("control: model: %w", err)
+		}
+		s.model = m
 	}
 	s.app = fiber.New(fiber.Config{
 		AppName:   "voiced",

@@ -15,11 +15,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/voiced/voiced/ai/llm"
 	"github.com/voiced/voiced/call"
 	"github.com/voiced/voiced/control"
 	operator "github.com/voiced/voiced/control/admin"
 	"github.com/voiced/voiced/control/cluster"
-	"github.com/voiced/voiced/control/grading"
 	"github.com/voiced/voiced/control/mcp"
 	"github.com/voiced/voiced/control/realtime"
 	"github.com/voiced/voiced/control/webhook"
@@ -102,7 +102,7 @@ func runControl(ctx context.Context, c *config, fs *flag.FlagSet, stdout, stderr
 	srv, err := control.New(control.Config{PublicURL: public, AccessLog: c.AccessLog, Version: version, Resources: control.ResourcesConfig{
 		Products: c.products, DIDPool: c.didPool, BlobDir: blobDir, SigningKey: signingKey(env.key), AudioURLTTL: c.audioURLTTL,
 	}, Payments: c.paymentConfig(), Webhooks: webhook.Config{AllowLoopback: c.WebhookAllowLoopback}, MonitoringToken: c.MonitoringToken, Embed: c.Embed,
-		Grading: grading.Config{BaseURL: c.prov.LLMBaseURL, APIKey: c.prov.LLMAPIKey, Model: c.prov.LLMModel}}, log, env.store, env.coord, opts...)
+		Model: llm.OpenAIConfig{BaseURL: c.prov.LLMBaseURL, APIKey: c.prov.LLMAPIKey, Model: c.prov.LLMModel}}, log, env.store, env.coord, opts...)
 	if err != nil {
 		ln.Close()
 		drain(context.Background())

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/voiced/voiced/ai/llm"
 	"github.com/voiced/voiced/control"
 	"github.com/voiced/voiced/control/calllog"
 	"github.com/voiced/voiced/control/calltest"
@@ -82,7 +83,7 @@ const goodReply = `{"call_outcome":"success","score":82,"outcome_reasoning":"The
 func server(t *testing.T, db *storage.DB, cfg grading.Config) *controltest.Resources {
 	r := &controltest.Resources{BlobDir: t.TempDir(), Dialer: &controltest.Dialer{}, Verifier: &controltest.Verifier{}}
 	r.API = controltest.NewWith(t, db, control.Config{PublicURL: "https://voice.example", Resources: control.ResourcesConfig{
-		DIDPool: controltest.Pool, BlobDir: r.BlobDir, SigningKey: controltest.SigningKey}, Grading: cfg},
+		DIDPool: controltest.Pool, BlobDir: r.BlobDir, SigningKey: controltest.SigningKey}, Model: cfg.Model, Grading: cfg},
 		control.WithDialer(r.Dialer), control.WithVoIPVerifier(r.Verifier))
 	return r
 }
@@ -120,7 +121,7 @@ func failedToolCall(t *testing.T, a *controltest.Resources, o controltest.CallOr
 func TestGradeRoute(t *testing.T) {
 	sqltest.Run(t, func(t *testing.T, db *storage.DB) {
 		j, url := newJudge(t)
-		a := server(t, db, grading.Config{BaseURL: url, Model: "judge-1", NoWorker: true})
+		a := server(t, db, grading.Config{Model: llm.OpenAIConfig{BaseURL: url, Model: "judge-1"}, NoWorker: true})
 		o := a.CallOrg("+13105550400")
 		cid := failedToolCall(t, a, o)
 		gp := fmt.Sprintf("/v1/calls/%d/grade", cid)
@@ -301,7 +302,7 @@ func TestWorker(t *testing.T) {
 			return c.GradingEnabled == nil || *c.GradingEnabled, c.Prompt, true, nil
 		}
 		newService := func(cfg grading.Config) *grading.Service {
-			cfg.BaseURL, cfg.Model = url, "judge-1"
+			cfg.Model = llm.OpenAIConfig{BaseURL: url, Model: "judge-1"}
 			s, err := grading.New(cfg, nil, a.Store.Calls, a.Store.Grading, policy)
 			require.NoError(t, err)
 			return s
@@ -413,7 +414,7 @@ func TestServerWorker(t *testing.T) {
 		graded := failedToolCall(t, first, on)
 		skipped := failedToolCall(t, first, off)
 
-		next := server(t, db, grading.Config{BaseURL: url, Model: "judge-1", Poll: 20 * time.Millisecond})
+		next := server(t, db, grading.Config{Model: llm.OpenAIConfig{BaseURL: url, Model: "judge-1"}, Poll: 20 * time.Millisecond})
 		require.Eventually(t, func() bool {
 			return next.Do("GET", fmt.Sprintf("/v1/calls/%d/grade", graded), on.MembK, nil).Status == 200
 		}, 10*time.Second, 20*time.Millisecond)

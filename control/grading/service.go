@@ -38,9 +38,9 @@ type AgentPolicy func(ctx context.Context, orgID, agentID int64) (enabled bool, 
 
 // Config configures grading.
 type Config struct {
-	// BaseURL, APIKey and Model reach an OpenAI-compatible chat model for
-	// the judge; an empty BaseURL means no judge (measured facts only).
-	BaseURL, APIKey, Model string
+	// Model reaches an OpenAI-compatible chat model for the judge; an
+	// empty BaseURL means no judge (measured facts only).
+	Model llm.OpenAIConfig
 	// Poll is how often the worker looks for due gradings (default 2 s),
 	// Lease how long a claim lasts without renewal (default 2 min).
 	Poll, Lease time.Duration
@@ -86,8 +86,8 @@ func New(cfg Config, log *slog.Logger, cs Calls, q Queue, policy AgentPolicy) (*
 		log = slog.New(slog.DiscardHandler)
 	}
 	g := &Grader{}
-	if cfg.BaseURL != "" {
-		m, err := llm.NewOpenAI(llm.OpenAIConfig{BaseURL: cfg.BaseURL, APIKey: cfg.APIKey, Model: cfg.Model})
+	if cfg.Model.BaseURL != "" {
+		m, err := llm.NewOpenAI(cfg.Model)
 		if err != nil {
 			return nil, err
 		}
