@@ -149,7 +149,7 @@ func (s *Server) registerRoutes() {
 	s.mount(calls.Routes(calls.Config{PublicURL: s.cfg.PublicURL, SignKey: s.res.signKey, AudioURLTTL: s.res.cfg.AudioURLTTL, BlobDir: s.res.cfg.BlobDir},
 		st.Calls, st.Calls, st.Calls, s.calls.ServePlace))
 	s.mount(s.grading.Routes())
-	s.mount(issues.Routes(st.Issues, st.Calls, nil)) // nil: no scenarios yet, see issues.TestCaseLinks
+	s.mount(issues.Routes(st.Issues, st.Calls, scenarios.IssueLinks(st.Scenarios)))
 	s.mount(onboarding.Routes(st.Onboarding))
 
 	s.mount(billing.Routes(s.log, st.Billing, st.Billing, s.paymentProvider()))

@@ -4,7 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"strings"
 	"time"
+
+	"github.com/voiced/voiced/storage/migrations"
 )
 
 // ScenarioStore keeps test scenarios, suites and test runs (spec 2.12,
@@ -123,6 +126,41 @@ func (s *ScenarioStore) Scenario(ctx context.Context, orgID, agentID, id int64) 
 // ErrNotFound.
 func (s *ScenarioStore) PromotedScenario(ctx context.Context, orgID int64, key string) (Scenario, error) {
 	return scanScenario(s.db.QueryRowContext(ctx, `SELECT `+scenarioCols+` FROM test_scenarios WHERE org_id = $1 AND promote_key = $2`, orgID, key))
+}
+
+// ScenariosFromIssues lists the org's scenarios promoted from the issue
+// reports traceIDs (matched case-insensitively), oldest first.
+func (s *ScenarioStore) ScenariosFromIssues(ctx context.Context, orgID int64, traceIDs []string) ([]Scenario, error) {
+	out := []Scenario{}
+	if len(traceIDs) == 0 {
+		return out, nil
+	}
+	lower := make([]string, len(traceIDs))
+	for i, t := range traceIDs {
+		lower[i] = strings.ToLower(t)
+	}
+	q := `SELECT ` + scenarioCols + ` FROM test_scenarios WHERE org_id = $1 AND lower(source_issue_trace_id) IN (SELECT value FROM json_each($2)) ORDER BY id`
+	var arg any
+	if s.db.Dialect == migrations.Postgres {
+		q = `SELECT ` + scenarioCols + ` FROM test_scenarios WHERE org_id = $1 AND lower(source_issue_trace_id) = ANY($2::text[]) ORDER BY id`
+		arg = lower
+	} else {
+		b, _ := json.Marshal(lower)
+		arg = string(b)
+	}
+	rows, err := s.db.QueryContext(ctx, q, orgID, arg)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		sc, err := scanScenario(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sc)
+	}
+	return out, translate(rows.Err())
 }
 
 // UpdateScenarios writes the editable fields of ss (title, prompt,

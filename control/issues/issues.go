@@ -33,10 +33,10 @@ type Calls interface {
 	Call(ctx context.Context, orgID, id int64) (storage.Call, error)
 }
 
-// TestCaseLinks is the seam to test scenarios promoted from a report
-// (control/scenarios, not yet merged): the linked test cases of each
-// report and whether they all pass. Nil means no scenarios exist, so
-// every report has linked_test_cases [] and regression_guarded false.
+// TestCaseLinks gives the test scenarios promoted from reports
+// (control/scenarios.IssueLinks): the linked test cases of each report
+// and whether they all pass. Nil means none: every report then has
+// linked_test_cases [] and regression_guarded false.
 type TestCaseLinks func(ctx context.Context, orgID int64, traceIDs []string) (map[string][]map[string]any, map[string]bool, error)
 
 // Limits of the list and of bulk updates (spec section 8).

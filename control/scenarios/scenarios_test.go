@@ -519,3 +519,68 @@ func TestPromote(t *testing.T) {
 		}
 	})
 }
+
+// TestIssueLinks: a scenario promoted from an issue report shows in that
+// report's linked_test_cases; the report is regression-guarded only when
+// every linked scenario passes.
+func TestIssueLinks(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, db *storage.DB) {
+		e := newEnv(t, db, "You book tables.")
+		k := e.w.MembK
+		call := callWithTurns(t, e.a.Store, e.w.Org.ID, &e.agent, 8)
+		report := func(title string) string {
+			r := e.a.Do("POST", fmt.Sprintf("/v1/calls/%d/issue-reports", call), k, map[string]any{"title": title, "severity": "critical"})
+			require.Equal(t, 201, r.Status, string(r.Body))
+			return r.Obj(t)["trace_id"].(string)
+		}
+		linked, other := report("Booked the wrong day"), report("Too slow")
+		get := func(trace string) map[string]any {
+			r := e.a.Do("GET", fmt.Sprintf("/v1/calls/%d/issue-reports", call), k, nil)
+			require.Equal(t, 200, r.Status, string(r.Body))
+			for _, x := range r.List(t) {
+				if x["trace_id"] == trace {
+					return x
+				}
+			}
+			t.Fatalf("report %s not listed", trace)
+			return nil
+		}
+		require.Empty(t, get(linked)["linked_test_cases"])
+		require.Equal(t, false, get(linked)["regression_guarded"])
+
+		r := e.a.Do("POST", fmt.Sprintf("/v1/calls/%d/promote-to-scenario", call), k, map[string]any{"issue_trace_id": strings.ToUpper(linked), "failing_turn_index": 3})
+		require.Equal(t, 201, r.Status, string(r.Body))
+		sc := r.Obj(t)
+
+		got := get(linked)
+		cases := got["linked_test_cases"].([]any)
+		require.Len(t, cases, 1)
+		c := cases[0].(map[string]any)
+		require.Equal(t, sc["id"], c["id"])
+		require.Equal(t, float64(e.agent), c["agent_id"])
+		require.Equal(t, sc["title"], c["title"])
+		require.Equal(t, "production", c["source"])
+		require.Equal(t, "unknown", c["latest_verdict"])
+		require.NotEmpty(t, c["created_at"])
+		require.Equal(t, false, got["regression_guarded"], "an unknown verdict guards nothing")
+		require.Empty(t, get(other)["linked_test_cases"], "only the report it was promoted from")
+
+		// Once the scenario passes, the report is guarded; the org-wide
+		// list says the same.
+		s, err := e.a.Store.Scenarios.Scenario(context.Background(), e.w.Org.ID, e.agent, int64(sc["id"].(float64)))
+		require.NoError(t, err)
+		s.LatestVerdict = "pass"
+		_, err = e.a.Store.Scenarios.UpdateScenarios(context.Background(), []storage.Scenario{s})
+		require.NoError(t, err)
+		require.Equal(t, true, get(linked)["regression_guarded"])
+		r = e.a.Do("GET", "/v1/issue-reports?call_id="+fmt.Sprint(call), k, nil)
+		require.Equal(t, 200, r.Status)
+		var guarded int
+		for _, x := range r.Obj(t)["results"].([]any) {
+			if x.(map[string]any)["regression_guarded"] == true {
+				guarded++
+			}
+		}
+		require.Equal(t, 1, guarded)
+	})
+}
