@@ -178,11 +178,14 @@ func TestRecordersCloseStopsWriters(t *testing.T) {
 // writers counts the goroutines running a Recorders writer.
 func writers() int {
 	// Every goroutine's stack, in a buffer big enough for all of them: a
-	// truncated dump would miss writers.
+	// truncated dump would miss writers. A writer is counted by its
+	// creator, not by its top frame: one that has not run yet shows only
+	// the go statement's wrapper (add.gowrap1), not write, and a loaded
+	// machine leaves all four unscheduled for a while.
 	for size := 1 << 20; ; size *= 2 {
 		buf := make([]byte, size)
 		if n := runtime.Stack(buf, true); n < size {
-			return strings.Count(string(buf[:n]), "agent.(*Recorders).write(")
+			return strings.Count(string(buf[:n]), "created by github.com/voiced/voiced/media/agent.(*Recorders).add ")
 		}
 	}
 }
