@@ -38,7 +38,8 @@ import (
 //     goes to B; B's calls that end before --drain-timeout end normally,
 //     none is cut before it, the rest end with node_shutdown (a BYE that
 //     reaches the caller through Kamailio) after it, billed, each with
-//     its telephony.complete webhook.
+//     its telephony.complete webhook;
+//   - a new INVITE to a node that does not answer fails over to the next.
 func TestKamailioDispatch(t *testing.T) {
 	siptest.Binary(t, "sipp", "sip-tester")
 	kamBin := siptest.Binary(t, "kamailio", "kamailio")
@@ -192,6 +193,15 @@ func TestKamailioDispatch(t *testing.T) {
 	require.Positive(t, own, "B had short calls that ended on their own while draining")
 	t.Logf("node B drained in %v (--drain-timeout %v): %d calls ended on their own, %d with node_shutdown", stopped.Sub(sigterm).Round(time.Millisecond), drain, own, cut)
 
+	// Failover: a second Kamailio that does not probe in time (one probe
+	// an hour) lists B, now gone, first. The INVITEs it sends B get no
+	// answer in INVITE_TIMEOUT and go on to A; every call completes.
+	kam2 := startKamailio(t, kamBin, []int{ports[1], ports[0]}, "DS_PING_INTERVAL=3600")
+	proxy = kam2.addr
+	require.NoError(t, calls(4, 10, 500*time.Millisecond).Wait(), "calls fail over from the dead node")
+	require.Contains(t, kam2.log.String(), "node sip:127.0.0.1:"+strconv.Itoa(ports[1])+" refused or timed out")
+	proxy = kam.addr
+
 	// Stop A too; its long calls end the same way, and every caller got
 	// its BYE through Kamailio and answered it.
 	a.stop(t)
@@ -215,7 +225,7 @@ func TestKamailioDispatch(t *testing.T) {
 			break
 		}
 	}
-	require.Len(t, all, 62)
+	require.Len(t, all, 66)
 	shutdowns := 0
 	for id, c := range all {
 		require.Equal(t, "completed", c["status"], "call %d: %v", id, c)
@@ -228,7 +238,7 @@ func TestKamailioDispatch(t *testing.T) {
 	require.Eventually(t, func() bool {
 		hookMu.Lock()
 		defer hookMu.Unlock()
-		return len(completes) == 62
+		return len(completes) == 66
 	}, 20*time.Second, 100*time.Millisecond, "one telephony.complete per call")
 	hookMu.Lock()
 	for id, n := range completes {
@@ -271,7 +281,7 @@ type kamailio struct {
 // port with a dispatcher list of the nodes' SIP ports (made by
 // deploy/kamailio/dispatcher-list.sh), probing every second, until the
 // test ends.
-func startKamailio(t *testing.T, bin string, nodes []int) *kamailio {
+func startKamailio(t *testing.T, bin string, nodes []int, defines ...string) *kamailio {
 	t.Helper()
 	dir := t.TempDir()
 	var addrs []string
@@ -285,9 +295,17 @@ func startKamailio(t *testing.T, bin string, nodes []int) *kamailio {
 	port := siptest.FreePort(t, "127.0.0.1")
 	k := &kamailio{addr: "127.0.0.1:" + strconv.Itoa(port), log: &syncBuf{}}
 	cmd := exec.Command(bin, "-DD", "-E", "-f", "../../deploy/kamailio/kamailio.cfg", "-Y", dir, "-P", filepath.Join(dir, "kamailio.pid"),
-		"-w", dir, "-m", "32", "-M", "4",
-		"-A", "LISTEN=udp:"+k.addr, "-A", `DS_LIST="`+dsFile+`"`, "-A", "DS_PING_INTERVAL=1", "-A", "DS_PROBING_THRESHOLD=1",
-		"-A", "DS_INACTIVE_THRESHOLD=1", "-A", "INVITE_TIMEOUT=1000")
+		"-w", dir, "-m", "32", "-M", "4")
+	// A define given twice is an error: defines replace the test's own.
+	set := map[string]string{"LISTEN": "udp:" + k.addr, "DS_LIST": `"` + dsFile + `"`, "DS_PING_INTERVAL": "1",
+		"DS_PROBING_THRESHOLD": "1", "DS_INACTIVE_THRESHOLD": "1", "INVITE_TIMEOUT": "1000"}
+	for _, d := range defines {
+		name, v, _ := strings.Cut(d, "=")
+		set[name] = v
+	}
+	for name, v := range set {
+		cmd.Args = append(cmd.Args, "-A", name+"="+v)
+	}
 	cmd.Stdout, cmd.Stderr = k.log, k.log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	require.NoError(t, cmd.Start())
