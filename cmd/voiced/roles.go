@@ -25,10 +25,11 @@ import (
 // takes no mediaFlags; media no controlFlags (it refuses --database-url).
 var (
 	clusterFlags = []string{"cluster-secret", "internal-addr", "internal-tls-cert", "internal-tls-key", "control-url", "control-ca", "node-id"}
-	mediaFlags   = []string{"sip-addr", "sip-tls-cert", "sip-tls-key", "sip-advertise", "sip-register", "sip-trusted", "rtp-ports", "rtp-prefetch", "sip-max-calls", "drain-timeout",
+	mediaFlags   = []string{"sip-addr", "sip-tls-cert", "sip-tls-key", "sip-advertise", "sip-register", "sip-trusted", "rtp-ports", "rtp-prefetch",
 		"llm-base-url", "llm-api-key", "llm-model", "tts-base-url", "tts-api-key", "tts-model", "stt-base-url", "stt-api-key", "stt-model",
 		"realtime-delta-ms", "realtime-org-sessions", "call-loopback", "realtime-loopback", "webrtc-udp-addr", "webrtc-public-ip", "webrtc-turn",
-		"webrtc-turn-user", "webrtc-turn-password", "webrtc-turn-secret", "webrtc-turn-ttl", "webrtc-max-sessions", "control-url", "control-ca", "node-id"}
+		"webrtc-turn-user", "webrtc-turn-password", "webrtc-turn-secret", "webrtc-turn-ttl", "webrtc-max-sessions", "control-url", "control-ca", "node-id",
+		"sip-max-calls", "drain-timeout"}
 	controlFlags = []string{"secret-key", "dev-credit-cents", "number-fee-cents", "did-pool", "products", "audio-url-ttl", "stripe-api-key",
 		"stripe-api-base", "stripe-webhook-secret", "monitoring-token", "embed-base-url", "embed-api-key", "embed-model",
 		"internal-addr", "internal-tls-cert", "internal-tls-key"}
