@@ -229,6 +229,8 @@ func endReason(r string) string {
 		return "connection_lost"
 	case "engine_error":
 		return "error"
+	case "shutdown":
+		return "node_shutdown"
 	}
 	return r
 }
@@ -265,6 +267,28 @@ func (bc *browserCall) Event(e agent.Event) {
 
 // Close ends every browser call (reason shutdown) and waits until each
 // is recorded, or ctx ends.
+// Drain refuses new browser calls and gives those in progress until ctx
+// ends; Close ends the rest (end reason node_shutdown).
+func (b *Browser) Drain(ctx context.Context) {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	b.closed = true
+	b.mu.Unlock()
+	// Answer starts no call once closed is set (it checks under mu), so
+	// the wait group only shrinks from here.
+	done := make(chan struct{})
+	go func() {
+		b.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}
+
 func (b *Browser) Close(ctx context.Context) {
 	if b == nil {
 		return

@@ -42,6 +42,9 @@ type PhoneConfig struct {
 	TLS tls.Certificate
 	// RTPLow and RTPHigh bound the RTP port range. Default 10000-20000.
 	RTPLow, RTPHigh int
+	// MaxCalls caps the node's phone calls; more INVITEs and OPTIONS
+	// probes get 503 (0: no cap).
+	MaxCalls int
 	// NoPrefetch turns the pacer's prefetching off.
 	NoPrefetch bool
 }

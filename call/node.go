@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
+	"time"
 
 	"github.com/voiced/voiced/control/webhook"
 	"github.com/voiced/voiced/media/agent"
@@ -105,11 +107,23 @@ func (n *Node) Live() (calls int) {
 	return calls
 }
 
-// Drain stops taking phone and realtime calls, gives those in progress
-// until ctx ends and hangs up the rest.
+// Drain stops taking calls on every front door at once (SIP INVITEs and
+// OPTIONS probes get 503, new realtime sockets and browser calls are
+// refused), gives the calls in progress until ctx ends, then ends the
+// rest with end reason node_shutdown (a BYE to phone callers, a 1001
+// close to realtime clients); each is recorded and billed as it ends.
+// No call is cut before ctx ends.
 func (n *Node) Drain(ctx context.Context) {
-	n.rt.Close(ctx)
-	n.Phone.Close(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { n.rt.Drain(ctx) })
+	wg.Go(func() { n.Phone.Close(ctx) })
+	wg.Go(func() { n.Browser.Drain(ctx) })
+	wg.Wait()
+	// Browser calls left at the deadline end now, not after the HTTP
+	// drain; Close waits for them again (a no-op by then).
+	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer cancel()
+	n.Browser.Close(bctx)
 }
 
 // Close ends the browser calls (they are recorded; give them until ctx

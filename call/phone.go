@@ -116,7 +116,7 @@ func (t *Phone) Start() (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	srv, err := sip.New(sip.Config{AdvertiseHost: c.Advertise, Trusted: c.Trusted}, t.log, sip.Deps{Admitter: t, Media: t, Calls: t, Trunks: t})
+	srv, err := sip.New(sip.Config{AdvertiseHost: c.Advertise, Trusted: c.Trusted, MaxCalls: c.MaxCalls}, t.log, sip.Deps{Admitter: t, Media: t, Calls: t, Trunks: t})
 	if err != nil {
 		pacer.Close()
 		return false, err

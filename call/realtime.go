@@ -75,6 +75,18 @@ func NewRealtime(cfg Config, log *slog.Logger, pacer *pace.Pacer, ctl Control, p
 func (f *Realtime) Handler() http.Handler { return f.srv }
 
 // Close ends the sessions, giving them until ctx ends.
+// Drain refuses new sessions, gives those open until ctx ends, closes the
+// rest (end reason node_shutdown), then closes the door.
+func (f *Realtime) Drain(ctx context.Context) {
+	if f == nil || f.closed {
+		return
+	}
+	if f.srv != nil {
+		_ = f.srv.Drain(ctx)
+	}
+	f.Close(ctx)
+}
+
 func (f *Realtime) Close(ctx context.Context) {
 	if f == nil || f.closed {
 		return

@@ -8,7 +8,7 @@
 set -euo pipefail
 
 build=(gcc g++ pkg-config libopus-dev libopusfile-dev libsoxr-dev libwebrtc-audio-processing-dev libmp3lame-dev libspeexdsp-dev libespeak-ng-dev espeak-ng-data libpocketsphinx-dev pocketsphinx-en-us)
-test=("${build[@]}" sox libsox-fmt-mp3 espeak-ng sip-tester baresip-core chromium coturn tshark prometheus rtpengine-daemon)
+test=("${build[@]}" sox libsox-fmt-mp3 espeak-ng sip-tester baresip-core chromium coturn tshark prometheus rtpengine-daemon kamailio)
 bench=("${test[@]}" wrk jq curl linux-perf)
 
 case "${1:-build}" in

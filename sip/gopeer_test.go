@@ -196,18 +196,34 @@ func TestOfferlessInvite(t *testing.T) {
 	e.log.Wait(t, 1, 5*time.Second)
 }
 
+// options sends an OPTIONS probe (as a dispatcher's keepalive) and
+// returns the answer.
+func (p *peer) options(t *testing.T, ctx context.Context, to netip.AddrPort) *gosip.Response {
+	t.Helper()
+	req := gosip.NewRequest(gosip.OPTIONS, gosip.Uri{Scheme: "sip", Host: to.Addr().String(), Port: int(to.Port())})
+	res, err := p.client.Do(ctx, req)
+	require.NoError(t, err)
+	return res
+}
+
 // TestCapacity: over MaxCalls, INVITEs get 503 with Retry-After and are
-// not admitted.
+// not admitted, and OPTIONS probes get 503 too, so a dispatcher in front
+// sends calls elsewhere until a call ends.
 func TestCapacity(t *testing.T) {
 	siptest.CheckLeaks(t)
 	e := newEnv(t, sip.Config{MaxCalls: 1, AnswerDelay: 2 * time.Second}, nil)
 	p := newPeer(t, nil, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	require.Equal(t, 200, p.options(t, ctx, e.udp).StatusCode)
 	uri := gosip.Uri{Scheme: "sip", User: agentNumber, Host: "127.0.0.1", Port: int(e.udp.Port())}
 	first, err := p.dua.Invite(ctx, uri, p.sdp(1), gosip.NewHeader("Content-Type", "application/sdp"))
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return e.srv.ActiveCalls() == 1 }, 2*time.Second, 5*time.Millisecond)
+	full := p.options(t, ctx, e.udp)
+	require.Equal(t, 503, full.StatusCode)
+	require.NotNil(t, full.GetHeader("Retry-After"))
+	require.Contains(t, full.GetHeader("Reason").Value(), "no capacity")
 	second, err := p.dua.Invite(ctx, uri, p.sdp(1), gosip.NewHeader("Content-Type", "application/sdp"))
 	require.NoError(t, err)
 	err = second.WaitAnswer(ctx, sipgo.AnswerOptions{})
@@ -221,6 +237,44 @@ func TestCapacity(t *testing.T) {
 	require.NoError(t, first.Bye(ctx))
 	e.log.Wait(t, 1, 5*time.Second)
 	require.Len(t, e.media.Sessions(), 1)
+	require.Eventually(t, func() bool { return e.srv.ActiveCalls() == 0 }, 2*time.Second, 5*time.Millisecond)
+	require.Equal(t, 200, p.options(t, ctx, e.udp).StatusCode, "a free slot: the node takes calls again")
+}
+
+// TestDrainOptions: once Shutdown begins, OPTIONS gets 503 with
+// Retry-After and a new INVITE 503, while the call in progress runs on
+// until its caller hangs up, and Shutdown returns without cutting it.
+func TestDrainOptions(t *testing.T) {
+	siptest.CheckLeaks(t)
+	e := newEnv(t, sip.Config{}, nil)
+	p := newPeer(t, nil, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	uri := gosip.Uri{Scheme: "sip", User: agentNumber, Host: "127.0.0.1", Port: int(e.udp.Port())}
+	call, err := p.dua.Invite(ctx, uri, p.sdp(1), gosip.NewHeader("Content-Type", "application/sdp"))
+	require.NoError(t, err)
+	require.NoError(t, call.WaitAnswer(ctx, sipgo.AnswerOptions{}))
+	require.NoError(t, call.Ack(ctx))
+	shut := make(chan error, 1)
+	go func() { shut <- e.srv.Shutdown(ctx) }()
+	require.Eventually(t, func() bool { return p.options(t, ctx, e.udp).StatusCode == 503 }, 2*time.Second, 10*time.Millisecond)
+	res := p.options(t, ctx, e.udp)
+	require.NotNil(t, res.GetHeader("Retry-After"))
+	require.Contains(t, res.GetHeader("Reason").Value(), "shutting down")
+	second, err := p.dua.Invite(ctx, uri, p.sdp(1), gosip.NewHeader("Content-Type", "application/sdp"))
+	require.NoError(t, err)
+	var de *sipgo.ErrDialogResponse
+	require.ErrorAs(t, second.WaitAnswer(ctx, sipgo.AnswerOptions{}), &de)
+	require.Equal(t, 503, de.Res.StatusCode)
+	time.Sleep(300 * time.Millisecond)
+	select {
+	case err := <-shut:
+		t.Fatalf("Shutdown returned with a call up: %v", err)
+	default:
+	}
+	require.NoError(t, call.Bye(ctx), "the call in progress still runs")
+	require.NoError(t, <-shut, "no call cut")
+	require.Equal(t, sip.ReasonCallerHangup, e.log.Wait(t, 1, 5*time.Second).Reason)
 }
 
 // trunkUAS is a trunk that wants REGISTER and challenges everything

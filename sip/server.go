@@ -282,6 +282,20 @@ func (s *Server) anyTransport(name string) *tport {
 	return nil
 }
 
+// unavailable says why the node takes no new call ("shutting down", "no
+// capacity"), or "" when it takes them.
+func (s *Server) unavailable() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closing:
+		return "shutting down"
+	case s.cfg.MaxCalls > 0 && s.active >= s.cfg.MaxCalls:
+		return "no capacity"
+	}
+	return ""
+}
+
 // begin registers a call about to start, or refuses it while closing or
 // at capacity.
 func (s *Server) begin() error {
@@ -482,7 +496,16 @@ func (s *Server) guard(h sipgo.RequestHandler) sipgo.RequestHandler {
 	}
 }
 
+// onOptions answers OPTIONS, the keepalive probe of a dispatcher in
+// front of the node (Kamailio's ds_ping): 200 while the node takes
+// calls, 503 with Retry-After while it drains or is at MaxCalls, so the
+// dispatcher sends new INVITEs elsewhere (RFC 3261 section 11.2 lets
+// OPTIONS be answered with what an INVITE would get).
 func (s *Server) onOptions(req *sip.Request, tx sip.ServerTransaction) {
+	if text := s.unavailable(); text != "" {
+		s.respond(req, tx, 503, "Service Unavailable", nil, reasonHeader(503, text), sip.NewHeader("Retry-After", "5"))
+		return
+	}
 	s.respond(req, tx, 200, "OK", nil,
 		sip.NewHeader("Accept", "application/sdp, application/dtmf-relay, application/dtmf, message/sipfrag"),
 		sip.NewHeader("Accept-Language", "en"),

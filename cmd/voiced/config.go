@@ -60,6 +60,8 @@ type config struct {
 	HugePages                  bool
 	RTPPrefetch                bool
 	WebRTCTURNTTL              string
+	DrainTimeout               string
+	drainTimeout               time.Duration
 
 	// The roles' link: the shared secret, the control role's internal
 	// API (address, TLS) and a media node's way to it and name.
@@ -97,6 +99,8 @@ func bindFlags(fs *flag.FlagSet, c *config, names ...string) []flagSpec {
 		{"sip-advertise", "VOICED_SIP_ADVERTISE", "", "host or IP put in SIP Contact headers and SDP, the node's public address behind NAT; empty = the --sip-addr IP", &c.call.Phone.Advertise},
 		{"sip-register", "VOICED_SIP_REGISTER", "false", "REGISTER with a VoIP connection (kept fresh) before placing calls through it, for providers that want it", &c.call.Phone.Register},
 		{"sip-trusted", "VOICED_SIP_TRUSTED", "", "IPs or CIDRs, comma-separated, exempt from the per-source SIP rate limit: your carriers' SBCs, the Kamailio dispatcher in scale-out", &c.SIPTrusted},
+		{"sip-max-calls", "VOICED_SIP_MAX_CALLS", "0", "most phone calls this node runs at once; past it INVITEs and OPTIONS probes get 503, so a dispatcher in front (Kamailio) sends calls elsewhere (0 = no cap)", &c.call.Phone.MaxCalls},
+		{"drain-timeout", "VOICED_DRAIN_TIMEOUT", "30s", "on SIGTERM or SIGINT the node takes no new calls (OPTIONS and INVITE answer 503) and gives the calls in progress this long to end before hanging them up with end reason node_shutdown (Go duration, 0s to 24h)", &c.DrainTimeout},
 		{"rtp-ports", "VOICED_RTP_PORTS", "10000-20000", "UDP port range LOW-HIGH for RTP media", &c.RTPPorts},
 		{"rtp-prefetch", "VOICED_RTP_PREFETCH", "true", "while the node pacer runs one call, have the processor fetch what the next calls will touch (their sessions, jitter buffers, agents' state), so the cache misses of a tick overlap instead of coming one pointer at a time (docs/decisions.md)", &c.RTPPrefetch},
 		{"huge-pages", "VOICED_HUGE_PAGES", "true", "ask Linux for transparent huge pages for the Go heap, where it gives them on request (transparent_hugepage \"madvise\"): fewer TLB misses per call and tick, for a little memory (docs/decisions.md)", &c.HugePages},
@@ -342,6 +346,16 @@ func (c *config) validateSIP(has func(string) bool) error {
 	c.call.Phone.RTPLow, c.call.Phone.RTPHigh, err = parsePortRange(c.RTPPorts)
 	if err != nil {
 		return fmt.Errorf("invalid --rtp-ports %q: %v", c.RTPPorts, err)
+	}
+	if has("sip-max-calls") && c.call.Phone.MaxCalls < 0 {
+		return fmt.Errorf("invalid --sip-max-calls %d: must be >= 0", c.call.Phone.MaxCalls)
+	}
+	if has("drain-timeout") {
+		d, err := time.ParseDuration(c.DrainTimeout)
+		if err != nil || d < 0 || d > 24*time.Hour {
+			return fmt.Errorf("invalid --drain-timeout %q: want a Go duration from 0s to 24h, like 30s or 5m", c.DrainTimeout)
+		}
+		c.drainTimeout = d
 	}
 	return nil
 }

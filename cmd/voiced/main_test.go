@@ -67,6 +67,11 @@ func TestInvalidFlagsAreOneLineNamingTheFlag(t *testing.T) {
 		{[]string{"serve", "--realtime-delta-ms", "30"}, nil, "--realtime-delta-ms"},
 		{[]string{"serve", "--realtime-delta-ms", "0"}, nil, "--realtime-delta-ms"},
 		{[]string{"serve", "--huge-pages=maybe"}, nil, "huge-pages"},
+		{[]string{"serve", "--drain-timeout", "soon"}, nil, "--drain-timeout"},
+		{[]string{"serve", "--drain-timeout", "-1s"}, nil, "--drain-timeout"},
+		{[]string{"serve"}, map[string]string{"VOICED_DRAIN_TIMEOUT": "48h"}, "--drain-timeout"},
+		{[]string{"media", "--drain-timeout", "x"}, nil, "--drain-timeout"},
+		{[]string{"serve", "--sip-max-calls", "-1"}, nil, "--sip-max-calls"},
 		{[]string{"serve"}, map[string]string{"VOICED_HUGE_PAGES": "sometimes"}, "huge-pages"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

@@ -30,7 +30,8 @@ var (
 	mediaFlags   = []string{"sip-addr", "sip-tls-cert", "sip-tls-key", "sip-advertise", "sip-register", "sip-trusted", "rtp-ports", "rtp-prefetch",
 		"tts-base-url", "tts-api-key", "tts-model", "stt-base-url", "stt-api-key", "stt-model",
 		"realtime-delta-ms", "realtime-org-sessions", "call-loopback", "realtime-loopback", "webrtc-udp-addr", "webrtc-public-ip", "webrtc-turn",
-		"webrtc-turn-user", "webrtc-turn-password", "webrtc-turn-secret", "webrtc-turn-ttl", "webrtc-max-sessions", "control-url", "control-ca", "node-id"}
+		"webrtc-turn-user", "webrtc-turn-password", "webrtc-turn-secret", "webrtc-turn-ttl", "webrtc-max-sessions", "control-url", "control-ca", "node-id",
+		"sip-max-calls", "drain-timeout"}
 	controlFlags = []string{"secret-key", "dev-credit-cents", "number-fee-cents", "did-pool", "products", "audio-url-ttl", "stripe-api-key",
 		"stripe-api-base", "stripe-webhook-secret", "monitoring-token", "embed-base-url", "embed-api-key", "embed-model",
 		"internal-addr", "internal-tls-cert", "internal-tls-key"}
@@ -145,7 +146,7 @@ func mediaRole(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		node.Drain(context.Background())
 		return err
 	}
-	m := cluster.Media{ID: c.NodeID, HTTPAddr: c.HTTPAddr, PublicURL: c.PublicURL, Realtime: rt, Secret: c.ClusterSecret, Live: node.Live, Drain: node.Drain,
+	m := cluster.Media{ID: c.NodeID, HTTPAddr: c.HTTPAddr, PublicURL: c.PublicURL, Realtime: rt, Secret: c.ClusterSecret, Live: node.Live, Drain: node.Drain, DrainTimeout: c.drainTimeout,
 		Metrics: control.MediaMetrics(node.Stats.Read)}
 	if node.Browser != nil {
 		m.Browser = node.Browser

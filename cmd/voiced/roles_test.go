@@ -399,10 +399,24 @@ func TestControlAndMediaRoles(t *testing.T) {
 	hold.Close()
 	require.Eventually(t, func() bool { n, _ := node(); return n.Calls == 0 }, 5*time.Second, 100*time.Millisecond)
 
-	// A clean shutdown leaves the registry at once.
+	// SIGTERM (the run context's end) with a phone call up: the node
+	// leaves the registry and answers OPTIONS 503 at once, and the call
+	// runs to its own end within --drain-timeout (30 s by default).
+	endedBefore := callsEnded(media.stderr.String())
+	up := siptest.Sipp(t, "../../sip/testdata/sipp/uac_call.xml", 20*time.Second, "-d", "2500", "-s", "+14155550100", "-m", "1", "127.0.0.1:"+strconv.Itoa(sipPort))
+	require.Eventually(t, func() bool { n, _ := node(); return n.Calls == 1 }, 5*time.Second, 50*time.Millisecond)
+	media.cancel()
+	require.Eventually(t, func() bool { _, ok := node(); return !ok }, 3*time.Second, 20*time.Millisecond, "the media node left the registry")
+	require.Equal(t, 503, sipOptions(t, "127.0.0.1:"+strconv.Itoa(sipPort)), "a draining node answers OPTIONS 503")
+	require.NoError(t, up.Wait(), "the call in progress runs to its end")
 	media.stop(t)
-	_, ok = node()
-	require.False(t, ok, "the media node left the registry")
+	endedAfter := callsEnded(media.stderr.String())
+	require.Len(t, endedAfter, len(endedBefore)+1)
+	for id, reason := range endedAfter {
+		if _, ok := endedBefore[id]; !ok {
+			require.Equal(t, "caller_hangup", reason, "call %d: not cut by the drain", id)
+		}
+	}
 	ctl.stop(t)
 }
 

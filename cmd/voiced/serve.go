@@ -173,12 +173,14 @@ func runControl(ctx context.Context, c *config, fs *flag.FlagSet, stdout, stderr
 		return err
 	case <-ctx.Done():
 	}
-	log.Info("shutting down: draining calls and requests")
+	log.Info("shutting down: draining calls and requests", "drain_timeout", c.drainTimeout.String())
+	// Calls in progress get --drain-timeout; they end before the API that
+	// records them stops, which then gets its own time for requests.
+	dctx, cancelDrain := context.WithTimeout(context.Background(), c.drainTimeout)
+	drain(dctx)
+	cancelDrain()
 	sctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	// Calls in progress get the drain time too; they end before the API
-	// that records them stops.
-	drain(sctx)
 	if err := srv.Shutdown(sctx); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}

@@ -85,11 +85,14 @@ type Media struct {
 	Live func() int
 	// Drain ends the node's calls, giving them until ctx ends.
 	Drain func(ctx context.Context)
+	// DrainTimeout is how long calls in progress get to end at shutdown
+	// (0: none; they are ended at once).
+	DrainTimeout time.Duration
 }
 
 // RunMedia serves m's realtime socket and GET /v1/healthz and keeps m in
 // the registry (a heartbeat every 2 s) until ctx ends; then it leaves the
-// registry, drains the calls (up to 20 s) and returns.
+// registry, drains the calls (up to m.DrainTimeout) and returns.
 func RunMedia(ctx context.Context, m Media, reg coord.Registry, log *slog.Logger) error {
 	ln, err := net.Listen("tcp", m.HTTPAddr)
 	if err != nil {
@@ -132,13 +135,17 @@ func RunMedia(ctx context.Context, m Media, reg coord.Registry, log *slog.Logger
 	}
 	log.Info("shutting down: leaving the registry, draining calls")
 	stopBeats()
-	lctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
+	lctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	if lerr := an.Leave(lctx); lerr != nil {
 		log.Warn("registry leave failed", "err", lerr)
 	}
-	m.Drain(lctx)
-	_ = hs.Shutdown(lctx)
+	cancel()
+	dctx, cancel := context.WithTimeout(context.Background(), m.DrainTimeout)
+	m.Drain(dctx)
+	cancel()
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = hs.Shutdown(sctx)
 	if err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}

@@ -1,6 +1,7 @@
 package realtime
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -418,6 +419,37 @@ func TestServerCloseEndsCalls(t *testing.T) {
 	require.Equal(t, "failed", e.calls.waitFinished(t, 101).Status)
 	_, status := e.dial(t, "", bearer(goodKey))
 	require.Equal(t, 503, status)
+}
+
+// TestServerDrainEndsCallsAtTheDeadline: Drain refuses new sockets at
+// once but leaves the open call running until its context ends; then the
+// call is closed with 1001 and completes with end reason node_shutdown.
+func TestServerDrainEndsCallsAtTheDeadline(t *testing.T) {
+	e := newEnv(t, Config{})
+	c, _ := e.dial(t, "", bearer(goodKey))
+	c.send(map[string]any{"type": "session.update", "session": map[string]any{"instructions": "x"}})
+	c.next("session.updated")
+	const grace = 700 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	start := time.Now()
+	drained := make(chan error, 1)
+	go func() { drained <- e.srv.Drain(ctx) }()
+	require.Eventually(t, func() bool {
+		_, status := e.dial(t, "", bearer(goodKey))
+		return status == 503
+	}, time.Second, 10*time.Millisecond, "a draining server takes no new socket")
+	// The open call still converses before the deadline.
+	c.send(userText("still here"))
+	c.send(map[string]any{"type": "response.create"})
+	c.next("response.done")
+	require.Less(t, time.Since(start), grace, "the test's turn ran within the grace period")
+	require.Equal(t, ws.StatusGoingAway, c.waitClosed().Code)
+	require.GreaterOrEqual(t, time.Since(start), grace, "not closed before the deadline")
+	require.ErrorIs(t, <-drained, context.DeadlineExceeded)
+	end := e.calls.waitFinished(t, 101)
+	require.Equal(t, "completed", end.Status)
+	require.Equal(t, "node_shutdown", end.Reason)
 }
 
 func TestAppendFastPath(t *testing.T) {

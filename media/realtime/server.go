@@ -281,6 +281,45 @@ func (s *Server) untrack(c *conn) {
 	s.wg.Done()
 }
 
+// Drain refuses new sockets and lets the open ones run until they end or
+// ctx does; then it closes those left with 1001 (going away) and end
+// reason node_shutdown, and gives them 5 s to finish their calls before
+// cutting their connections. It returns ctx's error when sockets had to
+// be closed.
+func (s *Server) Drain(ctx context.Context) error {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+	}
+	s.mu.Lock()
+	for c := range s.conns {
+		c.setEnd("node_shutdown", "drain timeout")
+		c.requestClose(ws.StatusGoingAway, "node shutting down")
+	}
+	s.mu.Unlock()
+	t := time.NewTimer(5 * time.Second)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		s.mu.Lock()
+		for c := range s.conns {
+			c.nc.Close()
+		}
+		s.mu.Unlock()
+	}
+	return ctx.Err()
+}
+
 // Close refuses new sockets, closes the open ones with 1001 (going away)
 // and waits for them to finish their calls, or for ctx.
 func (s *Server) Close(ctx context.Context) error {

@@ -1,0 +1,356 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/voiced/voiced/sip/siptest"
+	"github.com/voiced/voiced/storage/migrations"
+	"github.com/voiced/voiced/storage/sqltest"
+)
+
+// TestKamailioDispatch runs deploy/kamailio/kamailio.cfg (Debian's
+// kamailio, dispatcher module) in front of two voiced serve nodes that
+// share PostgreSQL and Redis, and drives it with sipp:
+//   - 40 calls through Kamailio spread over both nodes (each >= 30%); the
+//     200 OK carries Kamailio's Record-Route, and each caller's ACK and
+//     BYE, sent only to Kamailio with the route set, reach the node that
+//     answered: every call completes on exactly one node with
+//     caller_hangup and a 200 to its BYE;
+//   - SIGTERM (the run context's end) on node B with calls in progress:
+//     B answers OPTIONS 503, and once Kamailio has probed it no new INVITE
+//     goes to B; B's calls that end before --drain-timeout end normally,
+//     none is cut before it, the rest end with node_shutdown (a BYE that
+//     reaches the caller through Kamailio) after it, billed, each with
+//     its telephony.complete webhook;
+//   - a new INVITE to a node that does not answer fails over to the next.
+func TestKamailioDispatch(t *testing.T) {
+	siptest.Binary(t, "sipp", "sip-tester")
+	kamBin := siptest.Binary(t, "kamailio", "kamailio")
+	dbURL, redisURL := sqltest.URL(t, migrations.Postgres), isolatedRedis(t)
+	const drain = 4 * time.Second
+	secretKey := strings.Repeat("ab", 32)
+
+	// Every webhook delivery, from whichever node delivers it.
+	var hookMu sync.Mutex
+	completes := map[int64]int{}
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var ev struct {
+			Type string `json:"type"`
+			Data struct {
+				CallID int64 `json:"call_id"`
+			} `json:"data"`
+		}
+		b, _ := io.ReadAll(r.Body)
+		if json.Unmarshal(b, &ev) == nil && ev.Type == "telephony.complete" {
+			hookMu.Lock()
+			completes[ev.Data.CallID]++
+			hookMu.Unlock()
+		}
+		w.WriteHeader(204)
+	}))
+	defer hook.Close()
+
+	ports := [2]int{siptest.FreePort(t, "127.0.0.1"), siptest.FreePort(t, "127.0.0.1")}
+	startNode := func(i int, rtp string) *role {
+		return startRole(t, "serve", "--data-dir", t.TempDir(), "--database-url", dbURL, "--redis-url", redisURL, "--secret-key", secretKey,
+			"--http-addr", "127.0.0.1:0", "--sip-addr", "127.0.0.1:"+strconv.Itoa(ports[i]), "--rtp-ports", rtp,
+			"--webrtc-udp-addr", "127.0.0.1:0", "--call-loopback", "--sip-trusted", "127.0.0.1", "--access-log=false",
+			"--dev-credit-cents", "100000000", "--drain-timeout", drain.String())
+	}
+	// A first, so that it alone bootstraps the shared database.
+	a := startNode(0, "44000-44499")
+	base := "http://" + a.waitLog(t, `http_addr=(127\.0\.0\.1:\d+)`)
+	key := regexp.MustCompile(`sk_live_[0-9a-f]+`).FindString(a.stdout.String())
+	require.NotEmpty(t, key)
+	b := startNode(1, "44500-44999")
+	b.waitLog(t, `http_addr=(127\.0\.0\.1:\d+)`)
+	nodes := [2]*role{a, b}
+	api := func(method, path, body string) (int, map[string]any) {
+		var out map[string]any
+		st := apiCall(t, base, key, method, path, jsonBody(body), &out)
+		return st, out
+	}
+	st, conn := api("POST", "/v1/voip-connections", `{"host":"127.0.0.1","allowed_inbound_addresses":["127.0.0.1"],"codecs":["PCMU"]}`)
+	require.Equal(t, 201, st, "%v", conn)
+	st, ag := api("POST", "/v1/agents", `{"name":"Loopback"}`)
+	require.Equal(t, 201, st, "%v", ag)
+	st, num := api("POST", "/v1/phone-numbers", fmt.Sprintf(`{"source":"voip","number":"+14155550100","voip_connection_id":%d}`, objID(conn)))
+	require.Equal(t, 201, st, "%v", num)
+	st, _ = api("PATCH", fmt.Sprintf("/v1/phone-numbers/%d", objID(num)), fmt.Sprintf(`{"inbound_agent_id":%d}`, objID(ag)))
+	require.Equal(t, 200, st)
+	st, wh := api("PUT", "/v1/webhook", fmt.Sprintf(`{"url":%q}`, hook.URL+"/hook"))
+	require.Equal(t, 200, st, "%v", wh)
+
+	// Both nodes answer OPTIONS 200 while they take calls.
+	for _, p := range ports {
+		require.Equal(t, 200, sipOptions(t, "127.0.0.1:"+strconv.Itoa(p)))
+	}
+
+	kam := startKamailio(t, kamBin, ports[:])
+	proxy := kam.addr
+
+	// 40 calls through Kamailio, each held 1 s.
+	calls := func(n, rate int, hold time.Duration) *siptest.Proc {
+		sc := siptest.Scenario(t, "../../sip/testdata/sipp/uac_proxied.xml.tmpl", struct {
+			Proxy  string
+			HoldMs int64
+		}{proxy, hold.Milliseconds()})
+		return siptest.Sipp(t, sc, time.Duration(n/rate)*time.Second+hold+30*time.Second, "-s", "+14155550100",
+			"-m", strconv.Itoa(n), "-r", strconv.Itoa(rate), "-l", strconv.Itoa(n), proxy)
+	}
+	require.NoError(t, calls(40, 20, time.Second).Wait(), "sipp: every call through Kamailio completes, its BYE answered 200")
+	ended := func() [2]map[int64]string {
+		var out [2]map[int64]string
+		for i, n := range nodes {
+			out[i] = callsEnded(n.stderr.String())
+		}
+		return out
+	}
+	var byNode [2]map[int64]string
+	require.Eventually(t, func() bool {
+		byNode = ended()
+		return len(byNode[0])+len(byNode[1]) == 40
+	}, 10*time.Second, 50*time.Millisecond, "both nodes record their calls' ends")
+	for i, m := range byNode {
+		require.GreaterOrEqual(t, len(m), 12, "node %d took at least 30%% of the calls", i)
+		for id, reason := range m {
+			require.Equal(t, "caller_hangup", reason, "call %d on node %d: the caller's BYE reached it", id, i)
+			_, other := byNode[1-i][id]
+			require.False(t, other, "call %d ended on one node only", id)
+		}
+	}
+	t.Logf("40 calls through Kamailio: node A %d, node B %d", len(byNode[0]), len(byNode[1]))
+
+	// Drain: long calls (up to 30 s, unless the node hangs up) and short
+	// ones (2 s, less than the drain timeout) on both nodes.
+	// One run after the other, so round-robin gives each node some of
+	// both.
+	answered := func(n *role) int { return strings.Count(n.stderr.String(), `msg="call answered"`) }
+	long := calls(6, 20, 30*time.Second)
+	require.Eventually(t, func() bool { return answered(a)+answered(b) == 46 }, 10*time.Second, 20*time.Millisecond)
+	short := calls(6, 20, 2*time.Second)
+	require.Eventually(t, func() bool { return answered(a)+answered(b) == 52 }, 10*time.Second, 20*time.Millisecond)
+	liveOnB := answered(b) - len(byNode[1])
+	require.Positive(t, liveOnB, "node B has calls in progress")
+	sigterm := time.Now()
+	b.cancel() // what SIGTERM does to run's context (main's signal.NotifyContext)
+	require.Eventually(t, func() bool { return sipOptions(t, "127.0.0.1:"+strconv.Itoa(ports[1])) == 503 }, 2*time.Second, 20*time.Millisecond,
+		"a draining node answers OPTIONS 503")
+	// Kamailio probes every second and skips a node on its first failed
+	// probe: after two intervals, new calls go to A alone.
+	time.Sleep(2200 * time.Millisecond)
+	mark := len(kam.log.String())
+	require.NoError(t, calls(10, 20, 500*time.Millisecond).Wait(), "new calls complete while B drains")
+	routed := kam.log.String()[mark:]
+	require.Equal(t, 10, strings.Count(routed, "to sip:127.0.0.1:"+strconv.Itoa(ports[0])), "Kamailio log:\n%s", routed)
+	require.NotContains(t, routed, "to sip:127.0.0.1:"+strconv.Itoa(ports[1]), "no new INVITE reaches the draining node")
+
+	select {
+	case err := <-b.done:
+		require.NoError(t, err)
+	case <-time.After(drain + 15*time.Second):
+		t.Fatalf("node B did not stop:\n%s", b.stderr.String())
+	}
+	stopped := time.Now()
+	require.GreaterOrEqual(t, stopped.Sub(sigterm), drain, "B waited for --drain-timeout with calls up")
+	// B's calls: the short ones ended on their own before the deadline,
+	// the long ones with node_shutdown after it.
+	bEnds := callEndTimes(b.stderr.String())
+	var cut, own int
+	for id, reason := range callsEnded(b.stderr.String()) {
+		if _, before := byNode[1][id]; before {
+			continue
+		}
+		switch reason {
+		case "node_shutdown":
+			cut++
+			require.False(t, bEnds[id].Before(sigterm.Add(drain)), "call %d cut at %v, before the drain deadline", id, bEnds[id].Sub(sigterm))
+		case "caller_hangup":
+			own++
+		default:
+			t.Fatalf("call %d on B ended with %s", id, reason)
+		}
+	}
+	require.Equal(t, liveOnB, cut+own, "every call B held ended and was recorded")
+	require.Positive(t, cut, "B had long calls to end at the deadline")
+	require.Positive(t, own, "B had short calls that ended on their own while draining")
+	t.Logf("node B drained in %v (--drain-timeout %v): %d calls ended on their own, %d with node_shutdown", stopped.Sub(sigterm).Round(time.Millisecond), drain, own, cut)
+
+	// Failover: a second Kamailio that does not probe in time (one probe
+	// an hour) lists B, now gone, first. The INVITEs it sends B get no
+	// answer in INVITE_TIMEOUT and go on to A; every call completes.
+	kam2 := startKamailio(t, kamBin, []int{ports[1], ports[0]}, "DS_PING_INTERVAL=3600")
+	proxy = kam2.addr
+	require.NoError(t, calls(4, 10, 500*time.Millisecond).Wait(), "calls fail over from the dead node")
+	require.Contains(t, kam2.log.String(), "node sip:127.0.0.1:"+strconv.Itoa(ports[1])+" refused or timed out")
+	proxy = kam.addr
+
+	// Stop A too; its long calls end the same way, and every caller got
+	// its BYE through Kamailio and answered it.
+	a.stop(t)
+	require.NoError(t, short.Wait())
+	require.NoError(t, long.Wait(), "each long call got the node's BYE through Kamailio")
+
+	// Billed and reported: every call of the run is completed in the
+	// shared database with its charge, and got one telephony.complete
+	// (webhook delivery runs on a node: restart A to deliver what is left).
+	a2 := startNode(0, "44000-44499")
+	base = "http://" + a2.waitLog(t, `http_addr=(127\.0\.0\.1:\d+)`)
+	all := map[int64]map[string]any{}
+	for off := 0; ; off += 100 {
+		_, list := api("GET", fmt.Sprintf("/v1/calls?direction=inbound&limit=100&offset=%d", off), "")
+		rs, _ := list["results"].([]any)
+		for _, r := range rs {
+			c := r.(map[string]any)
+			all[int64(c["call_id"].(float64))] = c
+		}
+		if len(rs) < 100 {
+			break
+		}
+	}
+	require.Len(t, all, 66)
+	shutdowns := 0
+	for id, c := range all {
+		require.Equal(t, "completed", c["status"], "call %d: %v", id, c)
+		require.NotNil(t, c["billed_at"], "call %d billed: %v", id, c)
+		if c["end_reason"] == "node_shutdown" {
+			shutdowns++
+		}
+	}
+	require.Equal(t, 6, shutdowns, "the six long calls ended at their nodes' shutdown")
+	require.Eventually(t, func() bool {
+		hookMu.Lock()
+		defer hookMu.Unlock()
+		return len(completes) == 66
+	}, 20*time.Second, 100*time.Millisecond, "one telephony.complete per call")
+	hookMu.Lock()
+	for id, n := range completes {
+		require.Equal(t, 1, n, "call %d reported once", id)
+	}
+	hookMu.Unlock()
+	a2.stop(t)
+}
+
+var endedRe = regexp.MustCompile(`time=(\S+) .*msg="call ended".* call_id=(\d+) .*reason=(\S+)`)
+
+// callsEnded is every call a node's log says ended, with its reason.
+func callsEnded(log string) map[int64]string {
+	out := map[int64]string{}
+	for _, m := range endedRe.FindAllStringSubmatch(log, -1) {
+		id, _ := strconv.ParseInt(m[2], 10, 64)
+		out[id] = m[3]
+	}
+	return out
+}
+
+// callEndTimes is when each call ended, by the node's log.
+func callEndTimes(log string) map[int64]time.Time {
+	out := map[int64]time.Time{}
+	for _, m := range endedRe.FindAllStringSubmatch(log, -1) {
+		id, _ := strconv.ParseInt(m[2], 10, 64)
+		at, _ := time.Parse(time.RFC3339Nano, m[1])
+		out[id] = at
+	}
+	return out
+}
+
+// kamailio is a running Kamailio with the deploy config.
+type kamailio struct {
+	addr string
+	log  *syncBuf
+}
+
+// startKamailio runs deploy/kamailio/kamailio.cfg on a free loopback
+// port with a dispatcher list of the nodes' SIP ports (made by
+// deploy/kamailio/dispatcher-list.sh), probing every second, until the
+// test ends.
+func startKamailio(t *testing.T, bin string, nodes []int, defines ...string) *kamailio {
+	t.Helper()
+	dir := t.TempDir()
+	var addrs []string
+	for _, p := range nodes {
+		addrs = append(addrs, "127.0.0.1:"+strconv.Itoa(p))
+	}
+	list, err := exec.Command("../../deploy/kamailio/dispatcher-list.sh", addrs...).Output()
+	require.NoError(t, err)
+	dsFile := filepath.Join(dir, "dispatcher.list")
+	require.NoError(t, os.WriteFile(dsFile, list, 0o644))
+	port := siptest.FreePort(t, "127.0.0.1")
+	k := &kamailio{addr: "127.0.0.1:" + strconv.Itoa(port), log: &syncBuf{}}
+	cmd := exec.Command(bin, "-DD", "-E", "-f", "../../deploy/kamailio/kamailio.cfg", "-Y", dir, "-P", filepath.Join(dir, "kamailio.pid"),
+		"-w", dir, "-m", "32", "-M", "4")
+	// A define given twice is an error: defines replace the test's own.
+	set := map[string]string{"LISTEN": "udp:" + k.addr, "DS_LIST": `"` + dsFile + `"`, "DS_PING_INTERVAL": "1",
+		"DS_PROBING_THRESHOLD": "1", "DS_INACTIVE_THRESHOLD": "1", "INVITE_TIMEOUT": "1000"}
+	for _, d := range defines {
+		name, v, _ := strings.Cut(d, "=")
+		set[name] = v
+	}
+	for name, v := range set {
+		cmd.Args = append(cmd.Args, "-A", name+"="+v)
+	}
+	cmd.Stdout, cmd.Stderr = k.log, k.log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("kamailio log:\n%s", k.log.String())
+		}
+	})
+	require.Eventually(t, func() bool { return sipOptions(t, k.addr) == 200 }, 10*time.Second, 100*time.Millisecond,
+		"Kamailio answers OPTIONS: %s", k.log.String())
+	return k
+}
+
+// sipOptions sends one OPTIONS over UDP to addr and returns the status
+// of its answer (0: none within 500 ms).
+func sipOptions(t *testing.T, addr string) int {
+	t.Helper()
+	c, err := net.Dial("udp", addr)
+	require.NoError(t, err)
+	defer c.Close()
+	local := c.LocalAddr().String()
+	msg := "OPTIONS sip:" + addr + " SIP/2.0\r\nVia: SIP/2.0/UDP " + local + ";branch=z9hG4bK" + strconv.FormatInt(time.Now().UnixNano(), 36) +
+		"\r\nFrom: <sip:probe@" + local + ">;tag=p1\r\nTo: <sip:" + addr + ">\r\nCall-ID: probe-" + strconv.FormatInt(time.Now().UnixNano(), 36) +
+		"\r\nCSeq: 1 OPTIONS\r\nMax-Forwards: 70\r\nContent-Length: 0\r\n\r\n"
+	_, err = c.Write([]byte(msg))
+	require.NoError(t, err)
+	_ = c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+	buf := make([]byte, 4096)
+	for {
+		n, err := c.Read(buf)
+		if err != nil {
+			return 0
+		}
+		var code int
+		if _, err := fmt.Sscanf(string(buf[:n]), "SIP/2.0 %d", &code); err == nil && code >= 200 {
+			return code
+		}
+	}
+}
