@@ -27,6 +27,7 @@ import "C"
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"unsafe"
 
@@ -101,7 +102,21 @@ func New(cfg Config) (*Recognizer, error) {
 	if grammar == "" && len(cfg.Words) > 0 {
 		grammar = wordsGrammar(cfg.Words)
 	}
+	// -dither adds half a bit of noise before the front end takes
+	// logarithms: without it, digital silence (exact zeros, as a client
+	// or the prefix padding sends between words) gives frames of -inf
+	// energy that drag the utterance's cepstral mean, and word accuracy on
+	// the espeak sentence set falls from 55.6% to 35.4%
+	// (TestLanguageModelDither). -seed fixes the dither's generator, so a
+	// run of calls decodes the same way every time. Config.Args can
+	// override both (the decoder refuses an option given twice).
 	args := []string{"pocketsphinx", "-hmm", cfg.ModelDir, "-dict", cfg.Dict, "-logfn", "/dev/null", "-samprate", "16000"}
+	if !slices.Contains(cfg.Args, "-dither") {
+		args = append(args, "-dither", "yes")
+	}
+	if !slices.Contains(cfg.Args, "-seed") {
+		args = append(args, "-seed", "1")
+	}
 	args = append(args, cfg.Args...)
 	if grammar == "" {
 		if cfg.LM == "" {
