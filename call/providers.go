@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
-	"sync"
 
 	"github.com/voiced/voiced/ai/llm"
 	"github.com/voiced/voiced/ai/stt"
@@ -64,7 +64,7 @@ func NewProviders(c ProvidersConfig) (*Providers, error) {
 		p.TTS = catalogVoices{Synthesizer: s, provider: "openai"}
 	}
 	if c.STTBaseURL == "" {
-		ps := &lazySphinx{}
+		ps := newLazySphinx()
 		p.STT = ps
 		p.closers = append(p.closers, ps.close)
 	} else {
@@ -118,32 +118,27 @@ func (v catalogVoices) Synthesize(ctx context.Context, r tts.Request) (tts.Audio
 }
 
 // lazySphinx is the offline default transcriber: PocketSphinx with its
-// American English language model, loaded on the first spoken turn (about
-// 0.5 s and 95 MB) rather than at every start. If the model cannot load,
-// spoken turns fail their transcription
+// American English language model, a pool of one decoder per core
+// (pocketsphinx.Pool), each loaded when first needed (about 0.5 s and 95
+// MB) rather than at every start. With one decoder for the node, every
+// caller's turn waited for the other callers' turns to decode. If the
+// model cannot load, spoken turns fail their transcription
 // (conversation.item.input_audio_transcription.failed) and text turns still
 // work.
 type lazySphinx struct {
-	once sync.Once
-	rec  *pocketsphinx.Recognizer
-	err  error
+	pool *pocketsphinx.Pool
+}
+
+func newLazySphinx() *lazySphinx {
+	return &lazySphinx{pool: pocketsphinx.NewPool(pocketsphinx.Config{}, runtime.GOMAXPROCS(0))}
 }
 
 func (l *lazySphinx) Transcribe(ctx context.Context, r stt.Request) (stt.Result, error) {
-	l.once.Do(func() {
-		if l.rec, l.err = pocketsphinx.New(pocketsphinx.Config{}); l.err != nil {
-			l.err = fmt.Errorf("offline speech-to-text (pocketsphinx): %w", l.err)
-		}
-	})
-	if l.err != nil {
-		return stt.Result{}, l.err
+	res, err := l.pool.Transcribe(ctx, r)
+	if errors.Is(err, pocketsphinx.ErrModel) {
+		err = fmt.Errorf("offline speech-to-text (pocketsphinx): %w", err)
 	}
-	return l.rec.Transcribe(ctx, r)
+	return res, err
 }
 
-func (l *lazySphinx) close() {
-	l.once.Do(func() { l.err = errors.New("closed") })
-	if l.rec != nil {
-		l.rec.Close()
-	}
-}
+func (l *lazySphinx) close() { l.pool.Close() }

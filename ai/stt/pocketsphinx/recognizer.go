@@ -66,6 +66,15 @@ type Config struct {
 	// grammar built for them): far more accurate than the open language
 	// model when the answers are known. Each must be in Dict.
 	Words []string
+	// NoDither decodes the samples as given. By default each segment gets
+	// its own fixed dither of +-1 (see padded): without it, digital
+	// silence (exact zeros, as clients send between words) gives frames
+	// of minus-infinite log energy that drag the utterance's cepstral
+	// mean, and word accuracy on the espeak sentence set falls from 47.9%
+	// to 38.2% (en-us voice: 58.3% to 27.1%, TestLanguageModelDither). The decoder's own -dither is
+	// not used: its generator runs on across calls, so a segment would
+	// decode differently depending on what the decoder decoded before.
+	NoDither bool
 	// Args are further decoder options as pocketsphinx_continuous takes
 	// them, name then value ("-beam", "1e-60"), after voiced's own.
 	Args []string
@@ -77,8 +86,9 @@ type Config struct {
 type Recognizer struct {
 	// sem is a one-slot semaphore guarding ps and buf: unlike a mutex, a
 	// waiter can give up when its context ends.
-	sem chan struct{}
-	ps  *C.ps_decoder_t
+	sem    chan struct{}
+	ps     *C.ps_decoder_t
+	dither bool
 	// grammar is set in grammar mode, where the decoder gives no usable
 	// posterior probability.
 	grammar bool
@@ -126,7 +136,7 @@ func New(cfg Config) (*Recognizer, error) {
 	if ps == nil {
 		return nil, fmt.Errorf("%w: model %s, dictionary %s, language model %q", ErrModel, cfg.ModelDir, cfg.Dict, cfg.LM)
 	}
-	r := &Recognizer{ps: ps, sem: make(chan struct{}, 1), grammar: grammar != ""}
+	r := &Recognizer{ps: ps, sem: make(chan struct{}, 1), grammar: grammar != "", dither: !cfg.NoDither}
 	if grammar != "" {
 		for _, w := range cfg.Words {
 			cw := C.CString(strings.ToLower(w))
@@ -189,7 +199,7 @@ func (p *Recognizer) Transcribe(ctx context.Context, r stt.Request) (stt.Result,
 	if err := ctx.Err(); err != nil {
 		return stt.Result{}, context.Cause(ctx)
 	}
-	p.buf = padded(p.buf, r.PCM)
+	p.buf = padded(p.buf, r.PCM, p.dither)
 	if C.ps_start_utt(p.ps) != 0 {
 		return stt.Result{}, fmt.Errorf("%w: start of utterance", ErrDecode)
 	}
@@ -218,9 +228,10 @@ func (p *Recognizer) Transcribe(ctx context.Context, r stt.Request) (stt.Result,
 }
 
 // padded returns buf (grown if needed) holding padSamples of low noise,
-// pcm, and padSamples of noise again. The noise is a fixed sequence at
-// about -70 dBFS, so decoding is deterministic.
-func padded(buf, pcm []int16) []int16 {
+// pcm (dithered with -1, 0 or +1 per sample if dither), and padSamples of
+// noise again. The noise and dither are fixed sequences, restarted for
+// every segment, so decoding is deterministic.
+func padded(buf, pcm []int16, dither bool) []int16 {
 	n := 2*padSamples + len(pcm)
 	if cap(buf) < n {
 		buf = make([]int16, n)
@@ -236,6 +247,14 @@ func padded(buf, pcm []int16) []int16 {
 		buf[i], buf[n-1-i] = v, -v
 	}
 	copy(buf[padSamples:], pcm)
+	if dither {
+		for i, v := range pcm {
+			x ^= x << 13
+			x ^= x >> 17
+			x ^= x << 5
+			buf[padSamples+i] = int16(max(-32768, min(32767, int32(v)+int32(x%3)-1)))
+		}
+	}
 	return buf
 }
 

@@ -1,0 +1,123 @@
+package pocketsphinx
+
+import (
+	"context"
+	"sync"
+
+	"github.com/voiced/voiced/ai/stt"
+)
+
+// Pool is a bounded set of Recognizers of one Config, made as they are
+// needed: a node's offline transcriber. A Recognizer decodes one segment
+// at a time, so with one for the node every caller's turn waits for the
+// other callers' turns; a Pool decodes up to Size segments at once. Each
+// Recognizer holds its own copy of the model (libpocketsphinx 5prealpha
+// cannot share one between decoders): 95 MB with the language model, so
+// Size bounds the memory as well as the parallelism. Decoding is
+// CPU-bound: more Recognizers than cores add memory, not speed.
+type Pool struct {
+	cfg  Config
+	size int
+	// slots holds one token per Recognizer that may still be made or is
+	// idle; idle holds the idle ones.
+	slots chan struct{}
+	mu    sync.Mutex
+	idle  []*Recognizer
+	all   []*Recognizer
+	err   error // the first load's failure: later calls fail alike
+	done  bool
+}
+
+// NewPool returns a Pool of at most size Recognizers (at least 1). None is
+// loaded until the first Transcribe.
+func NewPool(cfg Config, size int) *Pool {
+	size = max(size, 1)
+	p := &Pool{cfg: cfg, size: size, slots: make(chan struct{}, size)}
+	for range size {
+		p.slots <- struct{}{}
+	}
+	return p
+}
+
+// Size is the most Recognizers the pool makes.
+func (p *Pool) Size() int { return p.size }
+
+// Transcribe decodes r on an idle Recognizer, making one (about 0.5 s)
+// if fewer than Size exist, else waiting for one to be free or ctx to end.
+// A model that does not load fails this and every later call with New's
+// error.
+func (p *Pool) Transcribe(ctx context.Context, r stt.Request) (stt.Result, error) {
+	if len(r.PCM) == 0 {
+		return stt.Result{}, stt.ErrNoAudio
+	}
+	select {
+	case <-p.slots:
+	case <-ctx.Done():
+		return stt.Result{}, context.Cause(ctx)
+	}
+	defer func() { p.slots <- struct{}{} }()
+	rec, err := p.get()
+	if err != nil {
+		return stt.Result{}, err
+	}
+	defer p.put(rec)
+	return rec.Transcribe(ctx, r)
+}
+
+// get returns an idle Recognizer or a new one. The caller holds a slot.
+func (p *Pool) get() (*Recognizer, error) {
+	p.mu.Lock()
+	if p.done {
+		p.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if p.err != nil {
+		p.mu.Unlock()
+		return nil, p.err
+	}
+	if n := len(p.idle); n > 0 {
+		rec := p.idle[n-1]
+		p.idle = p.idle[:n-1]
+		p.mu.Unlock()
+		return rec, nil
+	}
+	p.mu.Unlock()
+	rec, err := New(p.cfg)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err != nil {
+		if p.err == nil {
+			p.err = err
+		}
+		return nil, err
+	}
+	if p.done {
+		rec.Close()
+		return nil, ErrClosed
+	}
+	p.all = append(p.all, rec)
+	return rec, nil
+}
+
+func (p *Pool) put(rec *Recognizer) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.done {
+		return
+	}
+	p.idle = append(p.idle, rec)
+}
+
+// Close frees every Recognizer, waiting for decodes in progress; later
+// calls fail with ErrClosed. It is idempotent.
+func (p *Pool) Close() error {
+	p.mu.Lock()
+	p.done = true
+	all := p.all
+	p.all, p.idle = nil, nil
+	p.mu.Unlock()
+	for _, rec := range all {
+		rec.Close()
+	}
+	return nil
+}
