@@ -28,6 +28,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"github.com/voiced/voiced/ai/stt"
@@ -46,6 +47,9 @@ const (
 // sentences, it turns about half of the misrecognized first and last words
 // right.
 const padSamples = stt.SampleRate / 4
+
+// initMu serializes decoder initialisation (New).
+var initMu sync.Mutex
 
 // Config configures a Recognizer. The zero value recognizes open
 // American-English speech with the en-us model's language model.
@@ -132,7 +136,12 @@ func New(cfg Config) (*Recognizer, error) {
 	cargv := (**C.char)(C.malloc(C.size_t(len(argv)) * C.size_t(unsafe.Sizeof(argv[0]))))
 	defer C.free(unsafe.Pointer(cargv))
 	copy(unsafe.Slice(cargv, len(argv)), argv)
+	// PocketSphinx's initialisation is not safe to run twice at once
+	// (its configuration and logging are process-wide): two loads in
+	// parallel hang in ps_init. Loads are serialized; decoding is not.
+	initMu.Lock()
 	ps := C.voiced_ps_init(C.int(len(argv)), cargv)
+	initMu.Unlock()
 	if ps == nil {
 		return nil, fmt.Errorf("%w: model %s, dictionary %s, language model %q", ErrModel, cfg.ModelDir, cfg.Dict, cfg.LM)
 	}
