@@ -48,6 +48,9 @@ type Session struct {
 	ids       ids
 	start     time.Time
 	items     []*Item
+	// whispers is the private guidance given during the call (Whisper),
+	// oldest first; loop goroutine.
+	whispers []string
 	audio     map[string]*itemAudio
 	spans     map[string][2]int64 // audio span (ms) of items awaiting transcription
 	run       *responseRun
