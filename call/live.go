@@ -12,7 +12,8 @@ var ErrNotLive = errors.New("call is not live on this node")
 
 // Whisper gives the agent of live call callID private guidance that it
 // takes into its context from its next turn, never spoken
-// (agent.Session.Whisper). Phone calls only for now.
+// (agent.Session.Whisper): phone and realtime calls (browser calls not
+// yet).
 func (n *Node) Whisper(callID int64, text string) error {
 	s := n.session(callID)
 	if s == nil {
@@ -28,12 +29,15 @@ func (n *Node) Whisper(callID int64, text string) error {
 func (n *Node) Holds(callID int64) bool { return n.session(callID) != nil }
 
 func (n *Node) session(callID int64) *agent.Session {
-	if n.Phone == nil {
-		return nil
+	if n.Phone != nil {
+		if v, ok := n.Phone.media.Load(callID); ok {
+			return v.(*callMedia).agent
+		}
 	}
-	v, ok := n.Phone.media.Load(callID)
-	if !ok {
-		return nil
+	if n.rt != nil {
+		if v, ok := n.rt.calls.live.Load(callID); ok {
+			return v.(*agent.Session)
+		}
 	}
-	return v.(*callMedia).agent
+	return nil
 }
