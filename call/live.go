@@ -25,6 +25,22 @@ func (n *Node) Whisper(callID int64, text string) error {
 	return nil
 }
 
+// Listen adds a listener of phone call callID's mixed audio (Tap), at
+// the call's input rate (8 kHz on G.711 calls, else 16 kHz); ErrNotLive
+// when the node does not hold the call. Groundwork for
+// POST /v1/calls/{id}/listen, whose endpoint is not built yet.
+func (n *Node) Listen(callID int64, buf int) (*Listener, *Tap, error) {
+	if n.Phone != nil {
+		if v, ok := n.Phone.media.Load(callID); ok {
+			t := &v.(*callMedia).tap
+			if l := t.Listen(buf); l != nil {
+				return l, t, nil
+			}
+		}
+	}
+	return nil, nil, ErrNotLive
+}
+
 // Holds reports whether this node holds live call callID.
 func (n *Node) Holds(callID int64) bool { return n.session(callID) != nil }
 
