@@ -63,6 +63,9 @@ type callMedia struct {
 	// the pacer worker) and whether the agent was playing (agentTalking).
 	talk         quality.Talk
 	agentTalking atomic.Bool
+
+	// tap hands the mixed audio to live listeners (tap.go).
+	tap Tap
 }
 
 func newCallMedia(t *Phone, c *sip.Call, s *rtp.Session, info callInfo, rec recording) (*callMedia, error) {
@@ -99,7 +102,7 @@ func newCallMedia(t *Phone, c *sip.Call, s *rtp.Session, info callInfo, rec reco
 	}
 	m.agent = a
 	s.OnDTMF(func(d rtp.Digit) { m.DTMF(d.Digit, d.Duration) })
-	if err := s.SetSource(agentSource{a, &m.agentTalking}, cfg.OutputRate); err != nil {
+	if err := s.SetSource(agentSource{a, &m.agentTalking, &m.tap}, cfg.OutputRate); err != nil {
 		a.Close()
 		return nil, err
 	}
@@ -118,6 +121,7 @@ func newCallMedia(t *Phone, c *sip.Call, s *rtp.Session, info callInfo, rec reco
 type agentSource struct {
 	a       *agent.Session
 	talking *atomic.Bool
+	tap     *Tap
 }
 
 // HotLines implements rtp.HotObject: what the next ReadFrame touches.
@@ -125,6 +129,7 @@ func (s agentSource) HotLines() rtp.HotLister { return rtp.Lines(s.talking, s.a.
 
 func (s agentSource) ReadFrame(dst []int16) bool {
 	ok := s.a.ReadFrame(dst) != nil
+	s.tap.Agent(dst, ok)
 	if s.talking.Load() != ok { // a store is a locked instruction; it seldom changes
 		s.talking.Store(ok)
 	}
@@ -170,6 +175,7 @@ func (m *callMedia) Close() error {
 	m.closeOnce.Do(func() {
 		close(m.stop)
 		err = m.rtp.Close() // leaves the pacer: no caller frame after this
+		m.tap.Close()
 		m.wg.Wait()
 		if aerr := m.agent.Close(); aerr != nil && err == nil {
 			err = aerr
@@ -214,6 +220,7 @@ func (k callerSink) WriteFrameFrom(pcm, decoded []int16) error {
 	if err := k.m.agent.WriteFrameFrom(pcm, decoded); err != nil {
 		return err
 	}
+	k.m.tap.Caller(pcm)
 	k.m.talk.ObserveFrame(pcm, k.m.agentTalking.Load())
 	k.m.vm.frame(pcm)
 	return nil

@@ -26,7 +26,7 @@ func TestPhoneFramePathAllocatesNothing(t *testing.T) {
 	m.agent = a
 	m.talk.Metrics = &quality.Metrics{}
 	in, out := make([]int16, media.SamplesPerFrame(media.Rate8k)), make([]int16, media.SamplesPerFrame(media.Rate8k))
-	sink, src := callerSink{m}, agentSource{a, &m.agentTalking}
+	sink, src := callerSink{m}, agentSource{a, &m.agentTalking, &m.tap}
 	for range 50 { // warm up: buffers reach their size
 		require.NoError(t, sink.WriteFrameFrom(in, in))
 		src.ReadFrame(out)

@@ -23,6 +23,7 @@ import (
 type Realtime struct {
 	srv      *realtime.Server
 	ownPacer *pace.Pacer
+	calls    *rtCalls
 	closed   bool
 }
 
@@ -45,7 +46,9 @@ func NewRealtime(cfg Config, log *slog.Logger, pacer *pace.Pacer, ctl Control, p
 		rc.Loopback = true
 	}
 	calls := &rtCalls{ctl: ctl, chain: tools}
-	deps := realtime.Deps{Auth: rtAuth{ctl.Credentials, calls}, Calls: calls, Pacer: pacer, Tools: calls.tools, Recorders: recs}
+	f.calls = calls
+	deps := realtime.Deps{Auth: rtAuth{ctl.Credentials, calls}, Calls: calls, Pacer: pacer, Tools: calls.tools, Recorders: recs,
+		Started: func(id int64, s *agent.Session) { calls.live.Store(id, s) }}
 	if !rc.Loopback {
 		deps.LLM, deps.STT, deps.TTS = prov.LLM, prov.STT, prov.TTS
 	}
@@ -136,6 +139,7 @@ type rtCalls struct {
 	chain *Chain
 	lat   sync.Map // call id → *quality.Latency
 	tls   sync.Map // call id → *CallTools
+	live  sync.Map // call id → *agent.Session, from start to Finish
 }
 
 func (r *rtCalls) AdmitAgent(ctx context.Context, orgID, agentID int64) (realtime.Admission, error) {
@@ -217,6 +221,7 @@ func (r *rtCalls) Record(ctx context.Context, callID int64, id string, e agent.E
 
 func (r *rtCalls) Finish(ctx context.Context, callID int64, end realtime.CallEnd) error {
 	r.tls.Delete(callID)
+	r.live.Delete(callID)
 	r.chain.End(callID)
 	ce := calllog.CallEnd{Status: end.Status, Reason: end.Reason, Detail: end.Detail, At: end.At,
 		RecordingKey: end.RecordingKey, RecordingStartedAt: end.RecordingStartedAt}

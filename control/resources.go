@@ -9,6 +9,7 @@ import (
 
 	"github.com/voiced/voiced/control/browser"
 	"github.com/voiced/voiced/control/calllog"
+	"github.com/voiced/voiced/control/calls"
 	"github.com/voiced/voiced/control/numbers"
 	"github.com/voiced/voiced/control/voices"
 )
@@ -76,6 +77,10 @@ type Option func(*resources)
 // that endpoint answers 503.
 func WithDialer(d Dialer) Option { return func(r *resources) { r.dialer = d } }
 
+// WithLive reaches the live calls (whisper). Without it those routes
+// answer 503.
+func WithLive(l calls.Live) Option { return func(r *resources) { r.live = l } }
+
 // WithVoIPVerifier checks trunks for verify-voip with v. Without one that
 // endpoint answers 503.
 func WithVoIPVerifier(v numbers.VoIPVerifier) Option { return func(r *resources) { r.verifier = v } }
@@ -91,6 +96,7 @@ type resources struct {
 	cfg      ResourcesConfig
 	products map[string]Product
 	dialer   Dialer
+	live     calls.Live
 	verifier numbers.VoIPVerifier
 	browser  BrowserMedia
 	// providers and catalog: the catalog is loaded once, at New; TTS

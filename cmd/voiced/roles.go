@@ -146,6 +146,11 @@ func mediaRole(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		node.Drain(context.Background())
 		return err
 	}
+	// Whispers too (docs/decisions.md "Live listen and whisper").
+	if err := cluster.FollowWhispers(ctx, reg, c.NodeID, c.ClusterSecret, node.Whisper, log); err != nil {
+		node.Drain(context.Background())
+		return err
+	}
 	m := cluster.Media{ID: c.NodeID, HTTPAddr: c.HTTPAddr, PublicURL: c.PublicURL, Realtime: rt, Secret: c.ClusterSecret, Live: node.Live, Drain: node.Drain, DrainTimeout: c.drainTimeout,
 		Metrics: control.MediaMetrics(node.Stats.Read)}
 	if node.Browser != nil {

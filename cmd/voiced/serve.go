@@ -19,6 +19,7 @@ import (
 	"github.com/voiced/voiced/call"
 	"github.com/voiced/voiced/control"
 	operator "github.com/voiced/voiced/control/admin"
+	"github.com/voiced/voiced/control/calls"
 	"github.com/voiced/voiced/control/cluster"
 	"github.com/voiced/voiced/control/mcp"
 	"github.com/voiced/voiced/control/realtime"
@@ -86,13 +87,15 @@ func runControl(ctx context.Context, c *config, fs *flag.FlagSet, stdout, stderr
 		if node.Browser != nil {
 			opts = append(opts, control.WithBrowserMedia(node.Browser))
 		}
+		opts = append(opts, control.WithLive(nodeLive{node}))
 	}
 	// Without the node, calls are placed on media nodes (voiced control
 	// has Redis, whose coordinator places and carries commands).
 	placer, _ := env.coord.(coord.Coordinator)
 	if !withNode {
 		nodes := cluster.NewNodes(placer, c.ClusterSecret, public)
-		opts = append(opts, control.WithDialer(cluster.NewDialer(placer, placer, c.ClusterSecret)), control.WithBrowserMedia(nodes), control.WithVoIPVerifier(nodes))
+		opts = append(opts, control.WithDialer(cluster.NewDialer(placer, placer, c.ClusterSecret)), control.WithBrowserMedia(nodes), control.WithVoIPVerifier(nodes),
+			control.WithLive(cluster.NewLive(placer, placer, c.ClusterSecret)))
 	}
 	drain := func(ctx context.Context) {
 		if node != nil {
@@ -235,5 +238,18 @@ func migrate(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	fmt.Fprintln(stdout, "migrations applied")
+	return nil
+}
+
+// nodeLive is serve's live calls: the node in this process.
+type nodeLive struct{ n *call.Node }
+
+func (l nodeLive) Whisper(_ context.Context, _, callID int64, text string) error {
+	if err := l.n.Whisper(callID, text); err != nil {
+		if errors.Is(err, call.ErrNotLive) {
+			return calls.ErrNotLive
+		}
+		return err
+	}
 	return nil
 }

@@ -109,7 +109,7 @@ func (s *Session) startRun(o responseOpts) *responseRun {
 		if o.maxTokens > 0 {
 			maxTokens = o.maxTokens
 		}
-		req := llm.Request{Model: s.cfg.Model, Messages: s.messages(instructions, s.items), Tools: s.tools(),
+		req := llm.Request{Model: s.cfg.Model, Messages: s.withWhispers(s.messages(instructions, s.items)), Tools: s.tools(),
 			Temperature: s.cfg.Temperature, MaxTokens: maxTokens}
 		var caller string
 		if !o.outOfBand {

@@ -45,9 +45,12 @@ type Session struct {
 	in input // the input goroutine's
 
 	// The loop's.
-	ids       ids
-	start     time.Time
-	items     []*Item
+	ids   ids
+	start time.Time
+	items []*Item
+	// whispers is the private guidance given during the call (Whisper),
+	// oldest first; loop goroutine.
+	whispers  []string
 	audio     map[string]*itemAudio
 	spans     map[string][2]int64 // audio span (ms) of items awaiting transcription
 	run       *responseRun

@@ -186,4 +186,7 @@ type Deps struct {
 	// Recorders writes the sessions' recordings (agent.Deps.Recorders);
 	// nil: each session has its own writer.
 	Recorders *agent.Recorders
+	// Started, when set, gets each call's engine session once it is
+	// live (whisper reaches it there); CallLog.Finish ends it.
+	Started func(callID int64, s *agent.Session)
 }

@@ -268,6 +268,9 @@ func (c *conn) start(adm Admission, eventID string) error {
 		return err
 	}
 	c.sess = sess
+	if c.srv.deps.Started != nil {
+		c.srv.deps.Started(adm.CallID, sess)
+	}
 	c.tickBuf = make([]int16, media.SamplesPerFrame(c.set.out.rate))
 	c.q.setFrameLen(len(c.tickBuf))
 	if err := c.in.init(c.set.in); err != nil {
