@@ -265,8 +265,6 @@ func (bc *browserCall) Event(e agent.Event) {
 	}
 }
 
-// Close ends every browser call (reason shutdown) and waits until each
-// is recorded, or ctx ends.
 // Drain refuses new browser calls and gives those in progress until ctx
 // ends; Close ends the rest (end reason node_shutdown).
 func (b *Browser) Drain(ctx context.Context) {
@@ -289,6 +287,8 @@ func (b *Browser) Drain(ctx context.Context) {
 	}
 }
 
+// Close ends every browser call (reason shutdown, recorded as
+// node_shutdown) and waits until each is recorded, or ctx ends.
 func (b *Browser) Close(ctx context.Context) {
 	if b == nil {
 		return

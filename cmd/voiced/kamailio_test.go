@@ -39,7 +39,8 @@ import (
 //     none is cut before it, the rest end with node_shutdown (a BYE that
 //     reaches the caller through Kamailio) after it, billed, each with
 //     its telephony.complete webhook;
-//   - a new INVITE to a node that does not answer fails over to the next.
+//   - a new INVITE that a node refuses with 503 (draining) or does not
+//     answer fails over to the next node.
 func TestKamailioDispatch(t *testing.T) {
 	siptest.Binary(t, "sipp", "sip-tester")
 	kamBin := siptest.Binary(t, "kamailio", "kamailio")
@@ -149,10 +150,18 @@ func TestKamailioDispatch(t *testing.T) {
 	require.Eventually(t, func() bool { return answered(a)+answered(b) == 52 }, 10*time.Second, 20*time.Millisecond)
 	liveOnB := answered(b) - len(byNode[1])
 	require.Positive(t, liveOnB, "node B has calls in progress")
+	// A second Kamailio that has not probed yet (one probe an hour) and
+	// lists B first: the INVITEs it sends B while B drains get 503 and
+	// fail over to A.
+	kam503 := startKamailio(t, kamBin, []int{ports[1], ports[0]}, "DS_PING_INTERVAL=3600")
 	sigterm := time.Now()
 	b.cancel() // what SIGTERM does to run's context (main's signal.NotifyContext)
 	require.Eventually(t, func() bool { return sipOptions(t, "127.0.0.1:"+strconv.Itoa(ports[1])) == 503 }, 2*time.Second, 20*time.Millisecond,
 		"a draining node answers OPTIONS 503")
+	proxy = kam503.addr
+	require.NoError(t, calls(4, 10, 500*time.Millisecond).Wait(), "calls refused by the draining node complete on the other")
+	require.Contains(t, kam503.log.String(), "node sip:127.0.0.1:"+strconv.Itoa(ports[1])+" refused or timed out (503)")
+	proxy = kam.addr
 	// Kamailio probes every second and skips a node on its first failed
 	// probe: after two intervals, new calls go to A alone.
 	time.Sleep(2200 * time.Millisecond)
@@ -225,7 +234,7 @@ func TestKamailioDispatch(t *testing.T) {
 			break
 		}
 	}
-	require.Len(t, all, 66)
+	require.Len(t, all, 70)
 	shutdowns := 0
 	for id, c := range all {
 		require.Equal(t, "completed", c["status"], "call %d: %v", id, c)
@@ -238,7 +247,7 @@ func TestKamailioDispatch(t *testing.T) {
 	require.Eventually(t, func() bool {
 		hookMu.Lock()
 		defer hookMu.Unlock()
-		return len(completes) == 66
+		return len(completes) == 70
 	}, 20*time.Second, 100*time.Millisecond, "one telephony.complete per call")
 	hookMu.Lock()
 	for id, n := range completes {
