@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -152,6 +153,43 @@ func graceNeeded(inv invocation) (time.Duration, bool) {
 		}
 	}
 	return d + 20*time.Second, true
+}
+
+var (
+	composeDefault = regexp.MustCompile(`\$\{[A-Z_]+:-([^}]*)\}`)
+	composeNeeded  = regexp.MustCompile(`\$\{[A-Z_]+:\?[^}]*\}`)
+	k8sVar         = regexp.MustCompile(`\$\([A-Z_]+\)`)
+)
+
+// validate parses inv's flags and variables as voiced does (the flags of
+// its command, then validation), with what the deployer fills in for the
+// placeholders: compose's ${X:-default} its default, ${X:?} and CHANGE-ME a
+// good secret, Kubernetes' $(HOST_IP) an address.
+func (h helpTable) validate(t *testing.T, inv invocation) error {
+	e, err := h.lookup(inv.cmd)
+	if err != nil {
+		return err
+	}
+	var err2 error
+	t.Run("", func(t *testing.T) {
+		secret := strings.Repeat("0123456789abcdef", 4)
+		for k, v := range inv.env {
+			if !strings.HasPrefix(k, "VOICED_") {
+				continue
+			}
+			v = composeDefault.ReplaceAllString(v, "$1")
+			v = composeNeeded.ReplaceAllString(v, secret)
+			v = k8sVar.ReplaceAllString(v, "10.0.0.7")
+			t.Setenv(k, strings.ReplaceAll(v, "CHANGE-ME", secret))
+		}
+		var names []string
+		for f := range e.flags {
+			names = append(names, f)
+		}
+		var c config
+		_, err2 = parse(inv.cmd, "", inv.flags, io.Discard, &c, nil, names...)
+	})
+	return err2
 }
 
 // ---- Dockerfile
@@ -511,7 +549,7 @@ func checkK8s(objs []k8sObject) ([]invocation, []string) {
 					bad(o, "container %q: %s path %s is not voiced's GET /v1/healthz", cname, probe, p)
 				}
 				port := fmt.Sprint(dig(hg, "port"))
-				if _, ok := named[port]; !ok && !slices.Contains(slices.Collect(mapValues(named)), port) {
+				if _, ok := named[port]; !ok && !slices.Contains(slices.Collect(maps.Values(named)), port) {
 					bad(o, "container %q: %s port %s is no port of the container", cname, probe, port)
 				}
 			}
@@ -593,16 +631,6 @@ func checkK8s(objs []k8sObject) ([]invocation, []string) {
 		}
 	}
 	return invs, probs
-}
-
-func mapValues(m map[string]string) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for _, v := range m {
-			if !yield(v) {
-				return
-			}
-		}
-	}
 }
 
 // ---- systemd
@@ -749,6 +777,9 @@ func TestDeployFilesUseRealCommandsFlagsAndVariables(t *testing.T) {
 		probs = append(probs, h.anyVariable(where, text)...)
 	}
 	require.Empty(t, probs)
+	for _, inv := range invs {
+		require.NoError(t, h.validate(t, inv), inv.where)
+	}
 
 	// The files run what a fleet runs: every role, from every kind of file.
 	got := map[string][]string{}
@@ -878,5 +909,8 @@ spec:
 	for _, want := range []string{"stage run is not Debian", "runs as root", "lacks VOICED_HTTP_ADDR's port", `unknown command "srve"`} {
 		require.Contains(t, got, want)
 	}
+	err = h.validate(t, invocation{where: "x", cmd: "media", env: map[string]string{"VOICED_RTP_PORTS": "20000-10000", "VOICED_HTTP_ADDR": "${HOST_IP:-127.0.0.1}:8091"}})
+	require.ErrorContains(t, err, "rtp-ports")
+	require.NoError(t, h.validate(t, invocation{where: "x", cmd: "media", env: map[string]string{"VOICED_RTP_PORTS": "10000-10999", "VOICED_SIP_ADDR": "$(HOST_IP):5070"}}))
 	require.Contains(t, strings.Join(h.anyVariable("README", "set VOICED_HTTP_ADDR and VOICED_HTTP_PORT"), "\n"), "no command has variable VOICED_HTTP_PORT")
 }
