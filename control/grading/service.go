@@ -12,6 +12,7 @@ import (
 	"github.com/voiced/voiced/ai/llm"
 	"github.com/voiced/voiced/control/api"
 	"github.com/voiced/voiced/control/calls"
+	"github.com/voiced/voiced/control/jobs"
 	"github.com/voiced/voiced/storage"
 )
 
@@ -166,25 +167,7 @@ func (s *Service) Run(ctx context.Context) error {
 	if s.cfg.NoWorker {
 		return nil
 	}
-	t := time.NewTicker(s.cfg.Poll)
-	defer t.Stop()
-	for {
-		for {
-			did, err := s.RunOnce(ctx)
-			if err != nil && ctx.Err() == nil {
-				s.log.Warn("grading", "err", err.Error())
-			}
-			if !did || err != nil {
-				break
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		case <-s.wake:
-		}
-	}
+	return jobs.Run(ctx, s.cfg.Poll, s.wake, s.RunOnce, func(err error) { s.log.Warn("grading", "err", err.Error()) })
 }
 
 // RunOnce claims and grades one due call; did is false when none was due.
@@ -193,25 +176,8 @@ func (s *Service) RunOnce(ctx context.Context) (did bool, err error) {
 	if err != nil || !ok {
 		return false, err
 	}
-	jctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	defer func() { cancel(); <-done }()
-	go func() {
-		defer close(done)
-		t := time.NewTicker(s.cfg.Lease / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-jctx.Done():
-				return
-			case <-t.C:
-				if s.queue.ExtendGradeLease(jctx, job, s.cfg.Lease) != nil {
-					cancel()
-					return
-				}
-			}
-		}
-	}()
+	jctx, stop := jobs.Hold(ctx, s.cfg.Lease, func(ctx context.Context) error { return s.queue.ExtendGradeLease(ctx, job, s.cfg.Lease) })
+	defer stop()
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer rcancel()
 	cl, err := s.calls.CallByID(jctx, job.CallID)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/voiced/voiced/ai/embed"
+	"github.com/voiced/voiced/control/jobs"
 	"github.com/voiced/voiced/storage"
 )
 
@@ -57,25 +58,7 @@ func (w *Worker) Wake() {
 // Run ingests documents until ctx ends. A job in flight when ctx ends
 // goes back to the queue at once.
 func (w *Worker) Run(ctx context.Context) error {
-	t := time.NewTicker(w.cfg.Poll)
-	defer t.Stop()
-	for {
-		for {
-			did, err := w.RunOnce(ctx)
-			if err != nil && ctx.Err() == nil {
-				w.log.Warn("knowledge ingestion", "err", err.Error())
-			}
-			if !did || err != nil {
-				break
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		case <-w.wake:
-		}
-	}
+	return jobs.Run(ctx, w.cfg.Poll, w.wake, w.RunOnce, func(err error) { w.log.Warn("knowledge ingestion", "err", err.Error()) })
 }
 
 // RunOnce claims and ingests one due document; did is false when none
@@ -86,27 +69,10 @@ func (w *Worker) RunOnce(ctx context.Context) (did bool, err error) {
 		return false, err
 	}
 	log := w.log.With("document_id", job.DocumentID, "org_id", job.OrgID)
-	jctx, cancel := context.WithCancel(ctx)
 	// Keep the lease while the job runs; losing it (the document changed
 	// or was deleted) abandons the job.
-	done := make(chan struct{})
-	defer func() { cancel(); <-done }()
-	go func() {
-		defer close(done)
-		t := time.NewTicker(w.cfg.Lease / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-jctx.Done():
-				return
-			case <-t.C:
-				if err := w.store.ExtendLease(jctx, job, w.cfg.Lease); err != nil {
-					cancel()
-					return
-				}
-			}
-		}
-	}()
+	jctx, stop := jobs.Hold(ctx, w.cfg.Lease, func(ctx context.Context) error { return w.store.ExtendLease(ctx, job, w.cfg.Lease) })
+	defer stop()
 	content, chunks, err := w.ingest(jctx, job)
 	if err == nil && w.embedder != nil {
 		// A provider failure retries the job with backoff like any other
