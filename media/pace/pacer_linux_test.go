@@ -62,15 +62,22 @@ func TestTicksOnTimeWhileGCMarks(t *testing.T) {
 	// is the second latest: so an attempt may fail to the OS, and three
 	// in a row only to the pacer. p50 is what separates the two most, and
 	// the OS's odd late tick does not move it.
+	//
+	// On a faster machine a cycle is shorter (65-106 ms on a 2-vCPU EPYC)
+	// but what is left with the nudge is not: p50 1.5-4.6 ms, against
+	// 6.7-12.8 ms with PreciseWake off, in the same session. So p50's
+	// bound is a cycle's fortieth but never under 4 ms, which still fails
+	// a pacer without the nudge on either machine.
 	const attempts = 3
 	var results []string
 	for i := range attempts {
 		p50, p99, mark := ticksLateWhileGCMarks(t)
-		if p50 < mark/40 && p99 < mark/5 {
+		p50Bound := max(mark/40, 4*time.Millisecond)
+		if p50 < p50Bound && p99 < mark/5 {
 			return
 		}
-		results = append(results, fmt.Sprintf("p50 %v p99 %v against %v and %v", p50, p99, mark/40, mark/5))
-		t.Logf("attempt %d: tick lateness p50 %v (bound %v), p99 %v (bound %v)", i+1, p50, mark/40, p99, mark/5)
+		results = append(results, fmt.Sprintf("p50 %v p99 %v against %v and %v", p50, p99, p50Bound, mark/5))
+		t.Logf("attempt %d: tick lateness p50 %v (bound %v), p99 %v (bound %v)", i+1, p50, p50Bound, p99, mark/5)
 	}
 	t.Fatalf("ticks waited for the GC's idle mark worker in %d attempts of %d: %v", attempts, attempts, results)
 }
