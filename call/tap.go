@@ -3,6 +3,8 @@ package call
 import (
 	"sync"
 	"sync/atomic"
+
+	"github.com/voiced/voiced/media"
 )
 
 // Tap fans a live call's mixed audio (caller plus agent) out to its
@@ -94,9 +96,7 @@ func (t *Tap) Caller(pcm []int16) {
 	mix := make([]int16, len(pcm)) // listeners share it read-only
 	copy(mix, pcm)
 	if t.agentOK && len(t.agent) == len(pcm) {
-		for i, a := range t.agent {
-			mix[i] = sat16(int32(mix[i]) + int32(a))
-		}
+		media.MixInto(mix, t.agent)
 	}
 	t.agentOK = false
 	t.mu.Lock()
@@ -108,8 +108,4 @@ func (t *Tap) Caller(pcm []int16) {
 		}
 	}
 	t.mu.Unlock()
-}
-
-func sat16(v int32) int16 {
-	return int16(min(max(v, -32768), 32767))
 }
