@@ -77,7 +77,6 @@ func NewRealtime(cfg Config, log *slog.Logger, pacer *pace.Pacer, ctl Control, p
 // Handler is the WebSocket endpoint (control.Realtime.Mount).
 func (f *Realtime) Handler() http.Handler { return f.srv }
 
-// Close ends the sessions, giving them until ctx ends.
 // Drain refuses new sessions, gives those open until ctx ends, closes the
 // rest (end reason node_shutdown), then closes the door.
 func (f *Realtime) Drain(ctx context.Context) {
@@ -90,6 +89,7 @@ func (f *Realtime) Drain(ctx context.Context) {
 	f.Close(ctx)
 }
 
+// Close ends the sessions, giving them until ctx ends.
 func (f *Realtime) Close(ctx context.Context) {
 	if f == nil || f.closed {
 		return
