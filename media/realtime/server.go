@@ -287,54 +287,54 @@ func (s *Server) untrack(c *conn) {
 // cutting their connections. It returns ctx's error when sockets had to
 // be closed.
 func (s *Server) Drain(ctx context.Context) error {
-	s.mu.Lock()
-	s.closed = true
-	s.mu.Unlock()
-	done := make(chan struct{})
-	go func() {
-		s.wg.Wait()
-		close(done)
-	}()
+	done := s.shut()
 	select {
 	case <-done:
 		return nil
 	case <-ctx.Done():
 	}
-	s.mu.Lock()
-	for c := range s.conns {
-		c.setEnd("node_shutdown", "drain timeout")
-		c.requestClose(ws.StatusGoingAway, "node shutting down")
-	}
-	s.mu.Unlock()
-	t := time.NewTimer(5 * time.Second)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
-		s.mu.Lock()
-		for c := range s.conns {
-			c.nc.Close()
-		}
-		s.mu.Unlock()
-	}
+	s.closeAll("node_shutdown", "drain timeout", "node shutting down")
+	gctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = s.await(gctx, done)
 	return ctx.Err()
 }
 
 // Close refuses new sockets, closes the open ones with 1001 (going away)
 // and waits for them to finish their calls, or for ctx.
 func (s *Server) Close(ctx context.Context) error {
+	done := s.shut()
+	s.closeAll("error", "server shutdown", "server shutting down")
+	return s.await(ctx, done)
+}
+
+// shut refuses new sockets; done closes when every open one has ended.
+func (s *Server) shut() (done <-chan struct{}) {
 	s.mu.Lock()
 	s.closed = true
-	for c := range s.conns {
-		c.setEnd("error", "server shutdown")
-		c.requestClose(ws.StatusGoingAway, "server shutting down")
-	}
 	s.mu.Unlock()
-	done := make(chan struct{})
+	d := make(chan struct{})
 	go func() {
 		s.wg.Wait()
-		close(done)
+		close(d)
 	}()
+	return d
+}
+
+// closeAll asks every open socket to close with 1001 and reason, its call
+// ending with end and detail.
+func (s *Server) closeAll(end, detail, reason string) {
+	s.mu.Lock()
+	for c := range s.conns {
+		c.setEnd(end, detail)
+		c.requestClose(ws.StatusGoingAway, reason)
+	}
+	s.mu.Unlock()
+}
+
+// await waits for done; if ctx ends first it cuts the connections left
+// and returns ctx's error.
+func (s *Server) await(ctx context.Context, done <-chan struct{}) error {
 	select {
 	case <-done:
 		return nil
