@@ -47,15 +47,11 @@ func (d *Dialer) Dial(ctx context.Context, o control.OutboundCall) error {
 	if err != nil {
 		return fmt.Errorf("place outbound call: %w", err)
 	}
-	plain, err := json.Marshal(o)
+	data, err := seal(d.aead, o)
 	if err != nil {
 		return err
 	}
-	nonce := make([]byte, d.aead.NonceSize())
-	if _, err := rand.Read(nonce); err != nil {
-		return err
-	}
-	_, err = d.cmds.Send(ctx, n.ID, coord.Command{CallID: strconv.FormatInt(o.CallID, 10), Type: CommandDial, Data: d.aead.Seal(nonce, nonce, plain, nil)})
+	_, err = d.cmds.Send(ctx, n.ID, coord.Command{CallID: strconv.FormatInt(o.CallID, 10), Type: CommandDial, Data: data})
 	return err
 }
 
@@ -65,6 +61,31 @@ func commandAEAD(secret string) cipher.AEAD {
 	block, _ := aes.NewCipher(m.Sum(nil)) // 32 bytes: never fails
 	aead, _ := cipher.NewGCM(block)
 	return aead
+}
+
+// seal is v as JSON, encrypted and authenticated with aead (nonce first):
+// a command's payload.
+func seal(aead cipher.AEAD, v any) ([]byte, error) {
+	plain, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	nonce := make([]byte, aead.NonceSize())
+	_, _ = rand.Read(nonce) // crypto/rand.Read never fails (Go 1.24+)
+	return aead.Seal(nonce, nonce, plain, nil), nil
+}
+
+// open decodes into v a payload made by seal with the same secret.
+func open(aead cipher.AEAD, data []byte, v any) error {
+	n := aead.NonceSize()
+	if len(data) < n {
+		return errors.New("command too short")
+	}
+	plain, err := aead.Open(nil, data[:n], data[n:], nil)
+	if err != nil {
+		return errors.New("command does not open with this node's cluster secret")
+	}
+	return json.Unmarshal(plain, v)
 }
 
 // Finisher ends a call's record (call.Finisher; the Client).
@@ -123,13 +144,8 @@ func placeDial(ctx context.Context, aead cipher.AEAD, cmd coord.Command, dial fu
 
 func openDial(aead cipher.AEAD, data []byte) (control.OutboundCall, error) {
 	var o control.OutboundCall
-	n := aead.NonceSize()
-	if len(data) < n {
-		return o, errors.New("dial command too short")
+	if err := open(aead, data, &o); err != nil {
+		return o, fmt.Errorf("dial %w", err)
 	}
-	plain, err := aead.Open(nil, data[:n], data[n:], nil)
-	if err != nil {
-		return o, errors.New("dial command does not open with this node's cluster secret")
-	}
-	return o, json.Unmarshal(plain, &o)
+	return o, nil
 }

@@ -3,8 +3,6 @@ package cluster
 import (
 	"context"
 	"crypto/cipher"
-	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -46,13 +44,11 @@ func (l *Live) Whisper(ctx context.Context, orgID, callID int64, text string) er
 	if err != nil {
 		return fmt.Errorf("list nodes: %w", err)
 	}
-	plain, err := json.Marshal(whisperCmd{OrgID: orgID, Text: text})
+	data, err := seal(l.aead, whisperCmd{OrgID: orgID, Text: text})
 	if err != nil {
 		return err
 	}
-	nonce := make([]byte, l.aead.NonceSize())
-	_, _ = rand.Read(nonce)
-	cmd := coord.Command{ID: coord.NewToken(), CallID: strconv.FormatInt(callID, 10), Type: coord.CommandWhisper, Data: l.aead.Seal(nonce, nonce, plain, nil)}
+	cmd := coord.Command{ID: coord.NewToken(), CallID: strconv.FormatInt(callID, 10), Type: coord.CommandWhisper, Data: data}
 	sent := 0
 	for _, n := range nodes {
 		if _, err := l.cmds.Send(ctx, n.ID, cmd); err == nil {
@@ -87,17 +83,8 @@ func FollowWhispers(ctx context.Context, cmds coord.Commander, nodeID, secret st
 				continue
 			}
 			var w whisperCmd
-			n := aead.NonceSize()
-			if len(cmd.Data) < n {
-				log.Warn("whisper command too short", "call_id", id)
-				continue
-			}
-			plain, err := aead.Open(nil, cmd.Data[:n], cmd.Data[n:], nil)
-			if err == nil {
-				err = json.Unmarshal(plain, &w)
-			}
-			if err != nil {
-				log.Warn("whisper command does not open with this node's cluster secret", "call_id", id)
+			if err := open(aead, cmd.Data, &w); err != nil {
+				log.Warn("whisper not delivered", "call_id", id, "err", err)
 				continue
 			}
 			if err := whisper(id, w.Text); err == nil {
