@@ -144,3 +144,24 @@ func OneOf(v string, allowed []string) string {
 	}
 	return `"` + v + `" is not a valid choice; use one of: ` + strings.Join(allowed, ", ") + "."
 }
+
+// IsUUID reports whether s is a UUID in its 36-character text form (hex
+// digits of either case, hyphens at 8, 13, 18 and 23).
+func IsUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i, r := range s {
+		switch i {
+		case 8, 13, 18, 23:
+			if r != '-' {
+				return false
+			}
+		default:
+			if !strings.ContainsRune("0123456789abcdefABCDEF", r) {
+				return false
+			}
+		}
+	}
+	return true
+}

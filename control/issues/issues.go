@@ -347,7 +347,7 @@ func (h *handlers) bulk(c fiber.Ctx, p *storage.Principal) error {
 		errs["trace_ids"] = []string{"Must list 1 to 500 trace ids."}
 	default:
 		for _, id := range b.TraceIDs {
-			if !isUUID(id) {
+			if !api.IsUUID(id) {
 				errs["trace_ids"] = []string{"Each must be a UUID: " + strconv.Quote(id) + " is not."}
 				break
 			}
@@ -366,23 +366,4 @@ func (h *handlers) bulk(c fiber.Ctx, p *storage.Principal) error {
 		return err
 	}
 	return c.JSON(fiber.Map{"updated": n})
-}
-
-func isUUID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i, r := range s {
-		switch i {
-		case 8, 13, 18, 23:
-			if r != '-' {
-				return false
-			}
-		default:
-			if !strings.ContainsRune("0123456789abcdefABCDEF", r) {
-				return false
-			}
-		}
-	}
-	return true
 }

@@ -272,7 +272,7 @@ func (h *handlers) promote(c fiber.Ctx, p *storage.Principal) error {
 	var trace *string
 	if raw, ok := b["issue_trace_id"]; ok && string(raw) != "null" {
 		var s string
-		if json.Unmarshal(raw, &s) != nil || !uuidRE.MatchString(s) {
+		if json.Unmarshal(raw, &s) != nil || !api.IsUUID(s) {
 			f.Add("issue_trace_id", "Must be a UUID.")
 		}
 		s = strings.ToLower(s)
@@ -385,5 +385,3 @@ func (h *handlers) existing(c fiber.Ctx, p *storage.Principal, s storage.Scenari
 	}
 	return c.JSON(view(s, hash))
 }
-
-var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -241,11 +240,9 @@ func (h *suites) create(c fiber.Ctx, p *storage.Principal) error {
 	return c.Status(http.StatusCreated).JSON(suiteView(s))
 }
 
-var suiteIDRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
-
 func (h *suites) load(c fiber.Ctx, p *storage.Principal) (storage.Suite, error) {
 	id := strings.ToLower(c.Params("suite_id"))
-	if !suiteIDRE.MatchString(id) {
+	if !api.IsUUID(id) {
 		return storage.Suite{}, api.ErrNotFound
 	}
 	s, err := h.Suites.Suite(c.Context(), p.OrgID, id)
