@@ -92,9 +92,11 @@ func runControl(ctx context.Context, c *config, fs *flag.FlagSet, stdout, stderr
 	// Without the node, calls are placed on media nodes (voiced control
 	// has Redis, whose coordinator places and carries commands).
 	placer, _ := env.coord.(coord.Coordinator)
+	var nodes *cluster.Nodes
+	var dialer *cluster.Dialer
 	if !withNode {
-		nodes := cluster.NewNodes(placer, c.ClusterSecret, public)
-		opts = append(opts, control.WithDialer(cluster.NewDialer(placer, placer, c.ClusterSecret)), control.WithBrowserMedia(nodes), control.WithVoIPVerifier(nodes),
+		nodes, dialer = cluster.NewNodes(placer, c.ClusterSecret, public), cluster.NewDialer(placer, placer, c.ClusterSecret)
+		opts = append(opts, control.WithDialer(dialer), control.WithBrowserMedia(nodes), control.WithVoIPVerifier(nodes),
 			control.WithLive(cluster.NewLive(placer, placer, c.ClusterSecret)))
 	}
 	drain := func(ctx context.Context) {
@@ -143,6 +145,17 @@ func runControl(ctx context.Context, c *config, fs *flag.FlagSet, stdout, stderr
 		defer stop()
 		srv.Realtime().PlaceOn(cluster.MediaURL(placer, public))
 		srv.Realtime().Mount(cluster.RealtimeProxy(placer, public, log))
+		// Calls the control plane places are recorded as their node's,
+		// and one replica ends the calls of nodes that are lost.
+		dialer.SetOwners(calls)
+		nodes.SetOwners(calls)
+		rctx, stopReaper := context.WithCancel(context.WithoutCancel(ctx))
+		reaped := make(chan struct{})
+		go func() {
+			defer close(reaped)
+			cluster.NewReaper(placer, placer, env.store.Calls, calls, log.With("component", "reaper")).Run(rctx)
+		}()
+		defer func() { stopReaper(); <-reaped }()
 	}
 	// The provisioning pass activates demo numbers; it stops with serve.
 	pctx, stopProvisioner := context.WithCancel(ctx)

@@ -52,6 +52,7 @@ type Calls interface {
 	Finish(ctx context.Context, callID int64, end calllog.CallEnd) error
 	Fail(ctx context.Context, callID int64, reason, detail string) error
 	InboundTrunk(ctx context.Context, number string) (calllog.InboundTrunk, bool, error)
+	AssignNode(ctx context.Context, callID int64, node string) error
 }
 
 // ServerConfig is the API's.
@@ -197,7 +198,27 @@ func (s *server) admit(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The call is the requesting node's: recorded with its admission.
+	req.NodeID = nodeOf(r)
 	return s.b.Calls.Admit(r.Context(), req)
+}
+
+// nodeOf is the media node a request comes from (NodeHeader), "" when it
+// does not say.
+func nodeOf(r *http.Request) string {
+	n := r.Header.Get(NodeHeader)
+	if len(n) > 200 {
+		return ""
+	}
+	return n
+}
+
+// own records the call an answer names as the requesting node's.
+func (s *server) own(r *http.Request, callID int64) error {
+	if n := nodeOf(r); n != "" && callID != 0 {
+		return s.b.Calls.AssignNode(r.Context(), callID, n)
+	}
+	return nil
 }
 
 func (s *server) admitInline(r *http.Request) (any, error) {
@@ -205,7 +226,11 @@ func (s *server) admitInline(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.b.Calls.AdmitInline(r.Context(), req.OrgID, req.Config, req.Room)
+	adm, err := s.b.Calls.AdmitInline(r.Context(), req.OrgID, req.Config, req.Room)
+	if err == nil {
+		err = s.own(r, adm.CallID)
+	}
+	return adm, err
 }
 
 func (s *server) append(r *http.Request) (any, error) {
@@ -281,7 +306,11 @@ func (s *server) claim(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.b.Credentials.ClaimRealtimeToken(r.Context(), req.Credential)
+	g, err := s.b.Credentials.ClaimRealtimeToken(r.Context(), req.Credential)
+	if err == nil {
+		err = s.own(r, g.CallID)
+	}
+	return g, err
 }
 
 func (s *server) mcpServers(r *http.Request) (any, error) {
