@@ -88,7 +88,9 @@ func startProcess(t *testing.T, args ...string) (r *role, kill func()) {
 //     a few seconds of the real one, billed within one 15 s increment),
 //     with one ledger entry and one telephony.complete webhook;
 //   - B's calls run on and end normally;
-//   - calls started within 5 s of the kill all complete on B;
+//   - calls started within 5 s of the kill all complete on B: inbound
+//     ones through Kamailio, and outbound ones (POST /v1/call) that the
+//     placement puts there;
 //   - no call of the run is reported twice.
 func TestMediaNodeLoss(t *testing.T) {
 	siptest.Binary(t, "sipp", "sip-tester")
@@ -219,6 +221,18 @@ func TestMediaNodeLoss(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, ids[1], n.ID, "placement picks the live node only")
 	}
+	// Outbound calls placed now, within 5 s of the kill, go to B: a trunk
+	// (sipp) that challenges, answers and hangs up after a second.
+	uas := siptest.Sipp(t, "../../sip/testdata/sipp/uas_auth.xml", 30*time.Second, "-m", "3")
+	st, conn = api("PATCH", fmt.Sprintf("/v1/voip-connections/%d", objID(conn)), fmt.Sprintf(`{"port":%d,"username":"alice","password":"secret"}`, uas.Port))
+	require.Equal(t, 200, st, "%v", conn)
+	require.Less(t, time.Since(killed), 5*time.Second, "placed within 5 s of the kill")
+	var outbound []int64
+	for range 3 {
+		st, out := api("POST", "/v1/call", fmt.Sprintf(`{"agent_id":%d,"from_number":"+14155550100","to_number":"+14155550123"}`, objID(ag)))
+		require.Equal(t, 201, st, "%v", out)
+		outbound = append(outbound, int64(out["call_id"].(float64)))
+	}
 
 	// A's calls end with node_lost within 15 s of the kill, billed up to
 	// its last heartbeat.
@@ -249,8 +263,23 @@ func TestMediaNodeLoss(t *testing.T) {
 		len(onA), ended.Round(time.Millisecond))
 
 	require.NoError(t, fresh.Wait(), "calls started right after the kill complete")
-	newOnB := answered(nodes[1])[bBefore:]
-	require.Len(t, newOnB, 10, "every new call was answered by node B")
+	require.NoError(t, uas.Wait(), "the outbound calls were placed and completed")
+	var newOnB []int64
+	for _, id := range answered(nodes[1])[bBefore:] {
+		if !slices.Contains(outbound, id) {
+			newOnB = append(newOnB, id)
+		}
+	}
+	require.Len(t, newOnB, 10, "every new inbound call was answered by node B")
+	for _, id := range outbound {
+		require.Contains(t, answered(nodes[1]), id, "outbound call %d placed on B", id)
+		var c map[string]any
+		require.Eventually(t, func() bool {
+			_, c = api("GET", fmt.Sprintf("/v1/calls/%d", id), "")
+			return c["status"] == "completed" && c["billed_at"] != nil
+		}, 10*time.Second, 50*time.Millisecond, "outbound call %d: %v", id, c)
+		require.Equal(t, "callee_hangup", c["end_reason"], "outbound call %d: %v", id, c)
+	}
 	require.Contains(t, kam.log.String(), "node sip:127.0.0.1:"+strconv.Itoa(ports[0])+" refused or timed out", "Kamailio failed over from the dead node")
 
 	// B's long calls run to their own end; A's callers' BYEs reach no one
@@ -275,7 +304,7 @@ func TestMediaNodeLoss(t *testing.T) {
 			refs[r]++
 		}
 	}
-	all := append(append(slices.Clone(onA), onB...), newOnB...)
+	all := append(append(append(slices.Clone(onA), onB...), newOnB...), outbound...)
 	require.Eventually(t, func() bool {
 		hookMu.Lock()
 		defer hookMu.Unlock()
