@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -132,6 +133,20 @@ func TestReaper(t *testing.T) {
 		require.Equal(t, "media-c", *call(mine).NodeID)
 		require.NoError(t, p.api.Srv.CallLog().AssignNode(ctx, onA[1], "media-c"))
 		require.Equal(t, "media-a", *call(onA[1]).NodeID, "an ended call keeps its node")
+
+		// A realtime session created on control and claimed by a node, and
+		// an inline session a node admits, are the node's.
+		p.api.Srv.Realtime().PlaceOn(func(context.Context) (string, error) { return "ws://127.0.0.1:1", nil })
+		r := p.api.Do("POST", "/v1/realtime/sessions", co.OwnerK, map[string]any{"agent_id": co.AgentID})
+		require.Equal(t, 201, r.Status, string(r.Body))
+		sess := r.Obj(t)
+		require.Nil(t, call(int64(sess["call_id"].(float64))).NodeID, "not claimed yet")
+		g, err := client("media-r").ClaimRealtimeToken(ctx, sess["token"].(string))
+		require.NoError(t, err)
+		require.Equal(t, "media-r", *call(g.CallID).NodeID)
+		inl, err := client("media-r").AdmitInline(ctx, co.Org.ID, json.RawMessage(`{"prompt":"p"}`), "")
+		require.NoError(t, err)
+		require.Equal(t, "media-r", *call(inl.CallID).NodeID)
 
 		// Heartbeats of nodes long gone with no call left are forgotten.
 		gone, err := p.api.Store.Calls.ForgetNodes(ctx, time.Now().Add(time.Hour))
