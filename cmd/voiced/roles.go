@@ -122,6 +122,11 @@ func mediaRole(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := cl.Ping(ctx); err != nil {
 		return fmt.Errorf("reach the control plane at --control-url %s: %w", c.ControlURL, err)
 	}
+	// Before taking calls: those this node id held before a crash end now
+	// (a quick restart under the same id leaves the registry no gap).
+	if err := cl.Started(ctx); err != nil {
+		return fmt.Errorf("announce the node to the control plane: %w", err)
+	}
 	node, err := call.NewNode(c.callConfig(spool, fs), c.prov, log)
 	if err != nil {
 		return err

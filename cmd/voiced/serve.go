@@ -134,8 +134,11 @@ func runControl(ctx context.Context, c *config, fs *flag.FlagSet, stdout, stderr
 		srv.SetMediaStats(node.Stats.Read)
 		node.RecordProviders(srv.ProviderErrors())
 	} else {
+		// One replica at a time ends the calls of nodes that are lost;
+		// any replica those of a node that restarts.
+		reaper := cluster.NewReaper(placer, placer, env.store.Calls, calls, log.With("component", "reaper"))
 		api := cluster.NewServer(cluster.ServerConfig{Secret: c.ClusterSecret, BlobDir: blobDir, Metrics: srv.Registry()},
-			cluster.Backend{Calls: calls, Tools: x, Credentials: srv.Realtime(), MCP: env.store.MCPServers, Knowledge: srv.CallKnowledge()}, log)
+			cluster.Backend{Calls: calls, Tools: x, Credentials: srv.Realtime(), MCP: env.store.MCPServers, Knowledge: srv.CallKnowledge(), Restarts: reaper}, log)
 		stop, err := cluster.Listen(c.InternalAddr, c.InternalTLSCert, c.InternalTLSKey, api, log)
 		if err != nil {
 			ln.Close()
@@ -145,15 +148,14 @@ func runControl(ctx context.Context, c *config, fs *flag.FlagSet, stdout, stderr
 		defer stop()
 		srv.Realtime().PlaceOn(cluster.MediaURL(placer, public))
 		srv.Realtime().Mount(cluster.RealtimeProxy(placer, public, log))
-		// Calls the control plane places are recorded as their node's,
-		// and one replica ends the calls of nodes that are lost.
+		// Calls the control plane places are recorded as their node's.
 		dialer.SetOwners(calls)
 		nodes.SetOwners(calls)
 		rctx, stopReaper := context.WithCancel(context.WithoutCancel(ctx))
 		reaped := make(chan struct{})
 		go func() {
 			defer close(reaped)
-			cluster.NewReaper(placer, placer, env.store.Calls, calls, log.With("component", "reaper")).Run(rctx)
+			reaper.Run(rctx)
 		}()
 		defer func() { stopReaper(); <-reaped }()
 	}

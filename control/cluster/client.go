@@ -180,6 +180,16 @@ func (c *Client) Ping(ctx context.Context) error {
 	return c.do(ctx, pathPing, true, c.timeout, struct{}{}, nil)
 }
 
+// Started tells the control plane that this node (ClientConfig.NodeID)
+// has just started, before it takes calls: the calls it held before a
+// crash are ended. Retried: it applies once.
+func (c *Client) Started(ctx context.Context) error {
+	if c.node == "" {
+		return errors.New("no node id")
+	}
+	return c.do(ctx, pathNodeStart, true, c.timeout, struct{}{}, nil)
+}
+
 // Admit implements call.Admitter. Not retried: each admission is a new
 // call.
 func (c *Client) Admit(ctx context.Context, r calllog.AdmitRequest) (control.Admission, error) {

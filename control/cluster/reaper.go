@@ -138,7 +138,7 @@ func (r *Reaper) Sweep(ctx context.Context) (int, error) {
 		if _, live := seen[o.ID]; live {
 			continue
 		}
-		n, err := r.reap(ctx, o)
+		n, err := r.reap(ctx, o, r.Grace)
 		ended += n
 		if err != nil {
 			return ended, err
@@ -147,15 +147,40 @@ func (r *Reaper) Sweep(ctx context.Context) (int, error) {
 	return ended, nil
 }
 
-// reap ends the calls in progress on lost node o.
-func (r *Reaper) reap(ctx context.Context, o storage.CallNode) (int, error) {
+// Restarted ends every call in progress on node, which has just
+// started afresh (Client.Started): it holds none of them any more. They
+// are billed up to its last heartbeat, as if it had been lost.
+func (r *Reaper) Restarted(ctx context.Context, node string) (int, error) {
+	owners, err := r.store.CallNodes(ctx)
+	if err != nil {
+		return 0, err
+	}
+	ended := 0
+	for _, o := range owners {
+		if o.ID != node {
+			continue
+		}
+		for {
+			n, err := r.reap(ctx, o, 0)
+			ended += n
+			if err != nil || n < reapBatch {
+				return ended, err
+			}
+		}
+	}
+	return ended, nil
+}
+
+// reap ends the calls in progress on lost node o that are at least grace
+// old.
+func (r *Reaper) reap(ctx context.Context, o storage.CallNode, grace time.Duration) (int, error) {
 	calls, err := r.store.NodeCalls(ctx, o.ID, reapBatch)
 	if err != nil {
 		return 0, err
 	}
 	now, ended := time.Now(), 0
 	for _, c := range calls {
-		if now.Sub(c.StartTime) < r.Grace {
+		if now.Sub(c.StartTime) < grace {
 			continue
 		}
 		// Billed up to the node's last heartbeat; a node never seen (it

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -152,6 +153,77 @@ func TestReaper(t *testing.T) {
 		gone, err := p.api.Store.Calls.ForgetNodes(ctx, time.Now().Add(time.Hour))
 		require.NoError(t, err)
 		require.EqualValues(t, 1, gone, "media-a goes; media-b still holds a call")
+	})
+}
+
+// TestNodeRestart: a node that comes back under the same id before the
+// registry noticed its death says so at start (node-start): the calls it
+// held before end with node_lost, its new ones go on.
+func TestNodeRestart(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		p := newPlane(t, db)
+		co := p.api.CallOrg("+14155550148")
+		log := slog.New(slog.NewTextHandler(io.Discard, nil))
+		reg := coord.NewLocal(coord.Config{})
+		defer reg.Close()
+		reaper := cluster.NewReaper(reg, reg, p.api.Store.Calls, p.api.Srv.CallLog(), log)
+		h := cluster.NewServer(cluster.ServerConfig{Secret: secret, BlobDir: p.blobs}, cluster.Backend{Calls: p.local.Calls, Restarts: reaper}, log)
+		front := httptest.NewServer(h)
+		defer front.Close()
+		client := func(node string) *cluster.Client {
+			c, err := cluster.NewClient(cluster.ClientConfig{URL: front.URL, Secret: secret, SpoolDir: p.spool, NodeID: node}, log)
+			require.NoError(t, err)
+			t.Cleanup(c.Close)
+			return c
+		}
+		admit := func(c *cluster.Client) int64 {
+			adm, err := c.Admit(ctx, calllog.AdmitRequest{Direction: calllog.DirectionInbound, To: co.Number, From: "+14155550199", At: time.Now().Add(-30 * time.Second)})
+			require.NoError(t, err)
+			return adm.CallID
+		}
+		status := func(id int64) (string, string) {
+			c, err := p.api.Store.Calls.CallByID(ctx, id)
+			require.NoError(t, err)
+			reason := ""
+			if c.EndReason != nil {
+				reason = *c.EndReason
+			}
+			return c.Status, reason
+		}
+		require.NoError(t, reg.Heartbeat(ctx, coord.Node{ID: "media-z", Addr: "127.0.0.1:1"}))
+		require.NoError(t, reg.Heartbeat(ctx, coord.Node{ID: "media-y", Addr: "127.0.0.1:2"}))
+		before, other := admit(client("media-z")), admit(client("media-y"))
+		_, err := reaper.Sweep(ctx) // records media-z's heartbeat
+		require.NoError(t, err)
+
+		// media-z crashes and restarts at once: still live in the registry.
+		again := client("media-z")
+		require.NoError(t, again.Started(ctx))
+		st, reason := status(before)
+		require.Equal(t, storage.CallCompleted, st)
+		require.Equal(t, calllog.EndReasonNodeLost, reason)
+		// It announces itself before taking calls: the new ones go on.
+		after := admit(again)
+		_, err = reaper.Sweep(ctx)
+		require.NoError(t, err)
+		st, _ = status(after)
+		require.Equal(t, storage.CallInProgress, st)
+		st, _ = status(other)
+		require.Equal(t, storage.CallInProgress, st, "another node's call goes on")
+
+		// A node must say who it is; a control plane without a reaper
+		// takes the word and does nothing.
+		anon, err := cluster.NewClient(cluster.ClientConfig{URL: front.URL, Secret: secret}, log)
+		require.NoError(t, err)
+		defer anon.Close()
+		require.Error(t, anon.Started(ctx))
+		plain, err := cluster.NewClient(cluster.ClientConfig{URL: p.url, Secret: secret, NodeID: "media-y"}, log)
+		require.NoError(t, err)
+		defer plain.Close()
+		require.NoError(t, plain.Started(ctx))
+		st, _ = status(other)
+		require.Equal(t, storage.CallInProgress, st)
 	})
 }
 

@@ -40,6 +40,11 @@ type Backend struct {
 	Knowledge interface {
 		SearchKnowledge(ctx context.Context, orgID int64, bases, docs []string, query string, limit int) ([]knowledge.Passage, error)
 	}
+	// Restarts ends the calls a node held before it (re)started (the
+	// Reaper); nil: node-start does nothing.
+	Restarts interface {
+		Restarted(ctx context.Context, node string) (int, error)
+	}
 }
 
 // Calls is the call log's part (control.CallLog): admission, the record,
@@ -89,6 +94,7 @@ func NewServer(cfg ServerConfig, b Backend, log *slog.Logger) http.Handler {
 		pathAdmit: s.admit, pathAdmitInline: s.admitInline, pathAppend: s.append, pathToolEvent: s.toolEvent,
 		pathFinish: s.finish, pathFail: s.fail, pathTool: s.tool, pathTrunk: s.trunk, pathAPIKey: s.apiKey,
 		pathClaim: s.claim, pathPing: func(*http.Request) (any, error) { return nil, nil }, pathMCPServers: s.mcpServers, pathKnowledge: s.knowledge,
+		pathNodeStart: s.nodeStart,
 	} {
 		mux.Handle("POST "+Prefix+p, s.call(h))
 		s.known[p] = true
@@ -263,6 +269,27 @@ func (s *server) fail(r *http.Request) (any, error) {
 		return nil, err
 	}
 	return nil, s.b.Calls.Fail(r.Context(), req.CallID, req.Reason, req.Detail)
+}
+
+// nodeStart is a media node's first word after a start: the calls it
+// held before (it died and came back under the same id before the
+// registry's TTL, so the reaper never saw it gone) are ended now.
+func (s *server) nodeStart(r *http.Request) (any, error) {
+	if _, err := decode[struct{}](r); err != nil {
+		return nil, err
+	}
+	node := nodeOf(r)
+	if node == "" {
+		return nil, badRequest{errors.New("node-start needs the " + NodeHeader + " header")}
+	}
+	if s.b.Restarts == nil {
+		return nil, nil
+	}
+	n, err := s.b.Restarts.Restarted(r.Context(), node)
+	if n > 0 {
+		s.log.Info("media node restarted: its earlier calls ended", "node_id", node, "calls", n)
+	}
+	return nil, err
 }
 
 func (s *server) tool(r *http.Request) (any, error) {

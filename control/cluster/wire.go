@@ -38,6 +38,7 @@ const (
 	pathKnowledge   = "search-knowledge"
 	pathBlobs       = "blobs/"
 	pathPing        = "ping"
+	pathNodeStart   = "node-start"
 )
 
 // Request bodies of the calls whose arguments are not one struct.
