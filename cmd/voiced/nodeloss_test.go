@@ -91,6 +91,8 @@ func startProcess(t *testing.T, args ...string) (r *role, kill func()) {
 //   - calls started within 5 s of the kill all complete on B: inbound
 //     ones through Kamailio, and outbound ones (POST /v1/call) that the
 //     placement puts there;
+//   - node B, killed and restarted at once under the same id (never out
+//     of the registry), ends the call its earlier life held at start;
 //   - no call of the run is reported twice.
 func TestMediaNodeLoss(t *testing.T) {
 	siptest.Binary(t, "sipp", "sip-tester")
@@ -150,11 +152,13 @@ func TestMediaNodeLoss(t *testing.T) {
 	ids := [2]string{fmt.Sprintf("loss-a-%d", time.Now().UnixNano()), fmt.Sprintf("loss-b-%d", time.Now().UnixNano())}
 	var nodes [2]*role
 	var kills [2]func()
-	for i, rtp := range []string{"45000-45499", "45500-45999"} {
+	startMedia := func(i int) {
 		nodes[i], kills[i] = startProcess(t, "media", "--data-dir", t.TempDir(), "--http-addr", "127.0.0.1:0",
-			"--sip-addr", "127.0.0.1:"+strconv.Itoa(ports[i]), "--rtp-ports", rtp, "--webrtc-udp-addr", "127.0.0.1:0", "--call-loopback",
-			"--sip-trusted", "127.0.0.1", "--control-url", internal, "--cluster-secret", secret, "--redis-url", redisURL, "--node-id", ids[i])
+			"--sip-addr", "127.0.0.1:"+strconv.Itoa(ports[i]), "--rtp-ports", []string{"45000-45499", "45500-45999"}[i], "--webrtc-udp-addr", "127.0.0.1:0",
+			"--call-loopback", "--sip-trusted", "127.0.0.1", "--control-url", internal, "--cluster-secret", secret, "--redis-url", redisURL, "--node-id", ids[i])
 	}
+	startMedia(0)
+	startMedia(1)
 	for _, n := range nodes {
 		n.waitLog(t, `media node serving" http_addr=(127\.0\.0\.1:\d+)`)
 	}
@@ -191,9 +195,9 @@ func TestMediaNodeLoss(t *testing.T) {
 		return out
 	}
 
-	// Eight calls held 12 s, round-robin over both nodes.
-	const hold = 12 * time.Second
-	long := calls(8, 20, hold)
+	// Eight calls held 8 s, round-robin over both nodes.
+	const hold = 8 * time.Second
+	calls(8, 20, hold)
 	require.Eventually(t, func() bool { return len(answered(nodes[0]))+len(answered(nodes[1])) == 8 }, 10*time.Second, 20*time.Millisecond)
 	onA, onB := answered(nodes[0]), answered(nodes[1])
 	require.NotEmpty(t, onA, "node A holds calls")
@@ -282,9 +286,9 @@ func TestMediaNodeLoss(t *testing.T) {
 	}
 	require.Contains(t, kam.log.String(), "node sip:127.0.0.1:"+strconv.Itoa(ports[0])+" refused or timed out", "Kamailio failed over from the dead node")
 
-	// B's long calls run to their own end; A's callers' BYEs reach no one
-	// (Kamailio answers them 408), so that sipp run reports failures.
-	require.Error(t, long.Wait())
+	// B's long calls run to their own end. (A's callers' BYEs reach no
+	// one: that sipp run hangs on to them until its timeout, and the
+	// cleanup stops it.)
 	for _, id := range append(slices.Clone(onB), newOnB...) {
 		var c map[string]any
 		require.Eventually(t, func() bool {
@@ -293,6 +297,32 @@ func TestMediaNodeLoss(t *testing.T) {
 		}, 15*time.Second, 50*time.Millisecond, "call %d on B: %v", id, c)
 		require.Equal(t, "caller_hangup", c["end_reason"], "call %d on B: %v", id, c)
 	}
+
+	// Node B dies and comes back at once under the same id, so it never
+	// leaves the registry: its new life says so at start (node-start),
+	// and the call its old one held ends with node_lost.
+	bAnswered := len(answered(nodes[1]))
+	calls(1, 1, 30*time.Second) // fails once B is gone; the cleanup stops it
+	require.Eventually(t, func() bool { return len(answered(nodes[1])) == bAnswered+1 }, 10*time.Second, 20*time.Millisecond)
+	held := answered(nodes[1])[bAnswered]
+	time.Sleep(3 * time.Second)
+	kills[1]()
+	<-nodes[1].done
+	restarted := time.Now()
+	startMedia(1)
+	nodes[1].waitLog(t, `media node serving" http_addr=(127\.0\.0\.1:\d+)`)
+	require.True(t, registered(ids[1]))
+	var hc map[string]any
+	require.Eventually(t, func() bool {
+		_, hc = api("GET", fmt.Sprintf("/v1/calls/%d", held), "")
+		return hc["status"] == "completed" && hc["billed_at"] != nil
+	}, 10*time.Second, 50*time.Millisecond, "the restarted node's earlier call ends: %v", hc)
+	require.Equal(t, "node_lost", hc["end_reason"], "%v", hc)
+	start, err := time.Parse(time.RFC3339Nano, hc["start_time"].(string))
+	require.NoError(t, err)
+	require.InDelta(t, restarted.Sub(start).Seconds(), hc["duration_seconds"].(float64), 2.5, "billed up to the old life's last heartbeat: %v", hc)
+	require.True(t, registered(ids[1]), "the node was never out of the registry")
+	t.Logf("node B killed and restarted under its id: its earlier call ended %v after the kill", time.Since(restarted).Round(time.Millisecond))
 
 	// One ledger entry and one telephony.complete per call, whatever
 	// reaped it.
@@ -304,7 +334,7 @@ func TestMediaNodeLoss(t *testing.T) {
 			refs[r]++
 		}
 	}
-	all := append(append(append(slices.Clone(onA), onB...), newOnB...), outbound...)
+	all := append(append(append(slices.Clone(onA), onB...), newOnB...), append(outbound, held)...)
 	require.Eventually(t, func() bool {
 		hookMu.Lock()
 		defer hookMu.Unlock()

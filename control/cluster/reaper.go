@@ -149,9 +149,15 @@ func (r *Reaper) Sweep(ctx context.Context) (int, error) {
 
 // Restarted ends every call in progress on node, which has just
 // started afresh (Client.Started): it holds none of them any more. They
-// are billed up to its last heartbeat, as if it had been lost.
+// are billed up to its last heartbeat, as if it had been lost: the one
+// the registry still lists (its earlier life's, the new one has not
+// beaten yet), else the last recorded.
 func (r *Reaper) Restarted(ctx context.Context, node string) (int, error) {
 	owners, err := r.store.CallNodes(ctx)
+	if err != nil {
+		return 0, err
+	}
+	live, err := r.reg.Nodes(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -159,6 +165,12 @@ func (r *Reaper) Restarted(ctx context.Context, node string) (int, error) {
 	for _, o := range owners {
 		if o.ID != node {
 			continue
+		}
+		for _, n := range live {
+			if n.ID == node && (o.LastSeen == nil || n.Seen.After(*o.LastSeen)) {
+				seen := n.Seen
+				o.LastSeen = &seen
+			}
 		}
 		for {
 			n, err := r.reap(ctx, o, 0)
