@@ -210,14 +210,9 @@ func (s *server) admit(r *http.Request) (any, error) {
 }
 
 // nodeOf is the media node a request comes from (NodeHeader), "" when it
-// does not say.
-func nodeOf(r *http.Request) string {
-	n := r.Header.Get(NodeHeader)
-	if len(n) > 200 {
-		return ""
-	}
-	return n
-}
+// does not say: its registry id as it heartbeats under it (behind the
+// cluster secret, like everything the node says).
+func nodeOf(r *http.Request) string { return r.Header.Get(NodeHeader) }
 
 // own records the call an answer names as the requesting node's.
 func (s *server) own(r *http.Request, callID int64) error {
