@@ -92,9 +92,11 @@ func runControl(ctx context.Context, c *config, fs *flag.FlagSet, stdout, stderr
 	// Without the node, calls are placed on media nodes (voiced control
 	// has Redis, whose coordinator places and carries commands).
 	placer, _ := env.coord.(coord.Coordinator)
+	var nodes *cluster.Nodes
+	var dialer *cluster.Dialer
 	if !withNode {
-		nodes := cluster.NewNodes(placer, c.ClusterSecret, public)
-		opts = append(opts, control.WithDialer(cluster.NewDialer(placer, placer, c.ClusterSecret)), control.WithBrowserMedia(nodes), control.WithVoIPVerifier(nodes),
+		nodes, dialer = cluster.NewNodes(placer, c.ClusterSecret, public), cluster.NewDialer(placer, placer, c.ClusterSecret)
+		opts = append(opts, control.WithDialer(dialer), control.WithBrowserMedia(nodes), control.WithVoIPVerifier(nodes),
 			control.WithLive(cluster.NewLive(placer, placer, c.ClusterSecret)))
 	}
 	drain := func(ctx context.Context) {
@@ -132,8 +134,11 @@ func runControl(ctx context.Context, c *config, fs *flag.FlagSet, stdout, stderr
 		srv.SetMediaStats(node.Stats.Read)
 		node.RecordProviders(srv.ProviderErrors())
 	} else {
+		// One replica at a time ends the calls of nodes that are lost;
+		// any replica those of a node that restarts.
+		reaper := cluster.NewReaper(placer, placer, env.store.Calls, calls, log.With("component", "reaper"))
 		api := cluster.NewServer(cluster.ServerConfig{Secret: c.ClusterSecret, BlobDir: blobDir, Metrics: srv.Registry()},
-			cluster.Backend{Calls: calls, Tools: x, Credentials: srv.Realtime(), MCP: env.store.MCPServers, Knowledge: srv.CallKnowledge()}, log)
+			cluster.Backend{Calls: calls, Tools: x, Credentials: srv.Realtime(), MCP: env.store.MCPServers, Knowledge: srv.CallKnowledge(), Restarts: reaper}, log)
 		stop, err := cluster.Listen(c.InternalAddr, c.InternalTLSCert, c.InternalTLSKey, api, log)
 		if err != nil {
 			ln.Close()
@@ -143,6 +148,16 @@ func runControl(ctx context.Context, c *config, fs *flag.FlagSet, stdout, stderr
 		defer stop()
 		srv.Realtime().PlaceOn(cluster.MediaURL(placer, public))
 		srv.Realtime().Mount(cluster.RealtimeProxy(placer, public, log))
+		// Calls the control plane places are recorded as their node's.
+		dialer.SetOwners(calls)
+		nodes.SetOwners(calls)
+		rctx, stopReaper := context.WithCancel(context.WithoutCancel(ctx))
+		reaped := make(chan struct{})
+		go func() {
+			defer close(reaped)
+			reaper.Run(rctx)
+		}()
+		defer func() { stopReaper(); <-reaped }()
 	}
 	// The provisioning pass activates demo numbers; it stops with serve.
 	pctx, stopProvisioner := context.WithCancel(ctx)

@@ -91,7 +91,7 @@ type Media struct {
 }
 
 // RunMedia serves m's realtime socket and GET /v1/healthz and keeps m in
-// the registry (a heartbeat every 2 s) until ctx ends; then it leaves the
+// the registry (a heartbeat every second) until ctx ends; then it leaves the
 // registry, drains the calls (up to m.DrainTimeout) and returns.
 func RunMedia(ctx context.Context, m Media, reg coord.Registry, log *slog.Logger) error {
 	ln, err := net.Listen("tcp", m.HTTPAddr)
