@@ -123,35 +123,7 @@ func listenScenario(t *testing.T, api func(method, path, body string) (int, map[
 		require.Equal(t, path, u.Path)
 		ch := make(chan listened, 1)
 		results[format] = ch
-		nc, br, _, err := ws.Dial(context.Background(), u.String())
-		require.NoError(t, err)
-		go func() {
-			defer nc.Close()
-			var r io.Reader = nc
-			if br != nil {
-				r = io.MultiReader(br, nc)
-			}
-			rw := struct {
-				io.Reader
-				io.Writer
-			}{r, nc}
-			var l listened
-			for {
-				_ = nc.SetReadDeadline(time.Now().Add(15 * time.Second))
-				data, op, err := wsutil.ReadServerData(rw)
-				if errors.As(err, &l.closed) {
-					break
-				}
-				if err != nil {
-					l.err = err
-					break
-				}
-				if op == ws.OpBinary {
-					l.msgs = append(l.msgs, data)
-				}
-			}
-			ch <- l
-		}()
+		go listenTo(t, u.String(), ch)
 	}
 	require.NoError(t, uac.Wait())
 
@@ -296,4 +268,133 @@ func pearson(x, y []float64) float64 {
 		return 0
 	}
 	return sxy / math.Sqrt(sxx*syy)
+}
+
+// TestWhisperAndListenBrowserCall, in serve: Chromium holds a widget
+// (WebRTC) call whose fake microphone speaks (espeak-ng); the agent
+// greets with espeak-ng. Once connected, a listener joins (the call's
+// voices reach it; its socket closes with 1000 at the call's end) and a
+// whisper is given (202: browser calls take whispers). The caller's turn
+// then reaches the model with the whisper as its last message, and the
+// agent answers the guided way.
+func TestWhisperAndListenBrowserCall(t *testing.T) {
+	chromiumPath(t)
+	wavPath := speechWAV(t)
+	m := &whisperModel{}
+	model := m.server(t)
+	stt := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		text := "How much is it?"
+		if f, _, err := r.FormFile("file"); err == nil {
+			if _, pcm, _ := wav.ReadAll(f); rms(pcm) < 100 {
+				text = "" // silence has no words
+			}
+			f.Close()
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"text": %q}`, text)
+	}))
+	defer stt.Close()
+	base, key := liveServe(t, "--call-loopback=false", "--stt-base-url", stt.URL+"/v1", "--llm-base-url", model.URL+"/v1")
+	var ag, pk map[string]any
+	require.Equal(t, 201, apiCall(t, base, key, "POST", "/v1/agents", map[string]any{"name": "Web sales", "first_message": "Welcome to the shop.",
+		"voice": "espeak:en-us", "prompt": "Sell plans."}, &ag))
+	require.Equal(t, 201, apiCall(t, base, key, "POST", "/v1/publishable-key", map[string]any{"agent_id": ag["id"], "allowed_domains": []string{"shop.example"}}, &pk))
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, `<!doctype html><html><body><script src="%s/widget.js" data-key="%s"></script></body></html>`, base, pk["key"])
+	}))
+	defer page.Close()
+	ch := startChromium(t, wavPath)
+	ch.navigate(strings.Replace(page.URL, "127.0.0.1", "localhost", 1) + "/")
+	ch.eval(`voicedWidget.start(); true`, nil)
+	var state string
+	require.Eventually(t, func() bool {
+		ch.eval(`voicedWidget.state`, &state)
+		return state == "connected" || state == "error"
+	}, 15*time.Second, 50*time.Millisecond)
+	require.Equal(t, "connected", state)
+	var id int64
+	ch.eval(`voicedWidget.callId`, &id)
+
+	var res map[string]any
+	require.Equal(t, 200, apiCall(t, base, key, "POST", fmt.Sprintf("/v1/calls/%d/listen", id), map[string]any{}, &res), "%v", res)
+	heard := make(chan listened, 1)
+	go listenTo(t, res["url"].(string), heard)
+	require.Equal(t, 202, apiCall(t, base, key, "POST", fmt.Sprintf("/v1/calls/%d/whisper", id), map[string]any{"text": whisperText}, &res),
+		"a browser call takes a whisper: %v", res)
+	require.Eventually(t, func() bool { return len(m.requests()) > 0 }, 30*time.Second, 100*time.Millisecond, "the caller's turn reaches the model")
+	first := m.requests()[0]
+	last := first[len(first)-1]
+	require.Equal(t, "system", last.Role, "the whisper is the request's last message: %v", first)
+	require.Contains(t, m.msgText(last), whisperText)
+	type line struct{ Role, Text string }
+	var lines []line
+	require.Eventually(t, func() bool {
+		ch.eval(`voicedWidget.transcript`, &lines)
+		for _, l := range lines {
+			// The looping fake microphone may cut the answer short.
+			if l.Role == "assistant" && len(strings.Fields(l.Text)) >= 3 && strings.HasPrefix(guidedReply, l.Text) {
+				return true
+			}
+		}
+		return false
+	}, 20*time.Second, 100*time.Millisecond, "the agent answers the guided way: %+v", &lines)
+	ch.eval(`voicedWidget.hangup(); voicedWidget.state`, &state)
+
+	var l listened
+	select {
+	case l = <-heard:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the listener's socket did not close at the call's end")
+	}
+	require.NoError(t, l.err)
+	require.Equal(t, ws.StatusNormalClosure, l.closed.Code, "%v", l.closed)
+	require.Equal(t, "call ended", l.closed.Reason)
+	loud := 0
+	for _, msg := range l.msgs {
+		require.Len(t, msg, 640)
+		f := make([]int16, 320)
+		for i := range f {
+			f[i] = int16(binary.LittleEndian.Uint16(msg[2*i:]))
+		}
+		if rms(f) > 300 {
+			loud++
+		}
+	}
+	t.Logf("browser call %d: the listener got %d frames, %d loud", id, len(l.msgs), loud)
+	require.GreaterOrEqual(t, loud, 50, "the call's voices reach the listener")
+}
+
+// listenTo reads a listen socket until it closes.
+func listenTo(t *testing.T, u string, out chan<- listened) {
+	var l listened
+	defer func() { out <- l }()
+	nc, br, _, err := ws.Dial(context.Background(), u)
+	if err != nil {
+		l.err = err
+		return
+	}
+	defer nc.Close()
+	var r io.Reader = nc
+	if br != nil {
+		r = io.MultiReader(br, nc)
+	}
+	rw := struct {
+		io.Reader
+		io.Writer
+	}{r, nc}
+	for {
+		_ = nc.SetReadDeadline(time.Now().Add(15 * time.Second))
+		data, op, err := wsutil.ReadServerData(rw)
+		if errors.As(err, &l.closed) {
+			return
+		}
+		if err != nil {
+			l.err = err
+			return
+		}
+		if op == ws.OpBinary {
+			l.msgs = append(l.msgs, data)
+		}
+	}
 }
