@@ -215,3 +215,23 @@ func TestListenHandlerRefusals(t *testing.T) {
 	bearer.Set("Authorization", "Bearer "+good)
 	require.Equal(t, 409, get("/v1/calls/7/listen", bearer), "the token may come as a bearer credential")
 }
+
+// BenchmarkListenEncode is one listener's cost per 20 ms frame: pcm16
+// from a wideband call (a copy), pcm16 from a G.711 call (2:1 upsampling),
+// µ-law from a wideband call (downsampling and encoding).
+func BenchmarkListenEncode(b *testing.B) {
+	for _, c := range []struct {
+		name   string
+		rate   int
+		format string
+	}{{"pcm16-from-16k", 16000, calls.ListenPCM16}, {"pcm16-from-8k", 8000, calls.ListenPCM16}, {"ulaw-from-16k", 16000, calls.ListenULaw}} {
+		b.Run(c.name, func(b *testing.B) {
+			e := listenEncoder{format: c.format}
+			f := tone(c.rate, 0)
+			b.ReportAllocs()
+			for b.Loop() {
+				e.encode(f)
+			}
+		})
+	}
+}
