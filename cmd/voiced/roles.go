@@ -15,6 +15,7 @@ import (
 
 	"github.com/voiced/voiced/call"
 	"github.com/voiced/voiced/control"
+	"github.com/voiced/voiced/control/calls"
 	"github.com/voiced/voiced/control/cluster"
 	"github.com/voiced/voiced/control/mcp"
 	"github.com/voiced/voiced/control/realtime"
@@ -158,6 +159,7 @@ func mediaRole(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	m := cluster.Media{ID: c.NodeID, HTTPAddr: c.HTTPAddr, PublicURL: c.PublicURL, Realtime: rt, Secret: c.ClusterSecret, Live: node.Live, Drain: node.Drain, DrainTimeout: c.drainTimeout,
+		Listen: node.ListenHandler(calls.ListenKey([]byte(c.ClusterSecret))), Listenable: node.Listenable,
 		Metrics: control.MediaMetrics(node.Stats.Read)}
 	if node.Browser != nil {
 		m.Browser = node.Browser

@@ -27,6 +27,9 @@ const (
 	pathAnswer = "media/answer"
 	pathVerify = "media/verify-voip"
 	pathICE    = "media/ice-servers"
+	// pathListenable answers whether the node holds a call to listen to
+	// (Live.Listen).
+	pathListenable = "media/listenable"
 )
 
 type iceReq struct {
@@ -165,10 +168,20 @@ func (b *Nodes) post(ctx context.Context, callID int64, path string, in, out any
 }
 
 // nodeAPI is a media node's side, behind the cluster secret: browser
-// answers from m, trunk checks from v (either nil: not offered).
-func nodeAPI(secret string, m browser.Media[control.AgentConfig], v numbers.VoIPVerifier, log *slog.Logger) http.Handler {
+// answers from m, trunk checks from v, whether it holds a call to listen
+// to from listenable (any nil: not offered).
+func nodeAPI(secret string, m browser.Media[control.AgentConfig], v numbers.VoIPVerifier, listenable func(callID int64) bool, log *slog.Logger) http.Handler {
 	s := &server{cfg: ServerConfig{Secret: secret}, log: log}
 	mux := http.NewServeMux()
+	if listenable != nil {
+		mux.Handle("POST "+Prefix+pathListenable, s.call(func(r *http.Request) (any, error) {
+			req, err := decode[listenableReq](r)
+			if err != nil {
+				return nil, err
+			}
+			return listenableRes{Listenable: listenable(req.CallID)}, nil
+		}))
+	}
 	if m != nil {
 		mux.Handle("POST "+Prefix+pathAnswer, s.call(func(r *http.Request) (any, error) {
 			req, err := decode[answerReq](r)
