@@ -83,7 +83,7 @@ func requireTool(t testing.TB, name, pkg string) {
 func newLocalCluster(t testing.TB, mediaArgs ...string) *localCluster {
 	t.Helper()
 	for _, tool := range [][2]string{{"kamailio", "kamailio"}, {"sipp", "sip-tester"}, {"redis-server", "redis-server"}, {"redis-cli", "redis-tools"},
-		{"psql", "postgresql-client"}, {"ss", "iproute2"}} {
+		{"psql", "postgresql-client"}} {
 		requireTool(t, tool[0], tool[1])
 	}
 	self, err := os.Executable()
