@@ -137,9 +137,14 @@ func deltas(before, after map[string]float64, per float64) string {
 // of sipp calls through Kamailio (PCMU with speech RTP, the media nodes'
 // loopback agent), net of the idle rate. make bench runs it:
 //
-//	VOICED_COST_CALLS=300 VOICED_COST_HOLD=5s go test -run '^$' -bench ClusterCost -benchtime 1x ./cmd/voiced/
+//	VOICED_COST_CALLS=300 VOICED_COST_HOLD=5s VOICED_COST_OUTBOUND=100 go test -run '^$' -bench ClusterCost -benchtime 1x ./cmd/voiced/
 func BenchmarkClusterCost(b *testing.B) {
-	calls, hold, rate := 300, 5*time.Second, 20
+	calls, hold, rate, outbound := 300, 5*time.Second, 20, 100
+	if v := os.Getenv("VOICED_COST_OUTBOUND"); v != "" {
+		n, err := strconv.Atoi(v)
+		require.NoError(b, err, "VOICED_COST_OUTBOUND")
+		outbound = n
+	}
 	if v := os.Getenv("VOICED_COST_CALLS"); v != "" {
 		n, err := strconv.Atoi(v)
 		require.NoError(b, err, "VOICED_COST_CALLS")
@@ -153,7 +158,7 @@ func BenchmarkClusterCost(b *testing.B) {
 	pcap := speechPcap(b)
 	c := newLocalCluster(b, "--call-loopback")
 	s := c.up(b)
-	loopbackNumber(b, s)
+	connID, agentID := loopbackNumber(b, s)
 	opt, err := redis.ParseURL(s.RedisURL)
 	require.NoError(b, err)
 	rdb := redis.NewClient(opt)
@@ -244,4 +249,38 @@ func BenchmarkClusterCost(b *testing.B) {
 	b.Logf("per call (net of idle): internal API %.2f requests, Redis %.2f ops, DB %.2f rows written in %.2f commits, control CPU %.1f ms (%.2f s per 1,000 calls); media CPU %.2f ms per call-second (%.1f%% of a core per call)",
 		net(s2.internalTotal-s1.internalTotal, s1.internalTotal-s0.internalTotal), net(loadRedis, idleRedis), net(loadRows, idleRows),
 		net(s2.commits-s1.commits, s1.commits-s0.commits), 1000*net(ctlLoad, ctlIdle), 1000*net(ctlLoad, ctlIdle), 1000*mediaPerCallSecond, 100*mediaPerCallSecond)
+
+	// Outbound: POST /v1/call on the control plane, placed on a media node
+	// (coord placement, a sealed dial command), dialled through a trunk
+	// that challenges for credentials; the callee hangs up after 1 s.
+	uas := siptest.Sipp(b, "../../sip/testdata/sipp/uas_auth.xml", time.Duration(outbound)*time.Second/5+60*time.Second, "-m", strconv.Itoa(outbound))
+	var cn map[string]any
+	require.Equal(b, 200, apiCall(b, s.APIURL, s.APIKey, "PATCH", fmt.Sprintf("/v1/voip-connections/%d", connID),
+		map[string]any{"port": uas.Port, "username": "alice", "password": "secret"}, &cn), "%v", cn)
+	time.Sleep(statsFlush)
+	b.StartTimer()
+	s3 := takeCostSnap(b, s, rdb, db)
+	for i := 0; i < outbound; i++ {
+		var out map[string]any
+		require.Equal(b, 201, apiCall(b, s.APIURL, s.APIKey, "POST", "/v1/call",
+			map[string]any{"agent_id": agentID, "from_number": "+14155550100", "to_number": "+14155550123"}, &out), "%v", out)
+		time.Sleep(100 * time.Millisecond)
+	}
+	require.NoError(b, uas.Wait(), "every outbound call answered and hung up by the callee")
+	waitEnded(s3.callsEndedOnNodes + outbound)
+	time.Sleep(statsFlush)
+	s4 := takeCostSnap(b, s, rdb, db)
+	b.StopTimer()
+	outLoad := s4.at.Sub(s3.at).Seconds()
+	O := float64(outbound)
+	onet := func(loadDelta, idleDelta float64) float64 { return (loadDelta - idleDelta/idle*outLoad) / O }
+	b.Logf("outbound %.1f s: %d POST /v1/call at 10/s; per call (gross): internal API %s; Redis %s; DB rows %s",
+		outLoad, outbound, deltas(s3.internal, s4.internal, O), deltas(s3.redis, s4.redis, O), deltas(s3.rows, s4.rows, O))
+	b.Logf("outbound per call (net of idle): internal API %.2f requests, Redis %.2f ops, DB %.2f rows written in %.2f transactions, control CPU %.1f ms (the POST included)",
+		onet(s4.internalTotal-s3.internalTotal, s1.internalTotal-s0.internalTotal), onet(sumMap(s4.redis)-sumMap(s3.redis), idleRedis),
+		onet(sumMap(s4.rows)-sumMap(s3.rows), idleRows), onet(s4.commits-s3.commits, s1.commits-s0.commits),
+		1000*onet((s4.ctlCPU-s3.ctlCPU).Seconds(), ctlIdle))
+	b.ReportMetric(onet(sumMap(s4.redis)-sumMap(s3.redis), idleRedis), "redis-ops/outbound-call")
+	b.ReportMetric(onet(sumMap(s4.rows)-sumMap(s3.rows), idleRows), "db-rows/outbound-call")
+	b.ReportMetric(1000*onet((s4.ctlCPU-s3.ctlCPU).Seconds(), ctlIdle), "control-cpu-s/1000outbound")
 }

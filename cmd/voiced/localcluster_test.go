@@ -171,8 +171,9 @@ func processesIn(dir string) []string {
 }
 
 // loopbackNumber gives the cluster's organization a VoIP number on
-// loopback answered by an agent (the media nodes run --call-loopback).
-func loopbackNumber(t testing.TB, s clusterStatus) {
+// loopback answered by an agent (the media nodes run --call-loopback),
+// and returns the VoIP connection's and the agent's ids.
+func loopbackNumber(t testing.TB, s clusterStatus) (connID, agentID int64) {
 	t.Helper()
 	api := func(method, path, body string) (int, map[string]any) {
 		var out map[string]any
@@ -187,6 +188,7 @@ func loopbackNumber(t testing.TB, s clusterStatus) {
 	require.Equal(t, 201, st, "%v", num)
 	st, _ = api("PATCH", fmt.Sprintf("/v1/phone-numbers/%d", objID(num)), fmt.Sprintf(`{"inbound_agent_id":%d}`, objID(ag)))
 	require.Equal(t, 200, st)
+	return objID(conn), objID(ag)
 }
 
 func readLog(t testing.TB, path string) string {
