@@ -44,7 +44,7 @@ bench: deps-bench
 	VOICED_SIPP_LOAD_CALLS=200 VOICED_SIPP_LOAD_HOLD=20s $(GO) test -count=1 -run '^TestSippLoad$$' -v ./cmd/voiced/
 	$(GO) test -run '^$$' -bench 'GetCall' -benchtime 3s ./control/mcp/
 	$(GO) test -run '^$$' -bench 'MCPToolCall' -benchtime 3s ./cmd/voiced/
-	VOICED_COST_CALLS=300 VOICED_COST_HOLD=5s VOICED_COST_OUTBOUND=100 $(GO) test -count=1 -run '^$$' -bench 'ClusterCost' -benchtime 1x ./cmd/voiced/
+	VOICED_COST_CALLS=300 VOICED_COST_HOLD=5s VOICED_COST_OUTBOUND=100 VOICED_COST_REALTIME=50 $(GO) test -count=1 -run '^$$' -bench 'ClusterCost' -benchtime 1x ./cmd/voiced/
 	$(GO) test -run '^$$' -bench 'KnowledgeTool' -benchtime 2000x ./cmd/voiced/
 	$(GO) test -run '^$$' -bench 'KnowledgeSearch' -benchtime 400x ./storage/
 	$(GO) test -run '^$$' -bench 'Ingest' -benchtime 5x ./control/knowledge/

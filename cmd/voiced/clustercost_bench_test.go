@@ -135,11 +135,18 @@ func deltas(before, after map[string]float64, per float64) string {
 // CPU per 1,000 calls, and media CPU per call-second, from an idle window
 // (the fleet's fixed cost: heartbeats, leases, workers) and a load window
 // of sipp calls through Kamailio (PCMU with speech RTP, the media nodes'
-// loopback agent), net of the idle rate. make bench runs it:
+// loopback agent), net of the idle rate; then the same for outbound calls
+// (POST /v1/call through a trunk) and realtime sessions through a control
+// replica. make bench runs it:
 //
-//	VOICED_COST_CALLS=300 VOICED_COST_HOLD=5s VOICED_COST_OUTBOUND=100 go test -run '^$' -bench ClusterCost -benchtime 1x ./cmd/voiced/
+//	VOICED_COST_CALLS=300 VOICED_COST_HOLD=5s VOICED_COST_OUTBOUND=100 VOICED_COST_REALTIME=50 go test -run '^$' -bench ClusterCost -benchtime 1x ./cmd/voiced/
 func BenchmarkClusterCost(b *testing.B) {
-	calls, hold, rate, outbound := 300, 5*time.Second, 20, 100
+	calls, hold, rate, outbound, sessions := 300, 5*time.Second, 20, 100, 50
+	if v := os.Getenv("VOICED_COST_REALTIME"); v != "" {
+		n, err := strconv.Atoi(v)
+		require.NoError(b, err, "VOICED_COST_REALTIME")
+		sessions = n
+	}
 	if v := os.Getenv("VOICED_COST_OUTBOUND"); v != "" {
 		n, err := strconv.Atoi(v)
 		require.NoError(b, err, "VOICED_COST_OUTBOUND")
@@ -283,4 +290,43 @@ func BenchmarkClusterCost(b *testing.B) {
 	b.ReportMetric(onet(sumMap(s4.redis)-sumMap(s3.redis), idleRedis), "redis-ops/outbound-call")
 	b.ReportMetric(onet(sumMap(s4.rows)-sumMap(s3.rows), idleRows), "db-rows/outbound-call")
 	b.ReportMetric(1000*onet((s4.ctlCPU-s3.ctlCPU).Seconds(), ctlIdle), "control-cpu-s/1000outbound")
+
+	// Realtime sessions: a WebSocket that reaches the second control
+	// replica (passed on to a node the placement picks), one text turn
+	// answered by the echo model, closed; one after the other.
+	time.Sleep(statsFlush)
+	b.StartTimer()
+	s5 := takeCostSnap(b, s, rdb, db)
+	sv := &served{base: s.node("control-2").APIURL, key: s.APIKey, stderr: &syncBuf{}}
+	for i := 0; i < sessions; i++ {
+		require.NotZero(b, realtimeTextTurn(b, sv, agentID, "Hello there", nil))
+	}
+	require.Eventually(b, func() bool {
+		n := 0.0
+		for _, node := range s.Nodes {
+			if node.Role == "control" {
+				for k, v := range scrape(b, node.APIURL) {
+					if strings.HasPrefix(k, "voiced_internal_api_requests_total{") && strings.Contains(k, `method="finish"`) {
+						n += v
+					}
+				}
+			}
+		}
+		return n >= s5.internal["finish"]+float64(sessions)
+	}, 30*time.Second, 500*time.Millisecond, "every session finished")
+	time.Sleep(statsFlush)
+	s6 := takeCostSnap(b, s, rdb, db)
+	b.StopTimer()
+	rtLoad := s6.at.Sub(s5.at).Seconds()
+	R := float64(sessions)
+	rnet := func(loadDelta, idleDelta float64) float64 { return (loadDelta - idleDelta/idle*rtLoad) / R }
+	b.Logf("realtime %.1f s: %d sessions through control-2; per session (gross): internal API %s; Redis %s; DB rows %s",
+		rtLoad, sessions, deltas(s5.internal, s6.internal, R), deltas(s5.redis, s6.redis, R), deltas(s5.rows, s6.rows, R))
+	b.Logf("realtime per session (net of idle): internal API %.2f requests, Redis %.2f ops, DB %.2f rows written in %.2f transactions, control CPU %.1f ms (the proxied socket included), media CPU %.1f ms",
+		rnet(s6.internalTotal-s5.internalTotal, s1.internalTotal-s0.internalTotal), rnet(sumMap(s6.redis)-sumMap(s5.redis), idleRedis),
+		rnet(sumMap(s6.rows)-sumMap(s5.rows), idleRows), rnet(s6.commits-s5.commits, s1.commits-s0.commits),
+		1000*rnet((s6.ctlCPU-s5.ctlCPU).Seconds(), ctlIdle), 1000*rnet((s6.mediaCPU-s5.mediaCPU).Seconds(), mediaIdle))
+	b.ReportMetric(rnet(sumMap(s6.redis)-sumMap(s5.redis), idleRedis), "redis-ops/session")
+	b.ReportMetric(rnet(sumMap(s6.rows)-sumMap(s5.rows), idleRows), "db-rows/session")
+	b.ReportMetric(1000*rnet((s6.ctlCPU-s5.ctlCPU).Seconds(), ctlIdle), "control-cpu-s/1000sessions")
 }
