@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"os/signal"
 	"regexp"
 	"slices"
 	"strconv"
@@ -29,39 +28,13 @@ import (
 	"github.com/voiced/voiced/storage/sqltest"
 )
 
-// roleArgsEnv, set to a JSON array of arguments, makes the test binary
-// run them as voiced would (TestMain) instead of the tests: a role in a
-// process of its own, which a test can kill -9.
-const roleArgsEnv = "VOICED_TEST_ROLE_ARGS"
-
-func TestMain(m *testing.M) {
-	if a := os.Getenv(roleArgsEnv); a != "" {
-		var args []string
-		if err := json.Unmarshal([]byte(a), &args); err != nil {
-			fmt.Fprintln(os.Stderr, "voiced test role:", err)
-			os.Exit(2)
-		}
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		err := run(ctx, args, os.Stdout, os.Stderr)
-		stop()
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "voiced:", err)
-			os.Exit(2)
-		}
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
-
 // startProcess runs voiced with args in a process of its own (this test
-// binary, through TestMain); cancel sends it SIGTERM, kill SIGKILL. The
+// binary as voiced, through TestMain); cancel sends it SIGTERM, kill SIGKILL. The
 // test's cleanup kills what is still running.
 func startProcess(t *testing.T, args ...string) (r *role, kill func()) {
 	t.Helper()
-	a, err := json.Marshal(args)
-	require.NoError(t, err)
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), roleArgsEnv+"="+string(a))
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "VOICED_TEST_AS_VOICED=1")
 	r = &role{done: make(chan error, 1), stdout: &syncBuf{}, stderr: &syncBuf{}}
 	cmd.Stdout, cmd.Stderr = r.stdout, r.stderr
 	require.NoError(t, cmd.Start())
