@@ -397,7 +397,7 @@ func TestEchoGateAllocatesNothing(t *testing.T) {
 	i := 0
 	allocs := testing.AllocsPerRun(199, func() {
 		e.Listen(far[i], near[i])
-		e.Explained(near[i])
+		e.Explained(near[i], 0)
 		i++
 	})
 	require.Zero(t, allocs)
@@ -413,7 +413,7 @@ func BenchmarkEchoGate(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		e.Listen(far[i%500], near[i%500])
-		e.Explained(near[i%500])
+		e.Explained(near[i%500], 0)
 		i++
 	}
 }
