@@ -73,6 +73,9 @@ type bargeIn struct {
 	level    float64 // the noise level, dB of mean square (int16 units)
 	started  bool
 	lastLoud int64 // last frame decideMargin over the noise
+	// off leaves the agent playing until the detector's decision, as
+	// before the pause existed (the scorecards' "before").
+	off bool
 }
 
 // loud tracks the raw caller frame's level and returns how far (dB) it
@@ -106,6 +109,9 @@ func (b *bargeIn) noise() float32 { return float32(math.Pow(10, b.level/10)) - 1
 // talking: playing, or paused by this side pending the decision.
 func (in *input) barge(prob float32, overNoise, overAll float64) (float32, bool) {
 	b := &in.bi
+	if b.off {
+		return prob, in.s.speaking.Load()
+	}
 	speech := prob >= in.det.Config().Threshold
 	n := in.n
 	if overNoise >= decideMargin {
