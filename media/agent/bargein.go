@@ -72,6 +72,9 @@ type bargeIn struct {
 
 	level    float64 // the noise level, dB of mean square (int16 units)
 	started  bool
+	// clean is the same level learnt only on frames no echo can be in.
+	clean        float64
+	cleanStarted bool
 	lastLoud int64 // last frame decideMargin over the noise
 	// off leaves the agent playing until the detector's decision, as
 	// before the pause existed (the scorecards' "before").
@@ -89,18 +92,36 @@ func (b *bargeIn) loud(pcm []int16, echo float32) (overNoise, overAll float64) {
 	}
 	overNoise, overAll = d-b.level, d-b.level
 	if echo > 0 {
-		overAll = d - float64(level(b.noise()+echo))
+		overAll = d - float64(level(float32(math.Pow(10, b.level/10))-1+echo))
 	}
 	if d > b.level {
 		b.level += levelUp
 	} else {
 		b.level -= levelDown
 	}
+	if echo == 0 {
+		// No echo can be in this frame: its level is the noise's.
+		if !b.cleanStarted {
+			b.clean, b.cleanStarted = d, true
+		} else if d > b.clean {
+			b.clean += levelUp
+		} else {
+			b.clean -= levelDown
+		}
+	}
 	return overNoise, overAll
 }
 
-// noise returns the tracked noise level as a mean square per sample.
-func (b *bargeIn) noise() float32 { return float32(math.Pow(10, b.level/10)) - 1 }
+// noise returns the noise level learnt where no echo can be, as a mean
+// square per sample (0 before any such frame): for the echo gate, which
+// subtracts it. The level over all frames would hold echo where the agent
+// talks without gaps, and the gate would then let loud echo through.
+func (b *bargeIn) noise() float32 {
+	if !b.cleanStarted {
+		return 0
+	}
+	return float32(math.Pow(10, b.clean/10)) - 1
+}
 
 // barge runs the pause rule on the caller's frame: prob is its speech
 // probability after the echo gate, overNoise and overAll from loud. It

@@ -252,22 +252,36 @@ func runBargeTrial(t testing.TB, tr bargeTrial) bargeOutcome {
 		require.NoError(t, err)
 		defer rs.Close()
 	}
+	m := &sim{s: s, out: make([]int16, media.SamplesPerFrame(tr.ch.out))}
+	fin := media.SamplesPerFrame(tr.ch.in)
+	rnd := rand.New(rand.NewPCG(tr.seed, 32))
+	near := make([]int16, fin)
+	// The call's first second, before the agent speaks: line noise and the
+	// steady noise, as a call has while its greeting is being made.
+	lead := 50
+	for f := range lead {
+		s.ReadFrame(m.out)
+		for j := range near {
+			x := rnd.NormFloat64() * 30
+			if tr.noise != nil {
+				x += tr.noise[(f*fin+j)%len(tr.noise)]
+			}
+			near[j] = int16(max(-32768, min(32767, math.Round(x))))
+		}
+		require.NoError(t, s.WriteFrame(near))
+	}
 	require.NoError(t, s.Say("", "x"))
 	deadline := time.Now().Add(5 * time.Second)
 	for s.play.Load() == nil {
 		require.True(t, time.Now().Before(deadline), "no playout")
 		time.Sleep(100 * time.Microsecond)
 	}
-	m := &sim{s: s, out: make([]int16, media.SamplesPerFrame(tr.ch.out))}
-	fin := media.SamplesPerFrame(tr.ch.in)
 	gain := math.Pow(10, tr.echoDB/20)
 	d := int(tr.delay.Seconds() * float64(tr.ch.in))
 	ms := tr.ch.in / 1000
-	rnd := rand.New(rand.NewPCG(tr.seed, 32))
 	var played []float64
 	var heard []int16 // the answer's samples as they left, faded frames out
 	farIn := make([]int16, fin)
-	near := make([]int16, fin)
 	callerAt := int(tr.at.Seconds() * float64(tr.ch.in))
 	onset, end := -1, -1
 	if tr.caller != nil {
@@ -321,7 +335,7 @@ func runBargeTrial(t testing.TB, tr bargeTrial) bargeOutcome {
 				x += float64(tr.caller[c])
 			}
 			if tr.noise != nil {
-				x += tr.noise[at%len(tr.noise)]
+				x += tr.noise[(at+lead*fin)%len(tr.noise)]
 			}
 			near[j] = int16(max(-32768, min(32767, math.Round(x))))
 		}
