@@ -70,12 +70,12 @@ type bargeIn struct {
 	// busy must not stutter the agent).
 	refractory bool
 
-	level    float64 // the noise level, dB of mean square (int16 units)
-	started  bool
+	level   float64 // the noise level, dB of mean square (int16 units)
+	started bool
 	// clean is the same level learnt only on frames no echo can be in.
 	clean        float64
 	cleanStarted bool
-	lastLoud int64 // last frame decideMargin over the noise
+	lastLoud     int64 // last frame decideMargin over the noise
 	// off leaves the agent playing until the detector's decision, as
 	// before the pause existed (the scorecards' "before").
 	off bool
