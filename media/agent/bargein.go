@@ -57,6 +57,9 @@ const (
 	pauseMargin  = 6
 	decideMargin = 6
 	loudHang     = 2
+	// gateNoiseCap (dB) bounds the noise the echo gate subtracts over the
+	// level heard without echo.
+	gateNoiseCap = 3
 )
 
 // bargeIn is the input side's pause state. Input goroutine.
@@ -112,15 +115,16 @@ func (b *bargeIn) loud(pcm []int16, echo float32) (overNoise, overAll float64) {
 	return overNoise, overAll
 }
 
-// noise returns the noise level learnt where no echo can be, as a mean
-// square per sample (0 before any such frame): for the echo gate, which
-// subtracts it. The level over all frames would hold echo where the agent
-// talks without gaps, and the gate would then let loud echo through.
+// noise returns the noise level for the echo gate, which subtracts it, as
+// a mean square per sample: the all-frames level, but at most gateNoiseCap
+// over the level learnt where no echo can be, and 0 before any such frame.
+// The all-frames level holds echo where the agent talks without gaps, and
+// the gate would then let loud echo through.
 func (b *bargeIn) noise() float32 {
 	if !b.cleanStarted {
 		return 0
 	}
-	return float32(math.Pow(10, b.clean/10)) - 1
+	return float32(math.Pow(10, min(b.level, b.clean+gateNoiseCap)/10)) - 1
 }
 
 // barge runs the pause rule on the caller's frame: prob is its speech
