@@ -49,7 +49,12 @@ func (m *sim) ready() {
 	deadline := time.Now().Add(time.Second)
 	for time.Now().Before(deadline) {
 		p := m.s.play.Load()
-		if p == nil || p.state.Load() != playPlaying || p.done.Load() || p.ring.Len() >= len(m.out) {
+		if p == nil {
+			return
+		}
+		// A pause's fade plays the next samples too.
+		st := p.state.Load()
+		if st != playPlaying && st != playFading || p.done.Load() || p.ring.Len() >= len(m.out) {
 			return
 		}
 		time.Sleep(50 * time.Microsecond)
