@@ -234,4 +234,3 @@ func (c *phoneCall) Hangup() {
 func (c *phoneCall) Done() <-chan struct{} { return c.ended }
 
 func (c *phoneCall) Transcript() (string, bool) { return "", false }
-
