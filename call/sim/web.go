@@ -24,7 +24,8 @@ import (
 type WebTarget struct {
 	// URL is the realtime endpoint (ws://host:port/v1/realtime).
 	URL string
-	// Key is an API key of the agent's organization.
+	// Key is an API key of the agent's organization, or a realtime
+	// session token (the call admitted already; AgentID 0).
 	Key     string
 	AgentID int64
 }
@@ -52,12 +53,14 @@ func CallWeb(ctx context.Context, t WebTarget, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	u := t.URL
-	if strings.Contains(u, "?") {
-		u += "&"
-	} else {
-		u += "?"
+	if t.AgentID != 0 { // else Key is a session token naming the agent's call
+		if strings.Contains(u, "?") {
+			u += "&"
+		} else {
+			u += "?"
+		}
+		u += "agent_id=" + strconv.FormatInt(t.AgentID, 10)
 	}
-	u += "agent_id=" + strconv.FormatInt(t.AgentID, 10)
 	d := ws.Dialer{Header: ws.HandshakeHeaderHTTP(http.Header{"Authorization": {"Bearer " + t.Key}}), Timeout: 10 * time.Second}
 	conn, br, _, err := d.Dial(ctx, u)
 	if err != nil {

@@ -173,7 +173,9 @@ func (w *Worker) simulate(ctx context.Context, r storage.SimulationRun) storage.
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		cl, err = w.Calls.Call(ctx, r.OrgID, callID)
-		if err == nil && cl.Status != storage.CallInProgress && cl.EndTime != nil {
+		// Billing follows the end in the same Finish: wait for it a
+		// little, the charge is a multiple of it.
+		if err == nil && cl.Status != storage.CallInProgress && cl.EndTime != nil && (cl.BilledAt != nil || time.Since(*cl.EndTime) > 3*time.Second) {
 			break
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
