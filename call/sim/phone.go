@@ -65,7 +65,7 @@ func NewPhone(cfg PhoneConfig, log *slog.Logger) (*Phone, error) {
 		return nil, err
 	}
 	log = log.With("component", "simulated-caller")
-	pacer, err := pace.New(pace.Config{PreciseWake: true}, log) // sends on time, as the node's does
+	pacer, err := pace.New(pace.Config{}, log)
 	if err != nil {
 		return nil, err
 	}
