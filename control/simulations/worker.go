@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"math"
+	"sync"
 	"time"
 
 	"github.com/voiced/voiced/control/api"
@@ -65,6 +66,7 @@ type Worker struct {
 	// Poll and Lease default to 1 s and 2 min.
 	Poll, Lease time.Duration
 	wake        chan struct{}
+	calls       sync.WaitGroup
 }
 
 // NewWorker returns the worker of d.
@@ -84,14 +86,17 @@ func (w *Worker) Wake() {
 }
 
 // Run works the queue until ctx ends; each claimed run's call runs in
-// its own goroutine, so staggered runs of a batch overlap.
+// its own goroutine, so staggered runs of a batch overlap. When ctx ends
+// the calls in progress hang up, and Run returns once their runs are
+// finished (failed, with the reason).
 func (w *Worker) Run(ctx context.Context) error {
+	defer w.calls.Wait()
 	return jobs.Run(ctx, w.Poll, w.wake, func(ctx context.Context) (bool, error) {
 		r, ok, err := w.Store.ClaimSimulationRun(ctx, w.Owner, w.Lease)
 		if err != nil || !ok {
 			return false, err
 		}
-		go w.execute(ctx, r)
+		w.calls.Go(func() { w.execute(ctx, r) })
 		return true, nil
 	}, func(err error) { w.Log.Warn("simulations", "err", err.Error()) })
 }
