@@ -11,6 +11,7 @@ import (
 	"github.com/voiced/voiced/control/calllog"
 	"github.com/voiced/voiced/control/calls"
 	"github.com/voiced/voiced/control/numbers"
+	"github.com/voiced/voiced/control/simulations"
 	"github.com/voiced/voiced/control/voices"
 )
 
@@ -94,12 +95,18 @@ func WithVoiceProviders(p ...voices.Provider) Option {
 	return func(r *resources) { r.providers = p }
 }
 
+// WithSimulator makes simulation runs' calls with sim (call/sim behind
+// cmd/voiced). Without one, POST /v1/simulations answers 502 and marks
+// the run failed.
+func WithSimulator(sim simulations.Simulator) Option { return func(r *resources) { r.simulator = sim } }
+
 // resources is the server's state for agents, numbers and calls.
 type resources struct {
-	cfg      ResourcesConfig
-	products map[string]Product
-	dialer   Dialer
-	live     calls.Live
+	cfg       ResourcesConfig
+	products  map[string]Product
+	dialer    Dialer
+	simulator simulations.Simulator
+	live      calls.Live
 	// listenKey signs listen tokens; listen is where the socket is
 	// served in this process (serve mounts the node's handler).
 	listenKey []byte

@@ -23,6 +23,7 @@ func allSchemas() map[string]any {
 	maps.Copy(out, mcpSchemas)
 	maps.Copy(out, issueSchemas)
 	maps.Copy(out, scenarioSchemas)
+	maps.Copy(out, simulationSchemas)
 	return out
 }
 

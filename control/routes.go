@@ -22,6 +22,7 @@ import (
 	"github.com/voiced/voiced/control/orgs"
 	"github.com/voiced/voiced/control/payment"
 	"github.com/voiced/voiced/control/scenarios"
+	"github.com/voiced/voiced/control/simulations"
 	"github.com/voiced/voiced/control/voices"
 	"github.com/voiced/voiced/control/webhook"
 	"github.com/voiced/voiced/control/widget"
@@ -169,6 +170,9 @@ func (s *Server) registerRoutes() {
 	s.mount(mcp.NewServer(s.cfg.Version, s.log, tools, tools, tools).Routes())
 	s.mount(mcp.ServerRoutes(st.MCPServers, mcp.NewConnector(mcp.ConnectorConfig{AllowLoopback: s.cfg.Webhooks.AllowLoopback})))
 	s.mount(scenarios.Routes(scenarios.Deps{Store: st.Scenarios, Agents: st.Agents, Calls: st.Calls, Model: s.model}))
+	sd := s.simulationDeps()
+	sd.Wake = s.sims.Wake
+	s.mount(simulations.Routes(sd))
 	s.mount(scenarios.SuiteRoutes(scenarios.SuiteDeps{Suites: st.Scenarios, Runs: st.Scenarios, Scenarios: st.Scenarios, Agents: st.Agents, Numbers: st.Numbers}))
 }
 

@@ -20,6 +20,7 @@ import (
 
 	"github.com/voiced/voiced/ai/llm"
 	"github.com/voiced/voiced/control/browser"
+	"github.com/voiced/voiced/control/calls"
 	"github.com/voiced/voiced/control/grading"
 	"github.com/voiced/voiced/control/knowledge"
 	"github.com/voiced/voiced/control/monitoring"
@@ -27,6 +28,7 @@ import (
 	"github.com/voiced/voiced/control/payment"
 	"github.com/voiced/voiced/control/realtime"
 	"github.com/voiced/voiced/control/scenarios"
+	"github.com/voiced/voiced/control/simulations"
 	"github.com/voiced/voiced/control/webhook"
 	"github.com/voiced/voiced/storage"
 	"github.com/voiced/voiced/storage/coord"
@@ -74,6 +76,9 @@ type Config struct {
 	Model llm.OpenAIConfig
 	// Grading configures the grading worker (its Model is Config.Model).
 	Grading grading.Config
+	// NoSimulationWorker leaves the simulation worker off (API tests):
+	// runs stay queued for a worker elsewhere.
+	NoSimulationWorker bool
 }
 
 func (c Config) withDefaults() Config {
@@ -130,6 +135,8 @@ type Server struct {
 	rt *Realtime
 	// model writes test scenarios; nil without Config.Model.
 	model scenarios.Model
+	// sims runs simulation runs' calls (control/simulations).
+	sims *simulations.Worker
 }
 
 // New builds the server and its routes. Call Close to stop its background
@@ -183,6 +190,7 @@ func New(cfg Config, log *slog.Logger, store *storage.Store, limiter Limiter, op
 	if err != nil {
 		return nil, err
 	}
+	s.sims = simulations.NewWorker(s.simulationDeps(), log)
 	s.registerRoutes()
 	s.app.Use(s.unrouted)
 	ictx, cancel := context.WithCancel(context.Background())
@@ -196,7 +204,14 @@ func New(cfg Config, log *slog.Logger, store *storage.Store, limiter Limiter, op
 		defer close(gdone)
 		_ = s.grading.Run(ictx)
 	}()
-	s.stopIngest = sync.OnceFunc(func() { cancel(); <-done; <-gdone })
+	sdone := make(chan struct{})
+	go func() {
+		defer close(sdone)
+		if !cfg.NoSimulationWorker {
+			_ = s.sims.Run(ictx)
+		}
+	}()
+	s.stopIngest = sync.OnceFunc(func() { cancel(); <-done; <-gdone; <-sdone })
 	return s, nil
 }
 
@@ -330,6 +345,35 @@ func (s *Server) observe(c fiber.Ctx) (err error) {
 
 // agentGrading is grading's view of an agent: whether it grades its
 // calls (deployed grading_enabled) and its deployed prompt.
+// simulationDeps are the simulations API's and worker's collaborators.
+func (s *Server) simulationDeps() simulations.Deps {
+	st := s.store
+	d := simulations.Deps{Store: st.Simulations, Agents: st.Agents, Numbers: st.Numbers, Balances: st.Billing, Calls: st.Calls,
+		Price: s.agentPrice, Simulator: s.res.simulator,
+		Recordings: calls.Config{PublicURL: s.cfg.PublicURL, SignKey: s.res.signKey, AudioURLTTL: s.res.cfg.AudioURLTTL},
+		WebToken: func(ctx context.Context, orgID, agentID int64) (string, string, int64, error) {
+			return s.rt.AgentToken(ctx, orgID, agentID, true)
+		}}
+	return d
+}
+
+// agentPrice is the per-minute price of the agent's product.
+func (s *Server) agentPrice(ctx context.Context, orgID, agentID int64) (int64, error) {
+	a, err := s.store.Agents.Agent(ctx, orgID, agentID)
+	if err != nil {
+		return 0, err
+	}
+	c, err := s.res.decodeConfig(a.Config)
+	if err != nil {
+		return 0, err
+	}
+	p, ok := s.res.products[c.Product]
+	if !ok {
+		p = s.res.products[s.res.cfg.DefaultProduct]
+	}
+	return p.CentsPerMinute, nil
+}
+
 func (s *Server) agentGrading(ctx context.Context, orgID, agentID int64) (bool, string, bool, error) {
 	a, err := s.store.Agents.Agent(ctx, orgID, agentID)
 	if errors.Is(err, storage.ErrNotFound) {

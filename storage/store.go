@@ -56,6 +56,8 @@ type Store struct {
 	Issues *IssueStore
 	// Scenarios holds test scenarios, suites and test runs.
 	Scenarios *ScenarioStore
+	// Simulations holds simulation runs and batches.
+	Simulations *SimulationStore
 }
 
 // base is what every domain store shares: the database, the secret sealer
@@ -95,7 +97,7 @@ func NewStore(db *DB, cfg StoreConfig) (*Store, error) {
 	b := &base{db: db, aead: aead, now: now}
 	return &Store{base: b, Keys: &KeyStore{b}, Orgs: &OrgStore{b}, Onboarding: &OnboardingStore{b}, PublishableKeys: &PublishableKeyStore{b}, Webhooks: &WebhookStore{b}, Billing: &BillingStore{b}, Numbers: &NumberStore{b}, Incidents: &IncidentStore{b},
 		Agents: &AgentStore{b}, Calls: &CallStore{b}, Outbox: &OutboxStore{b}, Knowledge: &KnowledgeStore{b}, MCPServers: &MCPServerStore{b},
-		Grading: &GradingStore{b}, Issues: &IssueStore{b}, Scenarios: &ScenarioStore{b}}, nil
+		Grading: &GradingStore{b}, Issues: &IssueStore{b}, Scenarios: &ScenarioStore{b}, Simulations: &SimulationStore{b}}, nil
 }
 
 // DB returns the underlying database.

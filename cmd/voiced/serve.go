@@ -95,6 +95,13 @@ func runControl(ctx context.Context, c *config, fs *flag.FlagSet, stdout, stderr
 			opts = append(opts, control.WithBrowserMedia(node.Browser))
 		}
 		opts = append(opts, control.WithLive(nodeLive{node, wsURL(public)}, listenKey))
+		simr, err := newSimulator(log, c.call.Phone.Addr, node.PhoneOn, llm.OpenAIConfig{BaseURL: c.prov.LLMBaseURL, APIKey: c.prov.LLMAPIKey, Model: c.prov.LLMModel})
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer simr.close()
+		opts = append(opts, control.WithSimulator(simr))
 	}
 	// Without the node, calls are placed on media nodes (voiced control
 	// has Redis, whose coordinator places and carries commands).

@@ -32,6 +32,15 @@ func (h *handlers) signRecording(id, exp int64) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
+// RecordingURL is a signed link to call id's recording valid for
+// cfg.AudioURLTTL from now (what GET /v1/calls/{id}/audio hands out).
+func RecordingURL(cfg Config, id int64) string {
+	h := &handlers{cfg: cfg}
+	exp := time.Now().Add(cfg.AudioURLTTL).Unix()
+	q := url.Values{"expires": {strconv.FormatInt(exp, 10)}, "sig": {h.signRecording(id, exp)}}
+	return cfg.PublicURL + "/v1/calls/" + strconv.FormatInt(id, 10) + "/recording?" + q.Encode()
+}
+
 var errBadSignature = api.Err(http.StatusUnauthorized, "This recording link is invalid or has expired; request a new one from /v1/calls/{call_id}/audio.")
 
 func (h *handlers) callAudio(c fiber.Ctx, p *storage.Principal) error {

@@ -239,6 +239,41 @@ func (r *Sessions[C]) createSession(c fiber.Ctx, p *storage.Principal) error {
 		"token": token, "expires_at": api.TS(exp)})
 }
 
+// AgentToken admits a call of a saved agent for an in-process client
+// (the simulated caller) and issues its session token, as POST
+// /v1/realtime/sessions does; simulation marks the call is_simulation.
+// It returns the token, the realtime URL to connect to and the call id.
+func (r *Sessions[C]) AgentToken(ctx context.Context, orgID, agentID int64, simulation bool) (token, mediaURL string, callID int64, err error) {
+	u := r.cfg.PublicURL
+	switch {
+	case strings.HasPrefix(u, "https://"):
+		u = "wss://" + strings.TrimPrefix(u, "https://")
+	case strings.HasPrefix(u, "http://"):
+		u = "ws://" + strings.TrimPrefix(u, "http://")
+	}
+	if p := r.placer.Load(); p != nil {
+		if u, err = (*p)(ctx); err != nil {
+			return "", "", 0, err
+		}
+	} else if r.handler.Load() == nil {
+		return "", "", 0, errors.New("realtime sessions are not available on this server")
+	}
+	adm, err := r.calls.Admit(ctx, calllog.AdmitRequest{Direction: storage.DirectionWeb, OrgID: orgID, AgentID: agentID,
+		MediaRoomName: "realtime-" + RandHex(8), IsSimulation: simulation})
+	if err != nil {
+		return "", "", 0, err
+	}
+	grant, err := json.Marshal(Grant[C]{Admission: adm})
+	if err == nil {
+		token, _, err = r.tokens.Issue(ctx, adm.CallID, adm.OrgID, grant)
+	}
+	if err != nil {
+		r.closeUnjoined(adm.CallID, "the realtime session token could not be stored")
+		return "", "", 0, err
+	}
+	return token, u + "/v1/realtime", adm.CallID, nil
+}
+
 // closeUnjoined ends an admitted realtime call that no socket joined.
 func (r *Sessions[C]) closeUnjoined(id int64, detail string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

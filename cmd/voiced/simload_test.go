@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/voiced/voiced/ai/tts/espeak"
+	"github.com/voiced/voiced/call/sim"
+	"github.com/voiced/voiced/sip/siptest"
+)
+
+// TestSimulatedCallsAtOnce: N simulated callers (call/sim over SIP/RTP,
+// street noise mixed at 10 dB, a line and then 8 s of silence) ring one
+// node's loopback agent at once, in the same process as the node (as
+// voiced serve runs them). Every call must complete with the node's own
+// loss under 0.1%; it logs the callers' jitter and the node pacer's
+// tick lateness. make test runs 8 against the loopback agent; the
+// issue's goal is VOICED_SIM_CALLS=50 VOICED_SIM_ENGINE=offline (the
+// agent on PocketSphinx, the echo model and espeak-ng).
+func TestSimulatedCallsAtOnce(t *testing.T) {
+	siptest.Binary(t, "espeak-ng", "espeak-ng")
+	calls := 8
+	if v := os.Getenv("VOICED_SIM_CALLS"); v != "" {
+		n, err := strconv.Atoi(v)
+		require.NoError(t, err, "VOICED_SIM_CALLS")
+		calls = n
+	}
+	args := []string{"--sip-trusted", "127.0.0.1", "--dev-credit-cents", "100000000", "--access-log=false"}
+	if os.Getenv("VOICED_SIM_ENGINE") == "offline" { // the agent on the offline providers
+		args = append(args, "--call-loopback=false")
+	}
+	sv := startTelephonyServe(t, args...)
+	st, conn := sv.call("POST", "/v1/voip-connections", `{"host":"127.0.0.1","allowed_inbound_addresses":["127.0.0.1"],"codecs":["PCMU"]}`)
+	require.Equal(t, 201, st, "%v", conn)
+	st, ag := sv.call("POST", "/v1/agents", `{"name":"Loopback"}`)
+	require.Equal(t, 201, st, "%v", ag)
+	st, num := sv.call("POST", "/v1/phone-numbers", fmt.Sprintf(`{"source":"voip","number":"+14155550100","voip_connection_id":%d}`, objID(conn)))
+	require.Equal(t, 201, st, "%v", num)
+	st, _ = sv.call("PATCH", fmt.Sprintf("/v1/phone-numbers/%d", objID(num)), fmt.Sprintf(`{"inbound_agent_id":%d}`, objID(ag)))
+	require.Equal(t, 200, st)
+
+	voice, err := espeak.New(espeak.Config{})
+	require.NoError(t, err)
+	defer voice.Close()
+	ph, err := sim.NewPhone(sim.PhoneConfig{}, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	defer ph.Close()
+	cfg := sim.Config{Scenario: sim.Scenario{Prompt: "Hello, I would like to book a table for two tonight.", NoiseAsset: "street", SNRDB: 10,
+		SilenceSeconds: 8}, TTS: voice, MaxDuration: 60 * time.Second}
+	cpu0, wall0 := processCPU(t), time.Now()
+	var wg sync.WaitGroup
+	ends := make([]string, calls)
+	for i := range calls {
+		wg.Go(func() {
+			res, err := ph.Call(context.Background(), sim.Target{Host: "127.0.0.1", Port: sv.sipPort, To: "+14155550100"}, cfg)
+			if err != nil {
+				ends[i] = "error: " + err.Error()
+				return
+			}
+			ends[i] = res.End
+		})
+	}
+	wg.Wait()
+	cpu, wall := processCPU(t)-cpu0, time.Since(wall0)
+	for i, e := range ends {
+		require.Equal(t, "caller_hangup", e, "call %d", i)
+	}
+	m := scrape(t, sv.base)
+	var results []map[string]any
+	inProgress := 0
+	require.Eventually(t, func() bool {
+		inProgress = 0
+		results = results[:0]
+		_, list := sv.call("GET", "/v1/calls?direction=inbound&limit=500", "")
+		rs, _ := list["results"].([]any)
+		for _, r := range rs {
+			c := r.(map[string]any)
+			if c["status"] == "in_progress" {
+				inProgress++
+				continue
+			}
+			results = append(results, c)
+		}
+		return len(results) == calls
+	}, 120*time.Second, 500*time.Millisecond, "calls ended on the node: %d of %d, %d in progress", len(results), calls, inProgress)
+	t.Logf("the node recorded every call's end %v after the callers hung up", time.Since(wall0)-wall)
+	var expected, lost, callSeconds float64
+	var jitters []float64
+	for _, c := range results {
+		require.Equal(t, "completed", c["status"], "%v", c)
+		q := c["quality"].(map[string]any)
+		lost += q["packets_lost"].(float64)
+		expected += q["packets_received"].(float64) + q["packets_lost"].(float64)
+		jitters = append(jitters, q["jitter_ms"].(float64))
+		callSeconds += c["duration_seconds"].(float64)
+	}
+	slices.Sort(jitters)
+	lossPct := 100 * lost / max(expected, 1)
+	t.Logf("%d simulated calls at once in %v: packets expected %.0f, lost %.0f (%.3f%%); caller jitter p50 %.2f ms, max %.2f ms; process CPU %v over %.0f call-seconds (%.1f%% of a core per call, caller and node); node pacer lateness p50 %.3f ms, p99 %.3f ms, max %.3f ms",
+		calls, wall.Round(time.Millisecond), expected, lost, lossPct, jitters[len(jitters)/2], jitters[len(jitters)-1], cpu.Round(time.Millisecond), callSeconds,
+		100*cpu.Seconds()/callSeconds, m[seriesLateP50]*1e3, m[seriesLateP99]*1e3, m[seriesLateMax]*1e3)
+	require.Less(t, lossPct, 0.1, "the node's own loss figure")
+	sv.stop(t)
+}

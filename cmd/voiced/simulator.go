@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/voiced/voiced/ai/llm"
+	"github.com/voiced/voiced/ai/tts/espeak"
+	"github.com/voiced/voiced/call/sim"
+	"github.com/voiced/voiced/control/simulations"
+)
+
+// simulator makes simulation runs' calls with the simulated caller
+// (call/sim) against this process's own front doors: telephony runs dial
+// the node's SIP address from a second SIP user agent on loopback, web
+// runs join the realtime WebSocket with the session token the control
+// plane issued. Its voice is espeak-ng; its words come from the control
+// plane's model (--llm-base-url) when one is set, else the caller says
+// the scenario prompt once.
+type simulator struct {
+	log     *slog.Logger
+	sipHost string
+	sipPort int
+	phoneOn bool
+	model   llm.Provider
+
+	mu    sync.Mutex
+	phone *sim.Phone
+	voice *espeak.Synth
+}
+
+func newSimulator(log *slog.Logger, sipAddr string, phoneOn bool, model llm.OpenAIConfig) (*simulator, error) {
+	s := &simulator{log: log, phoneOn: phoneOn}
+	host, port, err := net.SplitHostPort(sipAddr)
+	if err != nil {
+		return nil, err
+	}
+	s.sipHost = host
+	if s.sipPort, err = strconv.Atoi(port); err != nil {
+		return nil, err
+	}
+	if model.BaseURL != "" {
+		m, err := llm.NewOpenAI(model)
+		if err != nil {
+			return nil, err
+		}
+		s.model = m
+	}
+	return s, nil
+}
+
+// start opens the simulator's SIP user agent and voice on first use.
+func (s *simulator) start() (*sim.Phone, *espeak.Synth, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.voice == nil {
+		v, err := espeak.New(espeak.Config{})
+		if err != nil {
+			return nil, nil, fmt.Errorf("espeak-ng: %w", err)
+		}
+		s.voice = v
+	}
+	if s.phone == nil && s.phoneOn {
+		p, err := sim.NewPhone(sim.PhoneConfig{}, s.log)
+		if err != nil {
+			return nil, nil, err
+		}
+		s.phone = p
+	}
+	return s.phone, s.voice, nil
+}
+
+func (s *simulator) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.phone != nil {
+		s.phone.Close()
+	}
+	if s.voice != nil {
+		s.voice.Close()
+	}
+}
+
+func (s *simulator) Ready(channel string) error {
+	if channel == "telephony" && !s.phoneOn {
+		return errors.New("telephony is off on this node")
+	}
+	return nil
+}
+
+// accentFor is the simulated caller's accent for a run's language.
+func accentFor(lang string) string {
+	switch lang {
+	case "en-US", "en-GB", "en-IN", "en-AU", "es-MX", "fr-CA":
+		return lang
+	}
+	switch base, _, _ := strings.Cut(lang, "-"); base {
+	case "es":
+		return "es-MX"
+	case "fr":
+		return "fr-CA"
+	}
+	return "default"
+}
+
+func (s *simulator) Simulate(ctx context.Context, c simulations.Call) (simulations.Outcome, error) {
+	phone, voice, err := s.start()
+	if err != nil {
+		return simulations.Outcome{}, err
+	}
+	cfg := sim.Config{Scenario: sim.Scenario{Prompt: c.Prompt, Accent: accentFor(c.Language)}, Model: s.model, TTS: voice,
+		MaxDuration: simulations.MaxRunMinutes * time.Minute, Seed: uint64(c.RunID)}
+	if cfg.Scenario.Prompt == "" {
+		cfg.Scenario.Prompt = "Hello, I am calling to check that this line works."
+	}
+	var res *sim.Result
+	switch c.Channel {
+	case "telephony":
+		if phone == nil {
+			return simulations.Outcome{}, errors.New("telephony is off on this node")
+		}
+		res, err = phone.Call(ctx, sim.Target{Host: s.sipHost, Port: s.sipPort, To: c.Number}, cfg)
+	default:
+		res, err = sim.CallWeb(ctx, sim.WebTarget{URL: c.URL, Key: c.Token}, cfg)
+	}
+	if err != nil {
+		return simulations.Outcome{}, err
+	}
+	out := simulations.Outcome{CallID: res.CallID, End: res.End, Answered: !strings.HasPrefix(res.End, "not_answered"),
+		Metadata: map[string]any{"caller_voice": res.Voice, "caller_lines": len(res.Lines), "caller_model": s.model != nil}}
+	if res.SIPCallID != "" {
+		out.Execution = "sip:" + res.SIPCallID
+	}
+	if res.DTMF != "" {
+		out.Metadata["dtmf"], out.Metadata["dtmf_via"] = res.DTMF, res.DTMFVia
+	}
+	return out, nil
+}
