@@ -246,7 +246,7 @@ func (s *Session) WriteFrameFrom(pcm, decoded []int16) error {
 		prob = 0
 	}
 	if in.live != nil && in.live.active {
-		in.det.SetHint(in.live.currentHint())
+		in.det.SetHint(in.live.currentHint(in.n-1, in.det.Silence()))
 	}
 	ev := in.det.Process(prob, s.speaking.Load())
 	switch ev.Kind {
@@ -256,7 +256,8 @@ func (s *Session) WriteFrameFrom(pcm, decoded []int16) error {
 		}
 	case turn.SpeechStarted:
 		if in.live != nil {
-			in.live.start(in.span(in.off+ev.Start, in.n))
+			from := max(in.off+ev.Start, in.start)
+			in.live.start(from, in.span(from, in.n))
 		}
 		var paused *Playout
 		if ev.Interrupt && in.td.InterruptResponse {

@@ -46,8 +46,10 @@ type liveFeed struct {
 	marks chan liveMark
 	wake  chan struct{}
 	// hint is the worker's verdict on the current turn's partial
-	// transcript: turn<<8 | turn.Hint.
+	// transcript and how much of the turn it heard: turn<<40 | frames
+	// decoded<<8 | turn.Hint.
 	hint atomic.Uint64
+	from int64 // the current turn's first frame in the stream
 
 	written int64  // samples written to the ring
 	turn    uint32 // the current (or last) turn's number
@@ -76,8 +78,9 @@ func (f *liveFeed) signal() {
 	}
 }
 
-// start begins a turn with its audio so far.
-func (f *liveFeed) start(pcm []int16) {
+// start begins a turn with its audio so far, from stream frame from.
+func (f *liveFeed) start(from int64, pcm []int16) {
+	f.from = from
 	if f.active {
 		f.abort()
 	}
@@ -121,13 +124,34 @@ func (f *liveFeed) abort() {
 	f.signal()
 }
 
-// currentHint is the worker's hint for the current turn.
-func (f *liveFeed) currentHint() turn.Hint {
+// completeAfter is how much of the silence after a turn's last word the
+// decoder must have heard before the words count as complete (240 ms): a
+// word is in the partial transcript only once the search has left it, so
+// until then the words can end on the one before ("i want to book"
+// before "a"), and the turn would end at a hesitation.
+const completeAfter = 12
+
+// currentHint is the worker's hint for the current turn, frame now
+// (its index in the stream) being the next the detector sees and silence
+// the frames since the turn's last speech frame. HintComplete counts only
+// once the decoder heard completeAfter frames of that silence.
+func (f *liveFeed) currentHint(now, silence int64) turn.Hint {
 	v := f.hint.Load()
-	if uint32(v>>8) != f.turn {
+	if uint32(v>>40) != f.turn&(1<<24-1) {
 		return turn.HintUnknown
 	}
-	return turn.Hint(v & 0xff)
+	h := turn.Hint(v & 0xff)
+	if h == turn.HintComplete {
+		decoded := f.from + int64(v>>8&(1<<32-1))
+		if silence-max(0, now-decoded) < completeAfter {
+			return turn.HintUnknown
+		}
+	}
+	return h
+}
+
+func packHint(turnNo uint32, frames int64, h turn.Hint) uint64 {
+	return uint64(turnNo&(1<<24-1))<<40 | uint64(frames&(1<<32-1))<<8 | uint64(h)
 }
 
 // liveWorker is the STT worker's side of the feed.
@@ -148,6 +172,7 @@ type liveWorker struct {
 // liveTurn is one turn's stream.
 type liveTurn struct {
 	turn uint32
+	fed  int        // samples fed, at the input rate
 	s    stt.Stream // nil: the stream failed; the turn is transcribed whole
 	rs   *resample.Resampler
 }
@@ -216,7 +241,7 @@ func (w *liveWorker) apply(m liveMark) {
 			t.rs = rs
 		}
 		w.cur = t
-		w.f.hint.Store(uint64(m.turn) << 8)
+		w.f.hint.Store(packHint(m.turn, 0, turn.HintUnknown))
 	case markEnd:
 		if w.cur != nil && w.cur.turn == m.turn {
 			w.ended = append(w.ended, w.cur)
@@ -254,8 +279,9 @@ func (w *liveWorker) feed(pcm []int16) {
 		t.close()
 		return
 	}
+	t.fed += len(pcm)
 	h := turn.Complete(t.s.Partial())
-	w.f.hint.Store(uint64(t.turn)<<8 | uint64(h))
+	w.f.hint.Store(packHint(t.turn, int64(t.fed/media.SamplesPerFrame(w.rate)), h))
 }
 
 // finish returns the transcript of turn, ended in the feed; ok is false

@@ -140,6 +140,15 @@ func (d *Detector) SetHint(h Hint) {
 	}
 }
 
+// Silence returns how many frames have passed since the last speech frame
+// of the turn in progress (0 outside a turn).
+func (d *Detector) Silence() int64 {
+	if !d.speaking {
+		return 0
+	}
+	return d.n - 1 - d.lastSpeech
+}
+
 // Config returns the configuration with defaults filled in.
 func (d *Detector) Config() Config { return d.cfg }
 

@@ -98,6 +98,9 @@ type Recognizer struct {
 	grammar bool
 	// buf holds padding, segment, padding; it only grows.
 	buf []int16
+	// cmnInit is the model's cepstral mean (-cmninit), the start of each
+	// stream's running mean (cmnBegin); nil until the first stream.
+	cmnInit []C.float
 }
 
 // New loads the model and returns a Recognizer (see the package doc for
@@ -207,6 +210,12 @@ func (p *Recognizer) Transcribe(ctx context.Context, r stt.Request) (stt.Result,
 	}
 	if err := ctx.Err(); err != nil {
 		return stt.Result{}, context.Cause(ctx)
+	}
+	if p.cmnInit != nil {
+		// The decoder has streamed, and libpocketsphinx then keeps a
+		// running cepstral mean for good: decode as a stream, whose mean
+		// follows the segment (cmnBegin).
+		return p.transcribeStreamed(ctx, r.PCM)
 	}
 	p.buf = padded(p.buf, r.PCM, p.dither)
 	if C.ps_start_utt(p.ps) != 0 {

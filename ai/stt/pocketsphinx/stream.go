@@ -2,6 +2,41 @@ package pocketsphinx
 
 /*
 #include <pocketsphinx.h>
+#include <sphinxbase/cmn.h>
+
+// voiced_cmn_begin starts a segment's running cepstral mean from init,
+// weighted as prior frames: the library's own live mean starts a decoder
+// from the model's -cmninit weighted as 500 frames (5 s) and carries it over
+// from segment to segment, whoever spoke them.
+static void voiced_cmn_begin(ps_decoder_t *ps, const float *init, int prior) {
+	cmn_t *c = ps_get_feat(ps)->cmn_struct;
+	for (int i = 0; i < c->veclen; i++) {
+		c->cmn_mean[i] = init[i];
+		c->sum[i] = init[i] * prior;
+	}
+	c->nframe = prior;
+}
+
+// voiced_cmn_follow makes the mean the running mean of the frames so far
+// (the library only updates it every 3 s).
+static void voiced_cmn_follow(ps_decoder_t *ps) {
+	cmn_t *c = ps_get_feat(ps)->cmn_struct;
+	if (c->nframe <= 0) {
+		return;
+	}
+	for (int i = 0; i < c->veclen; i++) {
+		c->cmn_mean[i] = c->sum[i] / c->nframe;
+	}
+}
+
+static int voiced_cmn_len(ps_decoder_t *ps) { return ps_get_feat(ps)->cmn_struct->veclen; }
+
+static void voiced_cmn_get(ps_decoder_t *ps, float *out) {
+	cmn_t *c = ps_get_feat(ps)->cmn_struct;
+	for (int i = 0; i < c->veclen; i++) {
+		out[i] = c->cmn_mean[i];
+	}
+}
 */
 import "C"
 
@@ -52,6 +87,7 @@ func (p *Recognizer) begin() (*stream, error) {
 	if C.ps_start_utt(p.ps) != 0 {
 		return nil, fmt.Errorf("%w: start of utterance", ErrDecode)
 	}
+	p.cmnBegin()
 	s := &stream{rec: p, g: newNoise()}
 	s.grow(padSamples)
 	s.g.pad(s.buf[:padSamples], nil)
@@ -60,6 +96,22 @@ func (p *Recognizer) begin() (*stream, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// transcribeStreamed decodes pcm as a stream, 100 ms at a time; the
+// caller holds the semaphore.
+func (p *Recognizer) transcribeStreamed(ctx context.Context, pcm []int16) (stt.Result, error) {
+	s, err := p.begin()
+	if err != nil {
+		return stt.Result{}, err
+	}
+	for i := 0; i < len(pcm); i += hypEvery {
+		if err := s.Write(pcm[i:min(len(pcm), i+hypEvery)]); err != nil {
+			s.Close()
+			return stt.Result{}, err
+		}
+	}
+	return s.Finish(ctx)
 }
 
 // stream is a Recognizer's segment in progress.
@@ -100,21 +152,50 @@ func (s *stream) process(pcm []int16) error {
 	return nil
 }
 
+// cmnEvery is how often a stream's cepstral mean follows its audio: 50
+// ms.
+const cmnEvery = stt.SampleRate / 20
+
+// cmnPrior is the weight of the model's mean in a segment's running
+// cepstral mean: 20 frames (200 ms), so that the mean is the segment's own
+// after its first words, whatever the caller's level and channel.
+const cmnPrior = 20
+
+// cmnBegin restarts the running cepstral mean from the model's for a
+// segment. The mean the decoder started with is kept at the first call.
+func (p *Recognizer) cmnBegin() {
+	if p.cmnInit == nil {
+		p.cmnInit = make([]C.float, int(C.voiced_cmn_len(p.ps)))
+		C.voiced_cmn_get(p.ps, &p.cmnInit[0])
+	}
+	C.voiced_cmn_begin(p.ps, &p.cmnInit[0], cmnPrior)
+}
+
 func (s *stream) Write(pcm []int16) error {
 	if s.done {
 		return ErrClosed
 	}
-	if len(pcm) == 0 {
-		return nil
+	for len(pcm) > 0 {
+		// The running mean follows at fixed points of the segment
+		// (every cmnEvery samples), so the words do not depend on how
+		// the audio was cut into writes.
+		n := min(len(pcm), cmnEvery-s.written%cmnEvery)
+		src := pcm[:n]
+		if s.rec.dither {
+			s.grow(n)
+			s.g.dither(s.buf, src)
+			src = s.buf
+		}
+		if err := s.process(src); err != nil {
+			return err
+		}
+		s.written += n
+		if s.written%cmnEvery == 0 {
+			C.voiced_cmn_follow(s.rec.ps)
+		}
+		pcm = pcm[n:]
 	}
-	src := pcm
-	if s.rec.dither {
-		s.grow(len(pcm))
-		s.g.dither(s.buf, pcm)
-		src = s.buf
-	}
-	s.written += len(pcm)
-	return s.process(src)
+	return nil
 }
 
 func (s *stream) Partial() string {
