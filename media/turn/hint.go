@@ -5,14 +5,13 @@ import "strings"
 // openEnds are words a sentence does not end on: articles and
 // possessives, conjunctions, prepositions that do not end phrasal verbs
 // ("come in", "hold on" do end), contracted auxiliaries, and hesitation
-// sounds. Words that can end a sentence ("so", "it", "you", "can", "do")
-// are left out: a turn wrongly held open costs only the longer wait. A partial
-// transcript ending on one is a phrase the caller has not finished
-// ("I want to book a", "and", "um").
+// sounds. A partial transcript ending on one is a phrase the caller has
+// not finished ("I want to book a", "and", "um"). Words that can end a
+// sentence ("so", "it", "you", "can", "do") are left out.
 var openEnds = map[string]bool{}
 
 func init() {
-	for _, w := range strings.Fields(`a an the my your our their his her its every each another whose
+	for _, w := range strings.Fields(`a an the my your our their his its every each another whose
 		and or but because if when while although though unless until than nor whether
 		to for of with from at about into onto between through during without per via
 		i'm i'd i'll i've we're you're they're it's there's that's let's gonna wanna
