@@ -91,8 +91,8 @@ const (
 // without words the wait is in between. Auto is medium.
 func SemanticSilence(e Eagerness, h Hint) time.Duration {
 	ms := [4][3]int{
-		EagernessAuto:   {500, 300, 1200},
-		EagernessMedium: {500, 300, 1200},
+		EagernessAuto:   {500, 450, 1200},
+		EagernessMedium: {500, 450, 1200},
 		EagernessLow:    {1000, 700, 2000},
 		EagernessHigh:   {400, 200, 800},
 	}[e][h]

@@ -206,7 +206,7 @@ func TestSemanticEagerness(t *testing.T) {
 }
 
 // TestSemanticHint: under semantic_vad the partial transcript's verdict
-// picks the silence (medium: 300 ms complete, 1200 ms mid-phrase), a
+// picks the silence (medium: 450 ms complete, 1200 ms mid-phrase), a
 // verdict that comes during the silence applies at once, the end of a
 // turn forgets it, and server_vad ignores it.
 func TestSemanticHint(t *testing.T) {
@@ -219,23 +219,24 @@ func TestSemanticHint(t *testing.T) {
 	require.Len(t, evs, 1)
 	require.Equal(t, indexed{39 + 60, Event{Kind: SpeechStopped, Start: 5, End: 40}}, evs[0])
 
-	// Complete: 300 ms. The next turn starts without a hint (500 ms).
+	// Complete: 450 ms (23 frames). The next turn starts without a hint
+	// (500 ms).
 	run(t, d, pattern(20, true, false))
 	last := d.Frame() - 1
 	d.SetHint(HintComplete)
-	evs = run(t, d, pattern(20, false, false))
+	evs = run(t, d, pattern(25, false, false))
 	require.Len(t, evs, 1)
-	require.Equal(t, last+15, evs[0].At)
+	require.Equal(t, last+23, evs[0].At)
 	run(t, d, pattern(20, true, false))
 	last = d.Frame() - 1
 	evs = run(t, d, pattern(30, false, false))
 	require.Len(t, evs, 1)
 	require.Equal(t, last+25, evs[0].At)
 
-	// Words that turn complete 400 ms into the silence end the turn then.
+	// Words that turn complete 480 ms into the silence end the turn then.
 	run(t, d, pattern(20, true, false))
 	d.SetHint(HintIncomplete)
-	run(t, d, pattern(20, false, false))
+	require.Empty(t, run(t, d, pattern(24, false, false)))
 	d.SetHint(HintComplete)
 	evs = run(t, d, pattern(1, false, false))
 	require.Len(t, evs, 1)

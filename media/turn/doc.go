@@ -43,7 +43,7 @@
 // trailing conjunction, preposition, article or "um") hold the turn
 // open longer; words that can end a sentence end it sooner; no words yet
 // wait in between (SemanticSilence): eagerness high 200 / 400 / 800 ms
-// (complete / unknown / mid-phrase), medium and auto 300 / 500 / 1200 ms,
+// (complete / unknown / mid-phrase), medium and auto 450 / 500 / 1200 ms,
 // low 700 / 1000 / 2000 ms.
 //
 // # Idle timeout
