@@ -37,7 +37,8 @@ import (
 //	  go test -tags nolibopusfile -count=1 -run TestOfflineTurnsBench -v ./media/realtime/
 //
 // VOICED_TURN_MODE=semantic_vad (VOICED_TURN_EAGERNESS: auto by default)
-// uses semantic_vad; VOICED_TURN_HESITATE=1 makes every utterance two
+// uses semantic_vad; VOICED_TURN_POOL sets the decoders (default 16, call's
+// 8 per core here); VOICED_TURN_HESITATE=1 makes every utterance two
 // phrases with a 300-600 ms pause after a word that leaves the phrase open
 // ("i want to book a ... table for two") and counts the cut-offs. The
 // figures: latency p50/p99 from the last loud sample sent to the first
@@ -179,7 +180,7 @@ func runOfflineTurns(t *testing.T, sessions, turns int, td map[string]any, hesit
 	if a := os.Getenv("VOICED_TURN_PSARGS"); a != "" {
 		cfg.Args = strings.Fields(a)
 	}
-	pool := pocketsphinx.NewPool(cfg, 8*2)
+	pool := pocketsphinx.NewPool(cfg, envInt("VOICED_TURN_POOL", 8*2))
 	defer pool.Close()
 	calls := newFakeCalls()
 	var sttDep agent.STT = pool
@@ -200,7 +201,7 @@ func runOfflineTurns(t *testing.T, sessions, turns int, td map[string]any, hesit
 	// Warm the pool: one decoder per session, loaded before timing (each
 	// load takes 0.5 s or more, serialized).
 	var warm []interface{ Close() error }
-	for range sessions {
+	for range min(sessions, pool.Size()) {
 		st, err := pool.Stream(context.Background(), stt.Request{})
 		require.NoError(t, err)
 		warm = append(warm, st)
