@@ -356,7 +356,9 @@ func TestOfflineTurnsBench(t *testing.T) {
 
 // TestOfflineTurns is the short version: 2 sessions of 2 turns each with
 // the offline providers; every turn is transcribed with words and
-// answered, each within 1.5 s of its end of speech with server_vad's 500 ms silence.
+// answered. The latency bound is loose (2.5 s at the median, where 0.6-0.7
+// s is measured) so that a loaded CI machine does not fail it; the figures
+// come from TestOfflineTurnsBench.
 func TestOfflineTurns(t *testing.T) {
 	rs := runOfflineTurns(t, 2, 2, map[string]any{"type": "server_vad"}, false)
 	lat, empty, cut := summary(t, rs)
@@ -364,5 +366,5 @@ func TestOfflineTurns(t *testing.T) {
 	require.Len(t, lat, 4, "every turn answered")
 	require.Zero(t, empty, "no turn without a transcript")
 	require.Zero(t, cut)
-	require.Less(t, pct(lat, 0.5), 1500*time.Millisecond)
+	require.Less(t, pct(lat, 0.5), 2500*time.Millisecond)
 }
