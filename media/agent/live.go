@@ -20,8 +20,11 @@ import (
 // failed) is transcribed whole, as without a streaming STT.
 
 // liveRingSeconds is how far the worker may fall behind the caller before
-// a turn's feed breaks: 10 s of audio at the input rate (320 KB at 16 kHz).
-const liveRingSeconds = 10
+// a turn's feed breaks: 5 s of audio at the input rate (160 KB per session
+// at 16 kHz, 80 KB for a phone call). The worker only falls behind while it
+// loads a decoder (0.5-1 s) or ends the previous turn: a turn that finds
+// every decoder held keeps its audio in the pool's stream, not here.
+const liveRingSeconds = 5
 
 // Marker kinds of the live feed.
 const (
