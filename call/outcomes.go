@@ -140,3 +140,30 @@ func (s recordedSTT) Transcribe(ctx context.Context, r stt.Request) (stt.Result,
 	s.o.record(ctx, monitoring.ProviderSTT, err)
 	return res, err
 }
+
+// recordedStreamer reports each transcription of a streaming STT, whole
+// or streamed: a stream's outcome is its start's failure or its Finish.
+type recordedStreamer struct {
+	recordedSTT
+	st stt.Streamer
+}
+
+func (s recordedStreamer) Stream(ctx context.Context, r stt.Request) (stt.Stream, error) {
+	st, err := s.st.Stream(ctx, r)
+	if err != nil {
+		s.o.record(ctx, monitoring.ProviderSTT, err)
+		return nil, err
+	}
+	return recordedSTTStream{st, s.o}, nil
+}
+
+type recordedSTTStream struct {
+	stt.Stream
+	o *outcomes
+}
+
+func (s recordedSTTStream) Finish(ctx context.Context) (stt.Result, error) {
+	res, err := s.Stream.Finish(ctx)
+	s.o.record(ctx, monitoring.ProviderSTT, err)
+	return res, err
+}

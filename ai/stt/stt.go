@@ -36,3 +36,32 @@ type Transcriber interface {
 	// ctx ends.
 	Transcribe(ctx context.Context, r Request) (Result, error)
 }
+
+// Streamer is a Transcriber that can also decode a segment while it is
+// spoken, so that its transcript is ready as soon as the segment ends
+// (*pocketsphinx.Recognizer and *pocketsphinx.Pool). Providers that only
+// transcribe whole segments (*OpenAI: its transcriptions endpoint takes a
+// finished file) are Transcribers only.
+type Streamer interface {
+	Transcriber
+	// Stream begins a segment; r.PCM, if any, is its first audio. The
+	// stream holds decoding resources until Finish or Close.
+	Stream(ctx context.Context, r Request) (Stream, error)
+}
+
+// Stream is one segment being transcribed as its audio arrives. Its
+// methods are for one goroutine at a time.
+type Stream interface {
+	// Write decodes the segment's next samples (16 kHz PCM16 mono), only
+	// read during the call.
+	Write(pcm []int16) error
+	// Partial returns the words heard so far: the current best
+	// hypothesis, which later audio may still change.
+	Partial() string
+	// Finish ends the segment and returns its transcript, releasing the
+	// stream's resources. It blocks until done or ctx ends.
+	Finish(ctx context.Context) (Result, error)
+	// Close abandons the segment without a transcript, releasing its
+	// resources. It is idempotent and a no-op after Finish.
+	Close() error
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/voiced/voiced/ai/stt"
 	"github.com/voiced/voiced/codecs/resample"
 	"github.com/voiced/voiced/media"
 	"github.com/voiced/voiced/media/dsp"
@@ -54,6 +55,9 @@ type input struct {
 	// bi pauses the agent at the caller's speech onset and resumes it
 	// when no barge-in follows (bargein.go).
 	bi bargeIn
+	// live feeds detected turns to a streaming STT as they are spoken
+	// (live.go); nil without one.
+	live *liveFeed
 }
 
 func (in *input) init(s *Session) error {
@@ -73,6 +77,9 @@ func (in *input) init(s *Session) error {
 		in.farOut = make([]int16, media.SamplesPerFrame(s.cfg.OutputRate))
 		in.farIn = make([]int16, in.frame)
 		in.echo, in.echoMS = newEchoPath(s.cfg.InputRate), -1
+	}
+	if _, ok := s.deps.STT.(stt.Streamer); ok && !s.cfg.Loopback {
+		in.live = newLiveFeed(s.cfg.InputRate)
 	}
 	if err := in.setTurn(s.cfg.TurnDetection); err != nil {
 		in.close()
@@ -95,6 +102,7 @@ func (in *input) close() {
 func (in *input) setTurn(td *TurnDetection) error {
 	if td == nil {
 		in.det, in.td = nil, nil
+		in.abortLive()
 		return nil
 	}
 	cfg := td.Turn
@@ -245,10 +253,21 @@ func (s *Session) WriteFrameFrom(pcm, decoded []int16) error {
 		// canceller left of it is not the caller.
 		prob = 0
 	}
+	if in.live != nil && in.live.active {
+		in.det.SetHint(in.live.currentHint(in.n-1, in.det.Silence()))
+	}
 	prob, agent := in.barge(prob, overNoise, overAll)
 	ev := in.det.Process(prob, agent)
 	switch ev.Kind {
+	case turn.None:
+		if in.live != nil && in.det.Speaking() {
+			in.live.write(in.buf[len(in.buf)-in.frame:])
+		}
 	case turn.SpeechStarted:
+		if in.live != nil {
+			from := max(in.off+ev.Start, in.start)
+			in.live.start(from, in.span(from, in.n))
+		}
 		var paused *Playout
 		in.decided()
 		if ev.Interrupt && in.td.InterruptResponse {
@@ -260,8 +279,14 @@ func (s *Session) WriteFrameFrom(pcm, decoded []int16) error {
 	case turn.SpeechStopped:
 		from, to := in.off+ev.Start, in.off+ev.End
 		s.post(note{kind: nSpeechStopped, a: turn.FrameMS(to)})
+		var live uint32
+		if in.live != nil {
+			if n, ok := in.live.end(); ok {
+				live = n
+			}
+		}
 		pcm := in.take(from, to)
-		s.post(note{kind: nCommitted, pcm: pcm, a: turn.FrameMS(from), b: turn.FrameMS(to)})
+		s.post(note{kind: nCommitted, pcm: pcm, a: turn.FrameMS(from), b: turn.FrameMS(to), live: live})
 	case turn.IdleTimeout:
 		s.post(note{kind: nTimeout, a: turn.FrameMS(in.off + ev.Start), b: turn.FrameMS(in.off + ev.End)})
 	}
@@ -270,6 +295,24 @@ func (s *Session) WriteFrameFrom(pcm, decoded []int16) error {
 		in.drop(int64(len(in.buf)/in.frame) - 50)
 	}
 	return nil
+}
+
+// span returns the buffered frames [from, to), not copied.
+func (in *input) span(from, to int64) []int16 {
+	from = max(from, in.start)
+	f := int64(in.frame)
+	to = min(to, in.start+int64(len(in.buf))/f)
+	if to <= from {
+		return nil
+	}
+	return in.buf[(from-in.start)*f : (to-in.start)*f]
+}
+
+// abortLive drops a turn being fed to the streaming STT.
+func (in *input) abortLive() {
+	if in.live != nil {
+		in.live.abort()
+	}
 }
 
 // take copies the buffered frames [from, to) and drops everything before
@@ -311,6 +354,7 @@ func (s *Session) CommitInput(eventID string) error {
 		return nil
 	}
 	from := in.start
+	in.abortLive()
 	pcm := in.take(in.start, in.n)
 	if in.det != nil {
 		in.det.Reset()
@@ -327,6 +371,7 @@ func (s *Session) ClearInput(eventID string) error {
 	}
 	in := &s.in
 	in.drop(int64(len(in.buf) / in.frame))
+	in.abortLive()
 	if in.det != nil {
 		in.det.Reset()
 	}

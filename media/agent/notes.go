@@ -46,28 +46,51 @@ type note struct {
 	err     error
 	call    *llm.ToolCall
 	usage   *llm.Usage
+	live    uint32 // nCommitted: the turn's number in the live feed, 0 if not live
 }
 
 // sttJob is one caller turn to transcribe.
 type sttJob struct {
 	itemID string
 	pcm    []int16
-	rate   int // pcm's rate: the input rate
+	rate   int    // pcm's rate: the input rate
+	live   uint32 // the turn's number in the live feed (0: transcribe pcm whole)
 }
 
 // transcriber is the session's STT worker: turns are transcribed one at a
 // time, in commit order, so their results arrive in order too.
 func (s *Session) transcriber() {
 	defer s.wg.Done()
+	var w *liveWorker
+	var wake chan struct{}
+	if s.in.live != nil {
+		w = &liveWorker{s: s, st: s.deps.STT.(stt.Streamer), f: s.in.live, rate: s.cfg.InputRate,
+			buf: make([]int16, media.SamplesPerFrame(s.cfg.InputRate)*5)}
+		wake = s.in.live.wake
+		defer w.close()
+	}
 	for {
 		select {
 		case <-s.ctx.Done():
 			return
+		case <-wake:
+			w.pump()
 		case j := <-s.sttJobs:
-			pcm, err := to16k(j.pcm, j.rate)
 			var res stt.Result
-			if err == nil {
-				res, err = s.deps.STT.Transcribe(s.ctx, stt.Request{PCM: pcm, Language: s.cfg.Language})
+			var err error
+			done := false
+			if j.live != 0 && w != nil {
+				res, done, err = w.finish(j.live)
+				if err != nil && s.ctx.Err() == nil {
+					s.log.Warn("live transcription failed; transcribing the turn whole", "item_id", j.itemID, "err", err)
+				}
+			}
+			if !done {
+				var pcm []int16
+				pcm, err = to16k(j.pcm, j.rate)
+				if err == nil {
+					res, err = s.deps.STT.Transcribe(s.ctx, stt.Request{PCM: pcm, Language: s.cfg.Language})
+				}
 			}
 			// Providers keep no PCM after Transcribe (stt.Request), and
 			// pcm is j.pcm or a copy of it.

@@ -15,8 +15,8 @@ const (
 	// ServerVAD ends turns after a fixed silence (server_vad, the zero
 	// value).
 	ServerVAD Mode = iota
-	// SemanticVAD ends turns after a silence chosen by Eagerness
-	// (semantic_vad).
+	// SemanticVAD ends turns after a silence chosen by Eagerness and by
+	// the caller's words so far (semantic_vad, SemanticSilence).
 	SemanticVAD
 )
 
@@ -71,16 +71,32 @@ func ParseEagerness(s string) (Eagerness, error) {
 	return 0, fmt.Errorf("eagerness %q: %w", s, ErrConfig)
 }
 
+// Hint is what the caller's words so far say about the end of their
+// turn: the partial transcript's last words (see Complete).
+type Hint uint8
+
+const (
+	// HintUnknown is the zero value: no words yet, or none that tell.
+	HintUnknown Hint = iota
+	// HintComplete: the words end as a finished sentence can.
+	HintComplete
+	// HintIncomplete: the words end mid-phrase ("I want to book a", a
+	// trailing conjunction, preposition, article or "um").
+	HintIncomplete
+)
+
 // SemanticSilence is the silence that ends a turn under semantic_vad with
-// eagerness e.
-func SemanticSilence(e Eagerness) time.Duration {
-	switch e {
-	case EagernessHigh:
-		return 300 * time.Millisecond
-	case EagernessLow:
-		return 1500 * time.Millisecond
-	}
-	return 700 * time.Millisecond
+// eagerness e and what the partial transcript says (h): a turn whose
+// words end mid-phrase waits longer, a complete one ends sooner, and
+// without words the wait is in between. Auto is medium.
+func SemanticSilence(e Eagerness, h Hint) time.Duration {
+	ms := [4][3]int{
+		EagernessAuto:   {500, 450, 1200},
+		EagernessMedium: {500, 450, 1200},
+		EagernessLow:    {1000, 700, 2000},
+		EagernessHigh:   {400, 200, 800},
+	}[e][h]
+	return time.Duration(ms) * time.Millisecond
 }
 
 // Defaults of Config, as OpenAI's server_vad.
@@ -110,7 +126,8 @@ type Config struct {
 	// turn. Zero means 300 ms; negative means none.
 	PrefixPadding time.Duration
 	// SilenceDuration is the silence that ends a turn under server_vad.
-	// Zero means 500 ms. Under semantic_vad it is SemanticSilence(Eagerness).
+	// Zero means 500 ms. Under semantic_vad it is SemanticSilence of
+	// Eagerness and the Hint given with Detector.SetHint.
 	SilenceDuration time.Duration
 	// Eagerness picks the silence under semantic_vad.
 	Eagerness Eagerness

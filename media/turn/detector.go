@@ -83,6 +83,8 @@ type Detector struct {
 
 	idleCount int64 // frames without a sound from either side
 	idleFired bool
+
+	hint Hint // the partial transcript's say (SetHint)
 }
 
 // New returns a Detector for cfg, or an error wrapping ErrConfig that names
@@ -106,11 +108,7 @@ func (d *Detector) SetConfig(cfg Config) error {
 	d.cfg = cfg
 	d.threshold = cfg.Threshold
 	d.prefix = frames(cfg.PrefixPadding)
-	silence := cfg.SilenceDuration
-	if cfg.Mode == SemanticVAD {
-		silence = SemanticSilence(cfg.Eagerness)
-	}
-	d.silence = max(1, frames(silence))
+	d.setSilence()
 	d.idle = frames(cfg.IdleTimeout)
 	d.minSpeech = max(1, frames(cfg.MinSpeech))
 	d.minWindow = min(64, 2*d.minSpeech)
@@ -119,6 +117,36 @@ func (d *Detector) SetConfig(cfg Config) error {
 	d.warmSpeech = min(d.intWin, d.intSpeech*3/2)
 	d.warmup = frames(cfg.EchoWarmup)
 	return nil
+}
+
+// setSilence sets the silence that ends a turn from the configuration and
+// the hint.
+func (d *Detector) setSilence() {
+	silence := d.cfg.SilenceDuration
+	if d.cfg.Mode == SemanticVAD {
+		silence = SemanticSilence(d.cfg.Eagerness, d.hint)
+	}
+	d.silence = max(1, frames(silence))
+}
+
+// SetHint tells the detector what the words of the turn in progress say
+// about its end (the partial transcript): under semantic_vad it picks the
+// silence that ends the turn from the next frame on; server_vad ignores
+// it. Reset and the end of a turn forget it.
+func (d *Detector) SetHint(h Hint) {
+	if h != d.hint && h <= HintIncomplete {
+		d.hint = h
+		d.setSilence()
+	}
+}
+
+// Silence returns how many frames have passed since the last speech frame
+// of the turn in progress (0 outside a turn).
+func (d *Detector) Silence() int64 {
+	if !d.speaking {
+		return 0
+	}
+	return d.n - 1 - d.lastSpeech
 }
 
 // Config returns the configuration with defaults filled in.
@@ -135,6 +163,7 @@ func (d *Detector) Speaking() bool { return d.speaking }
 // a manual commit) without moving the stream position. Audio before the
 // current frame is never again part of a turn's prefix.
 func (d *Detector) Reset() {
+	d.SetHint(HintUnknown)
 	d.speaking = false
 	d.hist = 0
 	d.candCount = 0
@@ -192,6 +221,7 @@ func (d *Detector) Process(prob float32, agentSpeaking bool) Event {
 			d.speaking = false
 			d.prevEnd = d.lastSpeech + 1
 			d.hist = 0
+			d.SetHint(HintUnknown)
 			return Event{Kind: SpeechStopped, Start: d.turnStart, End: d.lastSpeech + 1}
 		}
 		return Event{}

@@ -185,7 +185,7 @@ func TestSemanticEagerness(t *testing.T) {
 	for _, tc := range []struct {
 		e    Eagerness
 		stop int64 // frames of silence before speech_stopped
-	}{{EagernessHigh, 15}, {EagernessMedium, 35}, {EagernessAuto, 35}, {EagernessLow, 75}} {
+	}{{EagernessHigh, 20}, {EagernessMedium, 25}, {EagernessAuto, 25}, {EagernessLow, 50}} {
 		t.Run(tc.e.String(), func(t *testing.T) {
 			// SilenceDuration is ignored under semantic_vad.
 			d := newDetector(t, Config{Mode: SemanticVAD, Eagerness: tc.e, SilenceDuration: 20 * time.Millisecond})
@@ -203,6 +203,61 @@ func TestSemanticEagerness(t *testing.T) {
 	}
 	_, err := ParseEagerness("eager")
 	require.ErrorIs(t, err, ErrConfig)
+}
+
+// TestSemanticHint: under semantic_vad the partial transcript's verdict
+// picks the silence (medium: 450 ms complete, 1200 ms mid-phrase), a
+// verdict that comes during the silence applies at once, the end of a
+// turn forgets it, and server_vad ignores it.
+func TestSemanticHint(t *testing.T) {
+	d := newDetector(t, Config{Mode: SemanticVAD})
+	run(t, d, pattern(20, false, false, 20, true, false))
+	d.SetHint(HintIncomplete)
+	evs := run(t, d, pattern(59, false, false))
+	require.Empty(t, evs, "mid-phrase: 1200 ms")
+	evs = run(t, d, pattern(2, false, false))
+	require.Len(t, evs, 1)
+	require.Equal(t, indexed{39 + 60, Event{Kind: SpeechStopped, Start: 5, End: 40}}, evs[0])
+
+	// Complete: 450 ms (23 frames). The next turn starts without a hint
+	// (500 ms).
+	run(t, d, pattern(20, true, false))
+	last := d.Frame() - 1
+	d.SetHint(HintComplete)
+	evs = run(t, d, pattern(25, false, false))
+	require.Len(t, evs, 1)
+	require.Equal(t, last+23, evs[0].At)
+	run(t, d, pattern(20, true, false))
+	last = d.Frame() - 1
+	evs = run(t, d, pattern(30, false, false))
+	require.Len(t, evs, 1)
+	require.Equal(t, last+25, evs[0].At)
+
+	// Words that turn complete 480 ms into the silence end the turn then.
+	run(t, d, pattern(20, true, false))
+	d.SetHint(HintIncomplete)
+	require.Empty(t, run(t, d, pattern(24, false, false)))
+	d.SetHint(HintComplete)
+	evs = run(t, d, pattern(1, false, false))
+	require.Len(t, evs, 1)
+
+	sv := newDetector(t, Config{})
+	run(t, sv, pattern(20, false, false, 20, true, false))
+	sv.SetHint(HintIncomplete)
+	evs = run(t, sv, pattern(30, false, false))
+	require.Len(t, evs, 1)
+	require.Equal(t, int64(39+25), evs[0].At, "server_vad: 500 ms whatever the words")
+}
+
+func TestComplete(t *testing.T) {
+	for words, want := range map[string]Hint{
+		"": HintUnknown, "  ": HintUnknown,
+		"i want to book a": HintIncomplete, "table for two and": HintIncomplete, "i'd like it for": HintIncomplete,
+		"my number is um": HintIncomplete, "call me back with the(2)": HintIncomplete, "The": HintIncomplete,
+		"i want to book a table": HintComplete, "thank you": HintComplete, "hold on": HintComplete, "i think so": HintComplete,
+	} {
+		require.Equal(t, want, Complete(words), "%q", words)
+	}
 }
 
 func TestIdleTimeout(t *testing.T) {

@@ -36,9 +36,15 @@
 //
 // # semantic_vad
 //
-// The semantic detector is approximated by the silence window alone:
-// eagerness high ends a turn after 300 ms of silence, medium and auto
-// after 700 ms, low after 1500 ms (SemanticSilence).
+// The silence that ends a turn depends on what the caller has said so
+// far: the conversation engine classifies the partial transcript of the
+// turn in progress (Complete) and gives the detector the result
+// (Detector.SetHint). Words that end mid-phrase ("I want to book a", a
+// trailing conjunction, preposition, article or "um") hold the turn
+// open longer; words that can end a sentence end it sooner; no words yet
+// wait in between (SemanticSilence): eagerness high 200 / 400 / 800 ms
+// (complete / unknown / mid-phrase), medium and auto 450 / 500 / 1200 ms,
+// low 700 / 1000 / 2000 ms.
 //
 // # Idle timeout
 //

@@ -121,3 +121,112 @@ func (p *Pool) Close() error {
 	}
 	return nil
 }
+
+// Stream begins a segment on one of the pool's Recognizers (making one
+// if fewer than Size exist), held until Finish or Close. When all Size are
+// busy it does not wait: the stream keeps the audio and takes a
+// Recognizer as soon as one is free, at a later Write or at Finish (which
+// waits for one, or for ctx), then decodes what it kept. So a burst of
+// turns beyond Size delays only the turns that find none, by the decoding
+// of what they kept, and no turn waits for another turn's whole decoding.
+func (p *Pool) Stream(ctx context.Context, r stt.Request) (stt.Stream, error) {
+	s := &poolStream{p: p}
+	if err := s.attach(ctx, false); err != nil {
+		return nil, err
+	}
+	if err := s.Write(r.PCM); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// poolStream is a Pool's segment: a Recognizer's stream once it has one,
+// and until then the audio kept for it.
+type poolStream struct {
+	p    *Pool
+	rec  *Recognizer
+	s    stt.Stream
+	kept []int16
+	done bool
+}
+
+// attach takes a slot and a Recognizer for the stream, waiting for one
+// only if wait, and feeds it what was kept.
+func (s *poolStream) attach(ctx context.Context, wait bool) error {
+	if s.s != nil {
+		return nil
+	}
+	if wait {
+		select {
+		case <-s.p.slots:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	} else {
+		select {
+		case <-s.p.slots:
+		default:
+			return nil
+		}
+	}
+	rec, err := s.p.get()
+	if err != nil {
+		s.p.slots <- struct{}{}
+		return err
+	}
+	st, err := rec.Stream(ctx, stt.Request{PCM: s.kept})
+	if err != nil {
+		s.p.put(rec)
+		s.p.slots <- struct{}{}
+		return err
+	}
+	s.rec, s.s, s.kept = rec, st, nil
+	return nil
+}
+
+func (s *poolStream) Write(pcm []int16) error {
+	if s.done {
+		return ErrClosed
+	}
+	if s.s == nil {
+		s.kept = append(s.kept, pcm...)
+		return s.attach(context.Background(), false)
+	}
+	return s.s.Write(pcm)
+}
+
+func (s *poolStream) Partial() string {
+	if s.s == nil {
+		return ""
+	}
+	return s.s.Partial()
+}
+
+func (s *poolStream) Finish(ctx context.Context) (stt.Result, error) {
+	if s.done {
+		return stt.Result{}, ErrClosed
+	}
+	defer s.Close()
+	if s.s == nil && len(s.kept) == 0 {
+		return stt.Result{}, stt.ErrNoAudio
+	}
+	if err := s.attach(ctx, true); err != nil {
+		return stt.Result{}, err
+	}
+	return s.s.Finish(ctx)
+}
+
+func (s *poolStream) Close() error {
+	if s.done {
+		return nil
+	}
+	s.done = true
+	s.kept = nil
+	if s.s != nil {
+		s.s.Close()
+		s.p.put(s.rec)
+		s.p.slots <- struct{}{}
+	}
+	return nil
+}

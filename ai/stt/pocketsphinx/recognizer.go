@@ -98,6 +98,9 @@ type Recognizer struct {
 	grammar bool
 	// buf holds padding, segment, padding; it only grows.
 	buf []int16
+	// cmnInit is the model's cepstral mean (-cmninit), the start of each
+	// stream's running mean (cmnBegin); nil until the first stream.
+	cmnInit []C.float
 }
 
 // New loads the model and returns a Recognizer (see the package doc for
@@ -208,6 +211,12 @@ func (p *Recognizer) Transcribe(ctx context.Context, r stt.Request) (stt.Result,
 	if err := ctx.Err(); err != nil {
 		return stt.Result{}, context.Cause(ctx)
 	}
+	if p.cmnInit != nil {
+		// The decoder has streamed, and libpocketsphinx then keeps a
+		// running cepstral mean for good: decode as a stream, whose mean
+		// follows the segment (cmnBegin).
+		return p.transcribeStreamed(ctx, r.PCM)
+	}
 	p.buf = padded(p.buf, r.PCM, p.dither)
 	if C.ps_start_utt(p.ps) != 0 {
 		return stt.Result{}, fmt.Errorf("%w: start of utterance", ErrDecode)
@@ -220,20 +229,25 @@ func (p *Recognizer) Transcribe(ctx context.Context, r stt.Request) (stt.Result,
 	if C.ps_end_utt(p.ps) != 0 {
 		return stt.Result{}, fmt.Errorf("%w: end of utterance", ErrDecode)
 	}
+	return p.result(), nil
+}
+
+// result is the finished utterance's hypothesis.
+func (p *Recognizer) result() stt.Result {
 	var score C.int32
 	hyp := C.ps_get_hyp(p.ps, &score)
 	if hyp == nil {
-		return stt.Result{}, nil
+		return stt.Result{}
 	}
 	text := strings.Join(strings.Fields(C.GoString(hyp)), " ")
 	if text == "" {
-		return stt.Result{}, nil
+		return stt.Result{}
 	}
 	res := stt.Result{Text: text}
 	if !p.grammar {
 		res.Confidence = float32(C.voiced_ps_confidence(p.ps))
 	}
-	return res, nil
+	return res
 }
 
 // padded returns buf (grown if needed) holding padSamples of low noise,
@@ -246,25 +260,45 @@ func padded(buf, pcm []int16, dither bool) []int16 {
 		buf = make([]int16, n)
 	}
 	buf = buf[:n]
-	x := uint32(2463534242)
-	for i := range padSamples {
-		// xorshift32: cheap, fixed, no global state.
-		x ^= x << 13
-		x ^= x >> 17
-		x ^= x << 5
-		v := int16(x%17) - 8
-		buf[i], buf[n-1-i] = v, -v
-	}
+	g := newNoise()
+	g.pad(buf[:padSamples], buf[n-padSamples:])
 	copy(buf[padSamples:], pcm)
 	if dither {
-		for i, v := range pcm {
-			x ^= x << 13
-			x ^= x >> 17
-			x ^= x << 5
-			buf[padSamples+i] = int16(max(-32768, min(32767, int32(v)+int32(x%3)-1)))
-		}
+		g.dither(buf[padSamples:padSamples+len(pcm)], pcm)
 	}
 	return buf
+}
+
+// noise is the fixed pseudo-random sequence of the padding and the
+// dither: xorshift32, cheap, with no global state.
+type noise struct{ x uint32 }
+
+func newNoise() noise { return noise{x: 2463534242} }
+
+func (g *noise) next() uint32 {
+	g.x ^= g.x << 13
+	g.x ^= g.x >> 17
+	g.x ^= g.x << 5
+	return g.x
+}
+
+// pad fills head with low noise (+-8) and tail, back to front, with its
+// negation (tail may be nil).
+func (g *noise) pad(head, tail []int16) {
+	for i := range head {
+		v := int16(g.next()%17) - 8
+		head[i] = v
+		if tail != nil {
+			tail[len(tail)-1-i] = -v
+		}
+	}
+}
+
+// dither writes pcm plus -1, 0 or +1 per sample to dst.
+func (g *noise) dither(dst, pcm []int16) {
+	for i, v := range pcm {
+		dst[i] = int16(max(-32768, min(32767, int32(v)+int32(g.next()%3)-1)))
+	}
 }
 
 // Close frees the decoder and its model. Later Transcribe calls fail with

@@ -1,0 +1,199 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/voiced/voiced/ai/llm"
+	"github.com/voiced/voiced/ai/stt"
+	"github.com/voiced/voiced/media"
+	"github.com/voiced/voiced/media/turn"
+)
+
+// fakeStreamer is a streaming STT: each stream records the audio it got,
+// its partial is what the test sets, and Finish answers final.
+type fakeStreamer struct {
+	fakeSTT
+	mu      sync.Mutex
+	partial string
+	final   string
+	streams []*fakeSTTStream
+	fail    bool // Stream fails
+}
+
+func (f *fakeStreamer) Stream(_ context.Context, r stt.Request) (stt.Stream, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fail {
+		return nil, errors.New("no decoder")
+	}
+	s := &fakeSTTStream{f: f}
+	f.streams = append(f.streams, s)
+	return s, nil
+}
+
+func (f *fakeStreamer) setPartial(p string) {
+	f.mu.Lock()
+	f.partial = p
+	f.mu.Unlock()
+}
+
+// last returns the newest stream's samples and whether it finished.
+func (f *fakeStreamer) last() (written int, finished bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.streams) == 0 {
+		return 0, false
+	}
+	s := f.streams[len(f.streams)-1]
+	return s.written, s.finished
+}
+
+type fakeSTTStream struct {
+	f        *fakeStreamer
+	written  int
+	finished bool
+	closed   bool
+}
+
+func (s *fakeSTTStream) Write(pcm []int16) error {
+	s.f.mu.Lock()
+	s.written += len(pcm)
+	s.f.mu.Unlock()
+	return nil
+}
+
+func (s *fakeSTTStream) Partial() string {
+	s.f.mu.Lock()
+	defer s.f.mu.Unlock()
+	return s.f.partial
+}
+
+func (s *fakeSTTStream) Finish(context.Context) (stt.Result, error) {
+	s.f.mu.Lock()
+	defer s.f.mu.Unlock()
+	s.finished = true
+	return stt.Result{Text: s.f.final}, nil
+}
+
+func (s *fakeSTTStream) Close() error {
+	s.f.mu.Lock()
+	s.closed = true
+	s.f.mu.Unlock()
+	return nil
+}
+
+// settle waits until the STT worker has decoded every frame written and
+// published its verdict on them (the sim runs faster than real time).
+func settle(t *testing.T, m *sim, f *fakeStreamer) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		w, _ := f.last()
+		v := m.s.in.live.hint.Load()
+		if m.s.in.live.ring.Len() == 0 && int64(v>>8&(1<<32-1)) == int64(w/media.SamplesPerFrame(media.Rate16k)) {
+			return
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	t.Fatal("the STT worker did not catch up")
+}
+
+// TestLiveTranscription: with a streaming STT the turn's audio reaches the
+// stream while the caller speaks (its prefix included), the transcript is
+// the stream's, and no whole-turn pass runs.
+func TestLiveTranscription(t *testing.T) {
+	checkGoroutines(t)
+	caller := loadWAV(t, "caller16k.wav")
+	st := &fakeStreamer{final: "I would like to book a table for Friday evening."}
+	lm := &fakeLLM{scripts: [][]llm.Chunk{say("Sure.")}}
+	m := newSim(t, Config{OutputRate: media.Rate16k, TurnDetection: serverVAD()}, Deps{LLM: lm, STT: st, TTS: &fakeTTS{wordMS: 200}})
+	m.ticks(25)
+	m.speak(caller[:len(caller)/2])
+	settle(t, m, st)
+	started := waitFor[SpeechStarted](t, m.k, nil)
+	w, finished := st.last()
+	require.False(t, finished)
+	// Half the speech is in, from the turn's start (prefix included).
+	require.InDelta(t, int(500+len(caller)/2/16-int(started.AudioStartMS))*16, w, 320*2)
+	m.speak(caller[len(caller)/2:])
+	m.ticks(30)
+	stopped := waitFor[SpeechStopped](t, m.k, nil)
+	tr := waitFor[Transcription](t, m.k, nil)
+	require.Equal(t, "I would like to book a table for Friday evening.", tr.Transcript)
+	w, finished = st.last()
+	require.True(t, finished)
+	// The stream got the turn and the silence that ended it.
+	turnSamples := int(stopped.AudioEndMS-started.AudioStartMS) * 16
+	require.GreaterOrEqual(t, w, turnSamples)
+	require.LessOrEqual(t, w, turnSamples+500*16+320)
+	require.Empty(t, st.calls(), "no whole-turn pass")
+	m.untilDone(500)
+}
+
+// TestLiveTranscriptionFallsBack: a turn whose stream could not start is
+// transcribed whole, as without a streaming STT.
+func TestLiveTranscriptionFallsBack(t *testing.T) {
+	checkGoroutines(t)
+	caller := loadWAV(t, "caller16k.wav")
+	st := &fakeStreamer{fail: true, fakeSTT: fakeSTT{answers: []string{"Whole."}}}
+	m := newSim(t, Config{OutputRate: media.Rate16k, TurnDetection: &TurnDetection{}}, Deps{LLM: &fakeLLM{}, STT: st, TTS: &fakeTTS{}})
+	m.ticks(25)
+	m.speak(caller)
+	m.ticks(30)
+	started := waitFor[SpeechStarted](t, m.k, nil)
+	stopped := waitFor[SpeechStopped](t, m.k, nil)
+	tr := waitFor[Transcription](t, m.k, nil)
+	require.Equal(t, "Whole.", tr.Transcript)
+	require.Equal(t, []int{int(stopped.AudioEndMS-started.AudioStartMS) * 16}, st.calls())
+}
+
+// TestSemanticWaitsForUnfinishedWords: under semantic_vad (auto) a turn
+// whose partial transcript ends mid-phrase is held 1200 ms, one without
+// words 500 ms and one that ends as a sentence can 450 ms, measured
+// against server_vad's 500 ms (which ignores the words) on the same
+// recording.
+func TestSemanticWaitsForUnfinishedWords(t *testing.T) {
+	caller := loadWAV(t, "caller16k.wav")
+	semantic := &TurnDetection{Turn: turn.Config{Mode: turn.SemanticVAD}}
+	// stopAfter returns the frames ticked after the recording before
+	// speech_stopped.
+	stopAfter := func(td *TurnDetection, partial string) int {
+		st := &fakeStreamer{final: partial + " tomorrow"}
+		m := newSim(t, Config{OutputRate: media.Rate16k, TurnDetection: td}, Deps{LLM: &fakeLLM{}, STT: st, TTS: &fakeTTS{}})
+		m.ticks(25)
+		st.setPartial(partial)
+		for i := 0; i < len(caller); i += 320 {
+			m.tick(caller[i:min(len(caller), i+320)])
+			settle(t, m, st)
+		}
+		for n := 0; n < 120; n++ {
+			m.tick(nil)
+			settle(t, m, st)
+			// The decision reaches the sink through the loop.
+			deadline := time.Now().Add(5 * time.Millisecond)
+			for count[SpeechStopped](m.k) == 0 && time.Now().Before(deadline) {
+				time.Sleep(100 * time.Microsecond)
+			}
+			if count[SpeechStopped](m.k) > 0 {
+				return n
+			}
+		}
+		t.Fatal("no speech_stopped")
+		return 0
+	}
+	checkGoroutines(t)
+	server := stopAfter(&TurnDetection{}, "i want to book a")
+	mid := stopAfter(semantic, "i want to book a")
+	none := stopAfter(semantic, "")
+	complete := stopAfter(semantic, "i want to book a table")
+	t.Logf("frames after the recording: server_vad %d, semantic mid-phrase %d, no words %d, complete %d", server, mid, none, complete)
+	require.InDelta(t, server+35, mid, 1, "1200 ms against 500")
+	require.InDelta(t, server, none, 1, "500 ms")
+	require.InDelta(t, server-2, complete, 1, "450 ms against 500")
+}

@@ -1,0 +1,42 @@
+package turn
+
+import "strings"
+
+// openEnds are words a sentence does not end on: articles and
+// possessives, conjunctions, prepositions that do not end phrasal verbs
+// ("come in", "hold on" do end), contracted auxiliaries, and hesitation
+// sounds. A partial transcript ending on one is a phrase the caller has
+// not finished ("I want to book a", "and", "um"). Words that can end a
+// sentence ("so", "it", "you", "can", "do") are left out.
+var openEnds = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields(`a an the my your our their his its every each another whose
+		and or but because if when while although though unless until than nor whether
+		to for of with from at about into onto between through during without per via
+		i'm i'd i'll i've we're you're they're it's there's that's let's gonna wanna
+		um uh uhm er erm hmm mm ah eh hm`) {
+		openEnds[w] = true
+	}
+}
+
+// Complete classifies a partial transcript by its last word: HintUnknown
+// without words, HintIncomplete when the last word leaves a phrase open
+// (an article, conjunction, preposition, contraction or "um"), else
+// HintComplete. It is the semantic end-of-turn model: cheap enough to run
+// on every partial, and it errs towards waiting only where a sentence
+// cannot end.
+func Complete(words string) Hint {
+	f := strings.Fields(words)
+	if len(f) == 0 {
+		return HintUnknown
+	}
+	last := strings.ToLower(strings.Trim(f[len(f)-1], ".,;:!?\"'()"))
+	if i := strings.IndexByte(last, '('); i > 0 {
+		last = last[:i] // a PocketSphinx alternate pronunciation: "a(2)"
+	}
+	if openEnds[last] {
+		return HintIncomplete
+	}
+	return HintComplete
+}
