@@ -7,7 +7,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -87,7 +89,8 @@ func BenchmarkIngest(b *testing.B) {
 
 func benchIngest(b *testing.B, d migrations.Dialect, mime, ext string, doc []byte, pages int) {
 	ctx := context.Background()
-	store, err := storage.NewStore(sqltest.New(b, d), storage.StoreConfig{SecretKey: make([]byte, 32)})
+	db := sqltest.New(b, d)
+	store, err := storage.NewStore(db, storage.StoreConfig{SecretKey: make([]byte, 32)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -102,7 +105,8 @@ func benchIngest(b *testing.B, d migrations.Dialect, mime, ext string, doc []byt
 		b.Fatal(err)
 	}
 	b.SetBytes(int64(len(doc)))
-	var took time.Duration
+	var took, cpu time.Duration
+	cpuOK := true
 	for b.Loop() {
 		b.StopTimer()
 		key := fmt.Sprintf("knowledge/%d/%s%s", org.ID, storage.NewUUID(), ext)
@@ -113,6 +117,7 @@ func benchIngest(b *testing.B, d migrations.Dialect, mime, ext string, doc []byt
 		if _, err := store.Knowledge.CreateDocuments(ctx, org.ID, 0, []storage.KnowledgeDocument{{Name: "m", SourceType: "file", MimeType: mime, OriginalKey: key}}); err != nil {
 			b.Fatal(err)
 		}
+		c0 := benchCPU(ctx, db)
 		b.StartTimer()
 		t0 := time.Now()
 		did, err := svc.worker.RunOnce(ctx)
@@ -120,6 +125,11 @@ func benchIngest(b *testing.B, d migrations.Dialect, mime, ext string, doc []byt
 			b.Fatalf("ingest: %v %v", did, err)
 		}
 		took += time.Since(t0)
+		b.StopTimer()
+		c, ok := benchCPU(ctx, db).since(c0)
+		cpu += c
+		cpuOK = cpuOK && ok
+		b.StartTimer()
 	}
 	b.StopTimer()
 	ds, _ := store.Knowledge.Documents(ctx, org.ID, storage.DocumentFilter{Status: storage.DocReady})
@@ -127,7 +137,68 @@ func benchIngest(b *testing.B, d migrations.Dialect, mime, ext string, doc []byt
 		b.Fatal("nothing ingested")
 	}
 	b.ReportMetric(float64(ds[0].ChunkCount), "chunks/doc")
+	if cpuOK {
+		// CPU time is steadier than wall time on a shared machine.
+		b.ReportMetric(cpu.Seconds()*1e3/(float64(len(doc)*b.N)/1e6), "cpu-ms/MB")
+	}
 	if pages > 0 {
 		b.ReportMetric(float64(pages*len(ds))/took.Seconds(), "pages/s")
 	}
+}
+
+// cpuSample is the CPU time used so far by this process and, on
+// PostgreSQL, by each server process serving the bench's database (read
+// from /proc, so only when the server runs on this machine).
+type cpuSample struct {
+	self    time.Duration
+	servers map[int]time.Duration
+	ok      bool
+}
+
+func benchCPU(ctx context.Context, db *storage.DB) cpuSample {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return cpuSample{}
+	}
+	c := cpuSample{self: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), servers: map[int]time.Duration{}, ok: true}
+	if db.Dialect != migrations.Postgres {
+		return c
+	}
+	rows, err := db.QueryContext(ctx, `SELECT pid FROM pg_stat_activity WHERE datname = current_database()`)
+	if err != nil {
+		return cpuSample{}
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var pid int
+		if err := rows.Scan(&pid); err != nil {
+			return cpuSample{}
+		}
+		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			return cpuSample{}
+		}
+		// Fields after the command's closing parenthesis: utime and stime
+		// are the 12th and 13th, in clock ticks (100 a second on Linux).
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(f) < 13 {
+			return cpuSample{}
+		}
+		ut, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		c.servers[pid] = time.Duration(ut+st) * 10 * time.Millisecond
+	}
+	c.ok = rows.Err() == nil
+	return c
+}
+
+// since is the CPU used between s0 and c (a server process that started
+// in between counts whole; one that ended is lost, so pools must keep
+// their connections).
+func (c cpuSample) since(s0 cpuSample) (time.Duration, bool) {
+	d := c.self - s0.self
+	for pid, t := range c.servers {
+		d += t - s0.servers[pid]
+	}
+	return d, c.ok && s0.ok
 }

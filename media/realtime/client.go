@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gobwas/ws"
-
 	"github.com/voiced/voiced/media/agent"
 )
 
@@ -162,7 +160,7 @@ func (c *conn) sessionUpdate(msg []byte, eventID string) {
 		case errors.Is(err, ErrInsufficientBalance):
 			c.sendErr("insufficient_balance", "The organization's balance is too low to start a call.", "", eventID)
 			c.setEnd("error", "insufficient balance")
-			c.requestClose(ws.StatusPolicyViolation, "insufficient balance")
+			c.requestClose(causeBalance)
 			return
 		case err != nil:
 			c.log.Error("inline admission failed", "err", err)
@@ -174,7 +172,7 @@ func (c *conn) sessionUpdate(msg []byte, eventID string) {
 		if err := c.start(adm, eventID); err != nil {
 			c.log.Error("session start failed", "err", err)
 			c.setEnd("error", "start: "+err.Error())
-			c.requestClose(ws.StatusInternalServerError, "session could not start")
+			c.requestClose(causeStartFailed)
 		}
 		return
 	}

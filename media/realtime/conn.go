@@ -109,12 +109,65 @@ func (c *conn) setEnd(reason, detail string) {
 	c.endMu.Unlock()
 }
 
-// requestClose starts the closing handshake from the server side.
-func (c *conn) requestClose(code ws.StatusCode, reason string) {
+// closeCause is why the server closes a socket (docs/decisions.md,
+// "Realtime closes"): the client gets an error event of type typ with
+// code and msg, then a close frame with status and reason. An empty typ
+// means the error event was already sent.
+type closeCause struct {
+	status         ws.StatusCode
+	reason         string
+	typ, code, msg string
+}
+
+// The causes of a server close other than the end of the call and a
+// shutdown.
+var (
+	causeStartFailed = closeCause{ws.StatusInternalServerError, "session could not start", "server_error", "session_start_failed",
+		"The session could not start; try again."}
+	causeNoUpdate = closeCause{ws.StatusPolicyViolation, "no session.update received", "invalid_request_error", "session_update_timeout",
+		"No session.update arrived in time to start the session."}
+	causeTooLarge = closeCause{ws.StatusMessageTooBig, "message too large", "invalid_request_error", "message_too_large",
+		"A client message was larger than the server accepts."}
+	causeProtocol = closeCause{ws.StatusProtocolError, "protocol error", "invalid_request_error", "protocol_error",
+		"The client broke the WebSocket protocol."}
+	causeIdle = closeCause{ws.StatusNormalClosure, "idle timeout", "invalid_request_error", "idle_timeout",
+		"The client sent no message for too long."}
+	causePingTimeout = closeCause{ws.StatusPolicyViolation, "ping timeout", "invalid_request_error", "ping_timeout",
+		"The client sent nothing, not even a pong to the server's pings, for too long."}
+	causeSlow = closeCause{ws.StatusPolicyViolation, "slow consumer", "invalid_request_error", "slow_consumer",
+		"The client left too much of the server's output unread."}
+	causeWriteTimeout = closeCause{ws.StatusPolicyViolation, "write timeout", "invalid_request_error", "write_timeout",
+		"The client did not read the server's output in time."}
+	// The insufficient_balance error event is sent with the client
+	// event's id before the close.
+	causeBalance = closeCause{status: ws.StatusPolicyViolation, reason: "insufficient balance"}
+)
+
+// endedCause is the close of a call the engine ended (end_call, silence,
+// max duration, ...): reason is its end reason.
+func endedCause(reason string) closeCause {
+	return closeCause{ws.StatusNormalClosure, reason, "session_ended", reason, "The call ended: " + reason + "."}
+}
+
+// closeFrames appends an error event and a close frame for cause to b, as
+// WebSocket frames (for a writer that bypasses the queue).
+func (c *conn) closeFrames(b []byte, cause closeCause) []byte {
+	if cause.typ != "" {
+		b = appendFrame(b, ws.OpText, c.enc.errorEvent(cause.typ, cause.code, cause.msg, "", ""))
+	}
+	return appendFrame(b, ws.OpClose, closeBody(cause.status, cause.reason))
+}
+
+// requestClose starts the closing handshake from the server side: the
+// cause's error event, then the close frame, after what is queued.
+func (c *conn) requestClose(cause closeCause) {
 	if c.closing.Swap(true) {
 		return
 	}
-	c.q.push(outClose, closeBody(code, reason))
+	if cause.typ != "" {
+		c.q.push(outJSON, c.enc.errorEvent(cause.typ, cause.code, cause.msg, "", ""))
+	}
+	c.q.push(outClose, closeBody(cause.status, cause.reason))
 }
 
 // idle reports a client silent for longer than the idle timeout, or an
@@ -134,12 +187,12 @@ func (c *conn) run(adm *Admission) {
 		if err := c.start(*adm, ""); err != nil {
 			c.log.Error("session start failed", "call_id", adm.CallID, "err", err)
 			c.setEnd("error", "start: "+err.Error())
-			c.requestClose(ws.StatusInternalServerError, "session could not start")
+			c.requestClose(causeStartFailed)
 		}
 	} else {
 		c.timer = time.AfterFunc(c.srv.cfg.StartTimeout, func() {
 			c.setEnd("error", "no session.update")
-			c.requestClose(ws.StatusPolicyViolation, "no session.update received")
+			c.requestClose(causeNoUpdate)
 		})
 	}
 	c.readLoop()
@@ -154,16 +207,21 @@ func (c *conn) readLoop() {
 			switch {
 			case errors.Is(err, errTooLarge):
 				c.setEnd("error", "message too large")
-				c.requestClose(ws.StatusMessageTooBig, "message too large")
+				c.requestClose(causeTooLarge)
 				c.drainClose()
 			case c.closing.Load():
 			case errors.Is(err, os.ErrDeadlineExceeded):
+				// Silent past the read timeout: the socket may still take
+				// our error and close.
 				c.setEnd("caller_hangup", "read timeout")
+				c.requestClose(causePingTimeout)
+				c.drainClose()
 			case errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed):
 				c.setEnd("caller_hangup", "")
 			default:
 				c.setEnd("caller_hangup", "read: "+err.Error())
-				c.requestClose(ws.StatusProtocolError, "protocol error")
+				c.requestClose(causeProtocol)
+				c.drainClose()
 			}
 			return
 		}
@@ -366,7 +424,7 @@ func (c *conn) Event(ev agent.Event) {
 		c.record(ev)
 	case agent.Ended:
 		c.setEnd(v.Reason, "")
-		c.requestClose(ws.StatusNormalClosure, v.Reason)
+		c.requestClose(endedCause(v.Reason))
 	default:
 		for _, b := range c.enc.encode(ev) {
 			c.send(b)

@@ -3,6 +3,7 @@ package realtime
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -243,6 +244,20 @@ func BenchmarkRealtimeLoad(b *testing.B) {
 		`"},"output":{"format":"` + wire + `"}}}}`))
 	var readers sync.WaitGroup
 	var measuring atomic.Bool
+	// Server closes before the end of the run: each one's close status and
+	// reason and the code of the last error event before it; a socket that
+	// ends without a close frame is a silent close.
+	var ending atomic.Bool
+	var closesMu sync.Mutex
+	closes := map[string]int{}
+	closed := func(what string) {
+		if ending.Load() {
+			return
+		}
+		closesMu.Lock()
+		closes[what]++
+		closesMu.Unlock()
+	}
 	for i := range clients {
 		nc, br, _, err := ws.Dialer{Header: ws.HandshakeHeaderHTTP(http.Header{"Authorization": {"Bearer load"}})}.Dial(context.Background(), "ws://"+addr+"/v1/realtime")
 		if err != nil {
@@ -263,15 +278,31 @@ func BenchmarkRealtimeLoad(b *testing.B) {
 			rd := bufio.NewReaderSize(r, 64<<10)
 			prefix := []byte(`{"type":"response.output_audio.delta"`)
 			deltaKey := []byte(`"delta":"`)
+			errPrefix := []byte(`{"type":"error"`)
 			buf := make([]byte, 0, 4096)
+			lastErr := ""
 			for {
 				h, err := ws.ReadHeader(rd)
 				if err != nil {
+					closed("silent: " + err.Error())
 					return
 				}
 				buf = slices.Grow(buf[:0], int(h.Length))[:h.Length]
 				if _, err := io.ReadFull(rd, buf); err != nil {
+					closed("silent: " + err.Error())
 					return
+				}
+				if h.OpCode == ws.OpClose {
+					code, reason := ws.ParseCloseFrameData(buf)
+					closed(fmt.Sprintf("%d %q after error %s", code, reason, cmp.Or(lastErr, "(none)")))
+					return
+				}
+				if h.OpCode == ws.OpText && bytes.HasPrefix(buf, errPrefix) {
+					var ev struct {
+						Error struct{ Code string } `json:"error"`
+					}
+					_ = json.Unmarshal(buf, &ev)
+					lastErr = ev.Error.Code
 				}
 				if h.OpCode != ws.OpText || !bytes.HasPrefix(buf, prefix) {
 					continue
@@ -349,6 +380,7 @@ func BenchmarkRealtimeLoad(b *testing.B) {
 	wall := time.Since(t0)
 	measuring.Store(false)
 	b.StopTimer()
+	ending.Store(true)
 	close(stop)
 	senders.Wait()
 	_ = stdin.Close()
@@ -363,6 +395,16 @@ func BenchmarkRealtimeLoad(b *testing.B) {
 	cpuSec := float64(c1-c0) / hz
 	b.ReportMetric(float64(n), "sessions")
 	b.ReportMetric(float64(sendErrs.Load()), "client-send-errors")
+	silent, serverCloses := 0, 0
+	for what, k := range closes {
+		b.Logf("%d sessions closed by the server mid-run: %s", k, what)
+		serverCloses += k
+		if strings.HasPrefix(what, "silent") || strings.Contains(what, "(none)") {
+			silent += k
+		}
+	}
+	b.ReportMetric(float64(serverCloses), "server-closes")
+	b.ReportMetric(float64(silent), "closes-without-reason")
 	b.ReportMetric(100*cpuSec/wall.Seconds(), "server-cpu-%")
 	b.ReportMetric(100*cpuSec/wall.Seconds()/float64(n), "cpu-%-per-session")
 	b.ReportMetric(100*float64(self1-self0)/hz/wall.Seconds(), "client-cpu-%")

@@ -219,6 +219,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	conn := newConn(s, nc, rw.Reader, org, set, beta)
 	conn.slotKey, conn.slotToken = c.slotKey, c.slotToken
 	if !s.track(conn) {
+		// Shut down between the upgrade and now: say so before closing.
+		_ = nc.SetWriteDeadline(time.Now().Add(time.Second))
+		_, _ = nc.Write(conn.closeFrames(nil, shutdownCause("server shutting down")))
 		nc.Close()
 		s.releaseSlot(conn)
 		if adm != nil {
@@ -300,7 +303,7 @@ func (s *Server) Drain(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 	}
-	s.closeAll("node_shutdown", "drain timeout", "node shutting down")
+	s.closeAll("node_shutdown", "drain timeout", shutdownCause("node shutting down"))
 	gctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = s.await(gctx, done)
@@ -311,7 +314,7 @@ func (s *Server) Drain(ctx context.Context) error {
 // and waits for them to finish their calls, or for ctx.
 func (s *Server) Close(ctx context.Context) error {
 	done := s.shut()
-	s.closeAll("error", "server shutdown", "server shutting down")
+	s.closeAll("error", "server shutdown", shutdownCause("server shutting down"))
 	return s.await(ctx, done)
 }
 
@@ -328,13 +331,20 @@ func (s *Server) shut() (done <-chan struct{}) {
 	return d
 }
 
-// closeAll asks every open socket to close with 1001 and reason, its call
-// ending with end and detail.
-func (s *Server) closeAll(end, detail, reason string) {
+// shutdownCause is the close of a socket because its node stops: 1001
+// (going away) with reason.
+func shutdownCause(reason string) closeCause {
+	return closeCause{ws.StatusGoingAway, reason, "server_error", "server_shutting_down",
+		"The server is shutting down; open a new session."}
+}
+
+// closeAll asks every open socket to close for cause, its call ending
+// with end and detail.
+func (s *Server) closeAll(end, detail string, cause closeCause) {
 	s.mu.Lock()
 	for c := range s.conns {
 		c.setEnd(end, detail)
-		c.requestClose(ws.StatusGoingAway, reason)
+		c.requestClose(cause)
 	}
 	s.mu.Unlock()
 }

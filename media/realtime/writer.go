@@ -2,6 +2,8 @@ package realtime
 
 import (
 	"encoding/binary"
+	"errors"
+	"os"
 	"sync"
 	"syscall"
 	"time"
@@ -364,7 +366,7 @@ func (c *conn) writer() {
 		case <-c.q.signal:
 		case <-ping.C:
 			if c.idle() {
-				c.requestClose(ws.StatusNormalClosure, "idle timeout")
+				c.requestClose(causeIdle)
 			}
 			c.q.push(outPing, nil)
 			continue
@@ -372,13 +374,8 @@ func (c *conn) writer() {
 		o.mu.Lock()
 		closing, slow := c.fill(outClose + 1)
 		if slow {
-			o.pend = appendFrame(o.pend, ws.OpClose, closeBody(ws.StatusPolicyViolation, "slow consumer"))
-			_ = c.nc.SetWriteDeadline(time.Now().Add(time.Second))
-			_, _ = c.nc.Write(o.pend[o.off:])
-			o.stopped = true
-			o.mu.Unlock()
+			c.abandon(causeSlow, closing != nil)
 			c.setEnd("error", "client too slow to read")
-			c.nc.Close()
 			return
 		}
 		var err error
@@ -399,10 +396,39 @@ func (c *conn) writer() {
 		}
 		if err != nil {
 			c.setEnd("caller_hangup", "write: "+err.Error())
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				// A client that stopped reading may still take the
+				// reason (after what it has not read).
+				o.mu.Lock()
+				c.abandon(causeWriteTimeout, closing != nil)
+				return
+			}
 			c.nc.Close()
 			return
 		}
 	}
+}
+
+// abandonWait is how long a client that stopped reading has to take what
+// is pending, with the error event and the close that say why, before the
+// socket is cut. Only the socket's writer goroutine waits.
+const abandonWait = 5 * time.Second
+
+// abandon gives up on a client that does not read (under o.mu, which it
+// releases): after what is pending, cause's error event and close frame
+// (unless a close is already pending) get abandonWait to leave, then the
+// socket is closed.
+func (c *conn) abandon(cause closeCause, closePending bool) {
+	o := &c.out
+	c.closing.Store(true)
+	if !closePending {
+		o.pend = c.closeFrames(o.pend, cause)
+	}
+	_ = c.nc.SetWriteDeadline(time.Now().Add(abandonWait))
+	_, _ = c.nc.Write(o.pend[o.off:])
+	o.stopped = true
+	o.mu.Unlock()
+	c.nc.Close()
 }
 
 // encodeAudio appends frame in the output encoding to dst.
