@@ -15,7 +15,8 @@ type row struct {
 	Items     int    `json:"items"`
 	Errors    int    `json:"errors"`
 
-	Stops         int `json:"stops"`          // responses cancelled
+	Stops         int `json:"stops"`          // responses cancelled or quiet for good
+	Unfinished    int `json:"unfinished"`     // ... of which never ended (no response.done)
 	Pauses        int `json:"pauses"`         // audio went quiet, response not cancelled
 	Intact        int `json:"intact"`         // non-stops that completed with every word
 	SpeechStarted int `json:"speech_started"` // trials with a speech_started during the response
@@ -69,6 +70,9 @@ func summarize(c condition, rs []result, silenceMS float64) row {
 			continue
 		}
 		scored++
+		if r.Unfinished {
+			w.Unfinished++
+		}
 		if r.Stopped {
 			w.Stops++
 		} else {
@@ -162,6 +166,9 @@ func printTable(out io.Writer, rows []row) {
 		stops, pauses, intact, quiet := "-", "-", "-", "-"
 		if w.Kind != kindHesitation && w.Kind != kindLatency {
 			stops, pauses, intact = fmt.Sprint(w.Stops), fmt.Sprint(w.Pauses), fmt.Sprint(w.Intact)
+			if w.Unfinished > 0 {
+				stops += fmt.Sprintf(" (%d unfinished)", w.Unfinished)
+			}
 			quiet = ms(w.QuietP50) + " / " + ms(w.QuietP99)
 		}
 		met := "no"

@@ -18,7 +18,8 @@ type result struct {
 	Err   string `json:"error,omitempty"`
 
 	// Trials over the agent's speech.
-	Stopped       bool    `json:"stopped"`        // the agent's response ended cancelled
+	Stopped       bool    `json:"stopped"`        // the agent's response ended cancelled, or went quiet for good
+	Unfinished    bool    `json:"unfinished"`     // ... without a response.done (6 s without its audio)
 	Paused        bool    `json:"paused"`         // its audio went quiet where it speaks, after the stimulus
 	Intact        bool    `json:"intact"`         // completed with every word (loud frame) of the clean rendering
 	SpeechStarted int     `json:"speech_started"` // speech_started events during the response
@@ -38,6 +39,12 @@ type result struct {
 	Closed         string `json:"closed_by_server,omitempty"`
 	ClosedNoReason bool   `json:"closed_without_reason"`
 }
+
+// intactSlack is how many fewer loud frames than the clean rendering a
+// response may have and still count as every word played: renderings
+// differ by up to about 4 where a word's edge crosses loudDB; a short word
+// is 5 or more.
+const intactSlack = 6
 
 // loudDB is the level above which a 20 ms frame of agent audio is speech.
 const loudDB = -45.0
@@ -210,12 +217,32 @@ func (r *runner) overAgent(ctx context.Context, s *session, it item, res *result
 				}
 			}
 		}
+		if doneTick < 0 && firstPos >= 0 {
+			// The agent quiet for 6 s with its response still open: it
+			// stopped for good (a turn that never ends holds it).
+			var last time.Duration
+			for _, f := range frames {
+				if f.ResponseID == respID {
+					last = f.At
+				}
+			}
+			if s.now()-last > 6*time.Second {
+				return true
+			}
+		}
 		return (doneTick >= 0 && k >= doneTick+25) || k >= maxTicks
 	}
 	if err := s.stream(ctx, mic, stop); err != nil {
 		return err
 	}
-	if doneTick < 0 {
+	if doneTick < 0 && os.Getenv("TURNSCORE_DEBUG") != "" {
+		evs, frames := s.snapshot()
+		for _, e := range evs {
+			fmt.Fprintf(os.Stderr, "  %6.2f %s %s %s %s %q\n", e.At.Seconds(), e.Type, e.ResponseID, e.Status, e.Reason, e.Transcript+e.Raw)
+		}
+		fmt.Fprintf(os.Stderr, "  %d frames; %s\n", len(frames), playString(frames))
+	}
+	if doneTick < 0 && firstPos < 0 {
 		return fmt.Errorf("no response.done for the agent's turn within %d s (response %q)", maxTicks/50, respID)
 	}
 	evs, frames := s.snapshot()
@@ -246,12 +273,16 @@ func (r *runner) overAgent(ctx context.Context, s *session, it item, res *result
 			done = e.At
 		}
 	}
+	if doneTick < 0 {
+		done = s.now()
+	}
 	for _, e := range evs {
 		if e.Type == "input_audio_buffer.speech_started" && e.At >= created && e.At <= done {
 			res.SpeechStarted++
 		}
 	}
-	res.Stopped = status == "cancelled"
+	res.Unfinished = doneTick < 0
+	res.Stopped = status == "cancelled" || res.Unfinished
 	ref := r.refs[it.AgentText]
 	for _, l := range ref {
 		if l {
@@ -263,7 +294,7 @@ func (r *runner) overAgent(ctx context.Context, s *session, it item, res *result
 			res.LoudFrames++
 		}
 	}
-	res.Intact = status == "completed" && res.LoudFrames >= res.RefFrames-3
+	res.Intact = status == "completed" && res.LoudFrames >= res.RefFrames-intactSlack
 	// From the stimulus (or, for echo and steady noise, the agent's first
 	// audio) on: the first 20 ms where the agent is quiet but its clean
 	// rendering speaks is where it paused.
