@@ -185,9 +185,9 @@ func writeJSON(path string, stdout io.Writer, v any) error {
 // build compiles ./cmd/voiced (the tree turnscore runs in) into dir.
 func build(ctx context.Context, dir string) (string, error) {
 	bin := filepath.Join(dir, "voiced")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/voiced")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/voiced/voiced/cmd/voiced")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/voiced: %v\n%s", err, out)
+		return "", fmt.Errorf("go build cmd/voiced: %v\n%s", err, out)
 	}
 	return bin, nil
 }

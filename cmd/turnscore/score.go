@@ -17,7 +17,8 @@ type row struct {
 
 	Stops         int `json:"stops"`          // responses cancelled or quiet for good
 	Unfinished    int `json:"unfinished"`     // ... of which never ended (no response.done)
-	Pauses        int `json:"pauses"`         // audio went quiet, response not cancelled
+	Pauses        int `json:"pauses"`         // audio went quiet, response not cancelled (stalls excluded)
+	Stalls        int `json:"stalls"`         // ... no audio came at all for a while: the server fell behind
 	Intact        int `json:"intact"`         // non-stops that completed with every word
 	SpeechStarted int `json:"speech_started"` // trials with a speech_started during the response
 
@@ -76,7 +77,9 @@ func summarize(c condition, rs []result, silenceMS float64) row {
 		if r.Stopped {
 			w.Stops++
 		} else {
-			if r.Paused {
+			if r.Paused && r.PauseStall {
+				w.Stalls++
+			} else if r.Paused {
 				w.Pauses++
 			}
 			if r.Intact {
@@ -166,6 +169,9 @@ func printTable(out io.Writer, rows []row) {
 		stops, pauses, intact, quiet := "-", "-", "-", "-"
 		if w.Kind != kindHesitation && w.Kind != kindLatency {
 			stops, pauses, intact = fmt.Sprint(w.Stops), fmt.Sprint(w.Pauses), fmt.Sprint(w.Intact)
+			if w.Stalls > 0 {
+				pauses += fmt.Sprintf(" (+%d stalls)", w.Stalls)
+			}
 			if w.Unfinished > 0 {
 				stops += fmt.Sprintf(" (%d unfinished)", w.Unfinished)
 			}

@@ -49,6 +49,7 @@ func (t *tail) String() string {
 var (
 	servingRe = regexp.MustCompile(`msg=serving http_addr=(127\.0\.0\.1:\d+)`)
 	keyRe     = regexp.MustCompile(`sk_live_[0-9a-f]+`)
+	orgRe     = regexp.MustCompile(`created organization (\d+)`)
 )
 
 // startServer runs bin serve and waits for its address and first API key.
@@ -91,7 +92,14 @@ func startServer(ctx context.Context, bin string, extra []string) (*server, erro
 			}
 		}
 	}
-	go scan(stdout, keyRe, 0, keyc)
+	orgc := make(chan string, 1)
+	go func() {
+		// The first-use banner names the organization, then its key.
+		pr, pw := io.Pipe()
+		go scan(pr, orgRe, 1, orgc)
+		scan(io.TeeReader(stdout, pw), keyRe, 0, keyc)
+		pw.Close()
+	}()
 	go scan(stderr, servingRe, 1, addrc)
 	go func() { s.done <- cmd.Wait() }()
 	timeout := time.After(60 * time.Second)
@@ -109,6 +117,22 @@ func startServer(ctx context.Context, bin string, extra []string) (*server, erro
 			s.stop()
 			return nil, ctx.Err()
 		}
+	}
+	// A first-use organization starts with little credit; a scorecard's
+	// hundreds of sessions need more (every session is a billed call).
+	org := ""
+	select {
+	case org = <-orgc:
+	case <-time.After(5 * time.Second):
+	}
+	if org == "" {
+		s.stop()
+		return nil, fmt.Errorf("%s serve: no organization in the first-use banner:\n%s", bin, s.log)
+	}
+	out, err := exec.CommandContext(ctx, bin, "admin", "add-credit", "--data-dir", dir, "--org-id", org, "--cents", "100000000", "--note", "turnscore").CombinedOutput()
+	if err != nil {
+		s.stop()
+		return nil, fmt.Errorf("%s admin add-credit: %v: %s", bin, err, out)
 	}
 	return s, nil
 }

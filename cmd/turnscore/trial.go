@@ -16,6 +16,11 @@ type result struct {
 	Cond  string `json:"condition"`
 	Index int    `json:"index"`
 	Err   string `json:"error,omitempty"`
+	// The item: echo delay, hesitation gap, stimulus onset after the
+	// agent's first audio (ms).
+	DelayMS int `json:"delay_ms,omitempty"`
+	GapMS   int `json:"gap_ms,omitempty"`
+	AtMS    int `json:"at_ms,omitempty"`
 
 	// Trials over the agent's speech.
 	Stopped       bool    `json:"stopped"`        // the agent's response ended cancelled, or went quiet for good
@@ -24,6 +29,8 @@ type result struct {
 	Intact        bool    `json:"intact"`         // completed with every word (loud frame) of the clean rendering
 	SpeechStarted int     `json:"speech_started"` // speech_started events during the response
 	QuietMS       float64 `json:"quiet_ms"`       // stimulus onset to the agent going quiet (-1: it did not)
+	PauseMS       int     `json:"pause_ms"`       // the pause's length (to the next loud frame or the end)
+	PauseStall    bool    `json:"pause_stall"`    // ... in which no audio came at all: the server stalled
 	LoudFrames    int     `json:"loud_frames"`
 	RefFrames     int     `json:"ref_frames"`
 
@@ -62,7 +69,11 @@ type runner struct {
 }
 
 func (r *runner) run(ctx context.Context, it item) result {
-	res := result{Cond: it.Cond.Name, Index: it.Index, QuietMS: -1, EoTMS: -1, LatencyMS: -1}
+	res := result{Cond: it.Cond.Name, Index: it.Index, QuietMS: -1, EoTMS: -1, LatencyMS: -1,
+		DelayMS: int(it.Delay.Milliseconds()), GapMS: int(it.Gap.Milliseconds())}
+	if it.Stim != "" && it.Cond.Kind != kindHesitation {
+		res.AtMS = int(it.At.Milliseconds())
+	}
 	s, err := dial(ctx, r.addr, r.key, r.turn)
 	if err != nil {
 		res.Err = err.Error()
@@ -304,7 +315,11 @@ func (r *runner) overAgent(ctx context.Context, s *session, it item, res *result
 	}
 	q := -1
 	if from >= 0 {
-		q = quietAt(mine, ref, from)
+		p := quietAt(mine, ref, from)
+		q = p.at
+		if q >= 0 {
+			res.PauseMS, res.PauseStall = p.frames*20, p.gap
+		}
 	}
 	if os.Getenv("TURNSCORE_DEBUG") != "" {
 		fmt.Fprintf(os.Stderr, "%s #%d %s q=%d from=%d first=%d\n ref %s\n got %s\n", it.Cond.Name, it.Index, status, q, from, firstPos, loudString(ref), playString(mine))
@@ -331,13 +346,19 @@ func (r *runner) overAgent(ctx context.Context, s *session, it item, res *result
 // by a frame or two where a word's edge crosses loudDB.
 const pauseSlack = 5 // frames
 
+// pause is a quiet stretch where the clean rendering speaks.
+type pause struct {
+	at     int  // where it began (no earlier than from), -1: no pause
+	frames int  // how long it lasted (to the next loud frame or the end)
+	gap    bool // nothing was played in it: no deltas came (a stall)
+}
+
 // quietAt finds where the agent paused: frames at their play positions
 // (gaps play nothing) against the clean rendering's loud frames. A quiet
 // stretch longer, by pauseSlack, than the rendering's own pause at the
 // same point of the text (its longest within 3 loud frames either side)
-// is a pause; quietAt returns where that stretch began (no earlier than
-// from), or -1 when there is none at or after from.
-func quietAt(frames []recvFrame, ref []bool, from int) int {
+// is a pause; quietAt returns the first at or after from.
+func quietAt(frames []recvFrame, ref []bool, from int) pause {
 	// gaps[l] is the rendering's pause after its l-th loud frame.
 	gaps := []int{0}
 	for _, l := range ref {
@@ -354,35 +375,43 @@ func quietAt(frames []recvFrame, ref []bool, from int) int {
 		}
 		return m + pauseSlack
 	}
-	loud, run, runStart := 0, 0, -1
-	slot := func(pos int, isLoud bool) int {
+	found := pause{at: -1}
+	loud, run, runStart, gapFrames := 0, 0, -1, 0
+	// slot takes the next 20 ms; true when a found pause has ended.
+	slot := func(pos int, isLoud, gap bool) bool {
 		if isLoud {
 			loud++
-			run, runStart = 0, -1
-			return -1
+			run, runStart, gapFrames = 0, -1, 0
+			return found.at >= 0
 		}
 		if runStart < 0 {
 			runStart = pos
 		}
 		run++
-		if run > allowed(loud) && pos >= from {
-			return max(runStart, from)
+		if gap {
+			gapFrames++
 		}
-		return -1
+		if found.at < 0 && run > allowed(loud) && pos >= from {
+			found.at = max(runStart, from)
+		}
+		if found.at >= 0 {
+			found.frames, found.gap = run, gapFrames*2 > run
+		}
+		return false
 	}
 	pos := frames[0].Pos
 	for _, f := range frames {
 		for ; f.Pos > pos+frame/2; pos += frame {
-			if q := slot(pos, false); q >= 0 {
-				return q
+			if slot(pos, false, true) {
+				return found
 			}
 		}
-		if q := slot(f.Pos, dbfs(f.PCM) > loudDB); q >= 0 {
-			return q
+		if slot(f.Pos, dbfs(f.PCM) > loudDB, false) {
+			return found
 		}
 		pos = f.Pos + len(f.PCM)
 	}
-	return -1
+	return found
 }
 
 func floats(p []int16) []float64 {
