@@ -72,7 +72,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 	fs.SetOutput(stderr)
 	var o options
 	fs.IntVar(&o.items, "items", 40, "trials per condition")
-	fs.StringVar(&o.channel, "channel", "realtime", "front door to score: realtime (the WebSocket; SIP/RTP is not scored yet)")
+	fs.StringVar(&o.channel, "channel", "realtime", "front door to score: realtime (the WebSocket) or sip (phone calls over SIP/RTP: the conditions over the agent's speech only)")
 	fs.StringVar(&o.bin, "bin", "", "voiced binary to score (empty: go build ./cmd/voiced into the cache)")
 	fs.StringVar(&o.a, "a", "", "A/B: the baseline voiced binary")
 	fs.StringVar(&o.b, "b", "", "A/B: the candidate voiced binary; exit 1 if it is worse than -a beyond the tolerances")
@@ -91,8 +91,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 	}
 	o.seed = uint64(seed)
 	switch {
-	case o.channel != "realtime":
-		return 2, fmt.Errorf("-channel %q: only realtime is scored (SIP/RTP is not built yet)", o.channel)
+	case o.channel != "realtime" && o.channel != "sip":
+		return 2, fmt.Errorf("-channel %q: realtime or sip", o.channel)
 	case o.items < 1:
 		return 2, fmt.Errorf("-items must be at least 1, not %d", o.items)
 	case o.parallel < 1:
@@ -103,6 +103,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 		return 2, errors.New("-bin or -a/-b, not both")
 	}
 	conds := pick(o.only)
+	if o.channel == "sip" {
+		// A phone call has no turn events: hesitation cut-offs and the
+		// answer latency are scored on the realtime socket only.
+		var over []condition
+		for _, c := range conds {
+			if c.Kind != kindHesitation && c.Kind != kindLatency {
+				over = append(over, c)
+			}
+		}
+		conds = over
+	}
 	if len(conds) == 0 {
 		return 2, fmt.Errorf("-conditions %q matches none", o.only)
 	}
@@ -199,12 +210,26 @@ func score(ctx context.Context, o options, conds []condition, bin string, v *voi
 	if o.serveArgs != "" {
 		extra = strings.Fields(o.serveArgs)
 	}
-	srv, err := startServer(ctx, bin, extra)
+	sipAddr := "127.0.0.1:0"
+	if o.channel == "sip" {
+		port, err := freeUDPPort()
+		if err != nil {
+			return nil, err
+		}
+		sipAddr = fmt.Sprintf("127.0.0.1:%d", port)
+	}
+	srv, err := startServer(ctx, bin, sipAddr, extra)
 	if err != nil {
 		return nil, err
 	}
 	defer srv.stop()
 	r := &runner{addr: srv.addr, key: srv.key, voices: v, refs: reference{}}
+	if o.channel == "sip" {
+		if err := sipSetup(ctx, srv); err != nil {
+			return nil, fmt.Errorf("phone setup: %w", err)
+		}
+		r.sip = sipAddr
+	}
 	// The clean rendering of each agent text, for telling a pause from the
 	// agent's own pauses and for counting lost words.
 	var mu sync.Mutex
@@ -213,7 +238,13 @@ func score(ctx context.Context, o options, conds []condition, bin string, v *voi
 		var loud []bool
 		for attempt := 0; attempt < 3; attempt++ {
 			loud = loud[:0]
-			s, err := dial(ctx, r.addr, r.key, "")
+			var s *session
+			var err error
+			if r.sip != "" {
+				s, err = dialSIP(ctx, r.sip, sipNumber(i))
+			} else {
+				s, err = dial(ctx, r.addr, r.key, "")
+			}
 			if err == nil {
 				var res result
 				err = r.overAgent(ctx, s, item{Cond: condition{Name: "reference", Kind: kindNoise}, AgentText: i, Seed: uint64(i)}, &res, &loud)

@@ -53,7 +53,7 @@ var (
 )
 
 // startServer runs bin serve and waits for its address and first API key.
-func startServer(ctx context.Context, bin string, extra []string) (*server, error) {
+func startServer(ctx context.Context, bin, sipAddr string, extra []string) (*server, error) {
 	dir, err := os.MkdirTemp("", "turnscore-serve-")
 	if err != nil {
 		return nil, err
@@ -61,7 +61,7 @@ func startServer(ctx context.Context, bin string, extra []string) (*server, erro
 	// RTP ports are bound per call; a random range keeps two scorecards
 	// (or other tests on the machine) from meeting.
 	lo := 20000 + 200*rand.IntN(100)
-	args := append([]string{"serve", "--data-dir", dir, "--http-addr", "127.0.0.1:0", "--sip-addr", "127.0.0.1:0",
+	args := append([]string{"serve", "--data-dir", dir, "--http-addr", "127.0.0.1:0", "--sip-addr", sipAddr,
 		"--rtp-ports", fmt.Sprintf("%d-%d", lo, lo+199), "--access-log=false"}, extra...)
 	cmd := exec.Command(bin, args...)
 	cmd.Env = os.Environ()

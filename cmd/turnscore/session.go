@@ -56,6 +56,11 @@ type session struct {
 	ended   chan struct{}
 	clientX bool // the client closed first
 	notify  chan struct{}
+
+	// audioOut sends one microphone frame; hangup ends the session from
+	// the client's side (nil: the realtime WebSocket's).
+	audioOut func([]int16) error
+	hangup   func()
 }
 
 // dial opens a session and configures it: PCM at 24 kHz both ways, the
@@ -74,6 +79,7 @@ func dial(ctx context.Context, addr, key string, turn string) (*session, error) 
 		io.Reader
 		io.Writer
 	}{r, nc}, ended: make(chan struct{}), notify: make(chan struct{}, 1)}
+	s.audioOut = s.sendAudio
 	if turn == "" {
 		turn = `{"type":"server_vad"}`
 	}
@@ -211,6 +217,20 @@ func (s *session) handle(data []byte) {
 	}
 }
 
+// addFrame records agent audio that arrived at at and plays it: from now,
+// or after what is still playing. The caller holds s.mu.
+func (s *session) addFrame(at time.Duration, id string, pcm []int16) {
+	pos := int(at.Seconds() * rate)
+	if pos < len(s.played) {
+		pos = len(s.played)
+	}
+	for len(s.played) < pos {
+		s.played = append(s.played, 0)
+	}
+	s.frames = append(s.frames, recvFrame{At: at, Pos: pos, ResponseID: id, PCM: pcm})
+	s.played = append(s.played, pcm...)
+}
+
 // playedInto copies what the client played from microphone position pos
 // into dst (zeros before anything played and after the end).
 func (s *session) playedInto(dst []int16, pos int) {
@@ -241,6 +261,13 @@ func (s *session) close() (closedByServer string, withReason bool) {
 		s.clientX = true
 	}
 	s.mu.Unlock()
+	if s.hangup != nil {
+		s.hangup()
+		<-s.ended
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.closed, s.reason
+	}
 	s.wmu.Lock()
 	_ = s.nc.SetWriteDeadline(time.Now().Add(2 * time.Second))
 	_ = ws.WriteFrame(s.nc, ws.MaskFrame(ws.NewCloseFrame(ws.NewCloseFrameBody(ws.StatusNormalClosure, "done"))))
@@ -277,7 +304,7 @@ func (s *session) stream(ctx context.Context, mic func(k int) []int16, stop func
 			return errServerClosed
 		default:
 		}
-		if err := s.sendAudio(mic(k)); err != nil {
+		if err := s.audioOut(mic(k)); err != nil {
 			return fmt.Errorf("append: %w", err)
 		}
 	}

@@ -66,6 +66,7 @@ type runner struct {
 	voices    *voices
 	refs      reference
 	turn      string // turn_detection JSON ("" = server_vad defaults)
+	sip       string // the node's SIP address: score phone calls ("": the realtime WebSocket)
 }
 
 func (r *runner) run(ctx context.Context, it item) result {
@@ -74,7 +75,13 @@ func (r *runner) run(ctx context.Context, it item) result {
 	if it.Stim != "" && it.Cond.Kind != kindHesitation {
 		res.AtMS = int(it.At.Milliseconds())
 	}
-	s, err := dial(ctx, r.addr, r.key, r.turn)
+	var s *session
+	var err error
+	if r.sip != "" {
+		s, err = dialSIP(ctx, r.sip, sipNumber(it.AgentText))
+	} else {
+		s, err = dial(ctx, r.addr, r.key, r.turn)
+	}
 	if err != nil {
 		res.Err = err.Error()
 		return res
@@ -161,8 +168,12 @@ func (r *runner) overAgent(ctx context.Context, s *session, it item, res *result
 	doneTick := -1
 	status, reason := "", ""
 	echoBuf := make([]int16, frame+len(room)*rate/1000)
+	if r.sip != "" {
+		respID = "sip" // the agent speaks first; no events on a phone call
+	}
+	var lastLoud time.Duration
 	mic := func(k int) []int16 {
-		if k == askTick {
+		if k == askTick && r.sip == "" {
 			text := agentTexts[it.AgentText]
 			if err := s.send(`{"type":"conversation.item.create","item":{"type":"message","role":"user","content":[{"type":"input_text","text":` +
 				strconv.Quote(text) + `}]}}`); err == nil {
@@ -212,7 +223,7 @@ func (r *runner) overAgent(ctx context.Context, s *session, it item, res *result
 		}
 		if respID != "" && firstPos < 0 {
 			for _, f := range frames {
-				if f.ResponseID == respID {
+				if f.ResponseID == respID && (r.sip == "" || dbfs(f.PCM) > loudDB) {
 					firstPos = f.Pos
 					if it.Cond.Kind != kindEcho && it.Cond.Kind != kindNoise && loud == nil {
 						stimPos = firstPos + int(it.At.Seconds()*rate)
@@ -227,6 +238,19 @@ func (r *runner) overAgent(ctx context.Context, s *session, it item, res *result
 					doneTick, status, reason = k, e.Status, e.Reason
 				}
 			}
+		}
+		if r.sip != "" {
+			// A phone call says nothing of the response: it is over when
+			// the agent has been quiet for 2.5 s.
+			for _, f := range frames {
+				if dbfs(f.PCM) > loudDB {
+					lastLoud = f.At
+				}
+			}
+			if firstPos >= 0 && s.now()-lastLoud > 2500*time.Millisecond {
+				return true
+			}
+			return k >= maxTicks
 		}
 		if doneTick < 0 && firstPos >= 0 {
 			// The agent quiet for 6 s with its response still open: it
@@ -255,6 +279,9 @@ func (r *runner) overAgent(ctx context.Context, s *session, it item, res *result
 	}
 	if doneTick < 0 && firstPos < 0 {
 		return fmt.Errorf("no response.done for the agent's turn within %d s (response %q)", maxTicks/50, respID)
+	}
+	if r.sip != "" {
+		return r.overAgentSIP(s, it, res, loud, firstPos, stimPos)
 	}
 	evs, frames := s.snapshot()
 	var mine []recvFrame
@@ -338,6 +365,64 @@ func (r *runner) overAgent(ctx context.Context, s *session, it item, res *result
 			res.QuietMS = float64(q-stimPos) * 1000 / rate
 		}
 	}
+	return nil
+}
+
+// overAgentSIP reads a phone call's outcome from its audio alone, from
+// the agent's first loud frame: a pause (quietAt) that lasts a second or
+// runs to the end is a stop, a shorter one a pause it resumed from.
+func (r *runner) overAgentSIP(s *session, it item, res *result, loud *[]bool, firstPos, stimPos int) error {
+	_, frames := s.snapshot()
+	if firstPos < 0 {
+		return fmt.Errorf("the agent said nothing in %d s", maxTicks/50)
+	}
+	var mine []recvFrame
+	lastLoud := -1
+	for _, f := range frames {
+		if f.Pos >= firstPos {
+			mine = append(mine, f)
+			if dbfs(f.PCM) > loudDB {
+				lastLoud = len(mine)
+			}
+		}
+	}
+	if loud != nil {
+		for _, f := range mine[:lastLoud] {
+			*loud = append(*loud, dbfs(f.PCM) > loudDB)
+		}
+		return nil
+	}
+	ref := r.refs[it.AgentText]
+	for _, l := range ref {
+		if l {
+			res.RefFrames++
+		}
+	}
+	for _, f := range mine {
+		if dbfs(f.PCM) > loudDB {
+			res.LoudFrames++
+		}
+	}
+	from := stimPos
+	if from < 0 {
+		from = firstPos
+	}
+	p := quietAt(mine[:lastLoud], ref, from)
+	if p.at < 0 && res.LoudFrames < res.RefFrames-intactSlack {
+		// It ended early without a pause inside what it said: quiet from
+		// its last loud frame.
+		last := mine[lastLoud-1]
+		p = pause{at: last.Pos + len(last.PCM), frames: 1 << 20}
+	}
+	if p.at >= 0 {
+		res.PauseMS, res.PauseStall = p.frames*20, p.gap
+		res.Stopped = p.frames >= 50
+		res.Paused = !res.Stopped
+		if stimPos >= 0 && p.at >= stimPos {
+			res.QuietMS = float64(p.at-stimPos) * 1000 / rate
+		}
+	}
+	res.Intact = !res.Stopped && res.LoudFrames >= res.RefFrames-intactSlack
 	return nil
 }
 
