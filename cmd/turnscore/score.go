@@ -22,6 +22,9 @@ type row struct {
 	Intact        int `json:"intact"`         // non-stops that completed with every word
 	SpeechStarted int `json:"speech_started"` // trials with a speech_started during the response
 
+	GapP50 float64 `json:"longest_gap_p50_ms"` // the longest wait between two frames of agent audio, per trial
+	GapMax float64 `json:"longest_gap_max_ms"`
+
 	QuietP50 float64 `json:"quiet_p50_ms"` // barge-in: onset to quiet
 	QuietP99 float64 `json:"quiet_p99_ms"`
 
@@ -57,7 +60,7 @@ func pct(xs []float64, q float64) float64 {
 // summarize turns c's trials into its row and checks issue 31's goal.
 func summarize(c condition, rs []result, silenceMS float64) row {
 	w := row{Condition: c.Name, Kind: c.Kind, Items: len(rs)}
-	var quiet, eot, lat []float64
+	var quiet, eot, lat, gaps []float64
 	scored := 0
 	for _, r := range rs {
 		if r.ClosedNoReason {
@@ -92,6 +95,9 @@ func summarize(c condition, rs []result, silenceMS float64) row {
 		if r.QuietMS >= 0 {
 			quiet = append(quiet, r.QuietMS)
 		}
+		if r.MaxGapMS > 0 {
+			gaps = append(gaps, r.MaxGapMS)
+		}
 		if r.CutOff {
 			w.CutOffs++
 		}
@@ -107,6 +113,7 @@ func summarize(c condition, rs []result, silenceMS float64) row {
 	}
 	w.QuietP50, w.QuietP99 = pct(quiet, 0.5), pct(quiet, 0.99)
 	w.EoTP50 = pct(eot, 0.5)
+	w.GapP50, w.GapMax = pct(gaps, 0.5), pct(gaps, 1)
 	w.LatencyP50, w.LatencyP99 = pct(lat, 0.5), pct(lat, 0.99)
 	n := float64(max(scored, 1))
 	nonStops := scored - w.Stops
@@ -152,7 +159,7 @@ func ms(x float64) string {
 // printTable writes the rows as a Markdown table.
 func printTable(out io.Writer, rows []row) {
 	tw := tabwriter.NewWriter(out, 0, 0, 1, ' ', tabwriter.Debug)
-	fmt.Fprintln(tw, "condition\titems\tstops\tpauses\tintact\tmissed\tquiet p50/p99 ms\tcut-offs\tEoT p50 ms\tlatency p50/p99 ms\tempty\tclosed w/o reason\terrors\tgoal met")
+	fmt.Fprintln(tw, "condition\titems\tstops\tpauses\tintact\tmissed\tquiet p50/p99 ms\tlongest gap p50/max ms\tcut-offs\tEoT p50 ms\tlatency p50/p99 ms\tempty\tclosed w/o reason\terrors\tgoal met")
 	for _, w := range rows {
 		missed := "-"
 		if w.Kind == kindBargeIn {
@@ -166,8 +173,9 @@ func printTable(out io.Writer, rows []row) {
 		if w.Kind == kindLatency {
 			lat, empty = ms(w.LatencyP50)+" / "+ms(w.LatencyP99), fmt.Sprint(w.Empty)
 		}
-		stops, pauses, intact, quiet := "-", "-", "-", "-"
+		stops, pauses, intact, quiet, gap := "-", "-", "-", "-", "-"
 		if w.Kind != kindHesitation && w.Kind != kindLatency {
+			gap = ms(w.GapP50) + " / " + ms(w.GapMax)
 			stops, pauses, intact = fmt.Sprint(w.Stops), fmt.Sprint(w.Pauses), fmt.Sprint(w.Intact)
 			if w.Stalls > 0 {
 				pauses += fmt.Sprintf(" (+%d stalls)", w.Stalls)
@@ -181,7 +189,7 @@ func printTable(out io.Writer, rows []row) {
 		if w.Met {
 			met = "yes"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", w.Condition, w.Items, stops, pauses, intact, missed, quiet, cut, eot, lat, empty, w.ClosedNoReason, w.Errors, met)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", w.Condition, w.Items, stops, pauses, intact, missed, quiet, gap, cut, eot, lat, empty, w.ClosedNoReason, w.Errors, met)
 	}
 	_ = tw.Flush()
 }

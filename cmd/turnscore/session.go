@@ -283,14 +283,16 @@ func (s *session) close() (closedByServer string, withReason bool) {
 	return s.closed, s.reason
 }
 
-// stream sends the microphone in real time: mic(k) is tick k's frame,
-// sent at start + k x 20 ms, until stop returns true or ctx ends.
+// stream sends the microphone in real time: mic(k) is the 20 ms captured
+// from start + k x 20 ms, sent when its capture ends, as a microphone
+// delivers it (so an echo in it is of audio already played), until stop
+// returns true or ctx ends.
 func (s *session) stream(ctx context.Context, mic func(k int) []int16, stop func(k int) bool) error {
 	for k := 0; ; k++ {
 		if stop(k) {
 			return nil
 		}
-		if d := time.Until(s.start.Add(time.Duration(k) * 20 * time.Millisecond)); d > 0 {
+		if d := time.Until(s.start.Add(time.Duration(k+1) * 20 * time.Millisecond)); d > 0 {
 			select {
 			case <-time.After(d):
 			case <-ctx.Done():

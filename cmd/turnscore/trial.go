@@ -31,6 +31,7 @@ type result struct {
 	QuietMS       float64 `json:"quiet_ms"`       // stimulus onset to the agent going quiet (-1: it did not)
 	PauseMS       int     `json:"pause_ms"`       // the pause's length (to the next loud frame or the end)
 	PauseStall    bool    `json:"pause_stall"`    // ... in which no audio came at all: the server stalled
+	MaxGapMS      float64 `json:"max_gap_ms"`     // the longest wait between two frames of the agent's audio
 	LoudFrames    int     `json:"loud_frames"`
 	RefFrames     int     `json:"ref_frames"`
 
@@ -319,7 +320,15 @@ func (r *runner) overAgent(ctx context.Context, s *session, it item, res *result
 			res.SpeechStarted++
 		}
 	}
+	for i := 1; i < len(mine); i++ {
+		res.MaxGapMS = max(res.MaxGapMS, float64(mine[i].At-mine[i-1].At)/float64(time.Millisecond))
+	}
 	res.Unfinished = doneTick < 0
+	if res.Unfinished && res.SpeechStarted == 0 {
+		// Quiet for 6 s with neither a barge-in nor an end: the server
+		// fell behind (an overloaded machine), not a turn-taking outcome.
+		return fmt.Errorf("stalled: no agent audio for 6 s, no speech_started, no response.done (longest wait between frames %.0f ms)", res.MaxGapMS)
+	}
 	res.Stopped = status == "cancelled" || res.Unfinished
 	ref := r.refs[it.AgentText]
 	for _, l := range ref {
