@@ -173,6 +173,7 @@ func (r *runner) overAgent(ctx context.Context, s *session, it item, res *result
 		respID = "sip" // the agent speaks first; no events on a phone call
 	}
 	var lastLoud time.Duration
+	seen := 0 // frames already looked at for lastLoud
 	mic := func(k int) []int16 {
 		if k == askTick && r.sip == "" {
 			text := agentTexts[it.AgentText]
@@ -243,9 +244,9 @@ func (r *runner) overAgent(ctx context.Context, s *session, it item, res *result
 		if r.sip != "" {
 			// A phone call says nothing of the response: it is over when
 			// the agent has been quiet for 2.5 s.
-			for _, f := range frames {
-				if dbfs(f.PCM) > loudDB {
-					lastLoud = f.At
+			for ; seen < len(frames); seen++ {
+				if dbfs(frames[seen].PCM) > loudDB {
+					lastLoud = frames[seen].At
 				}
 			}
 			if firstPos >= 0 && s.now()-lastLoud > 2500*time.Millisecond {
