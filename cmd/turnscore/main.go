@@ -21,6 +21,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -104,6 +105,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 	}
 	conds := pick(o.only)
 	if o.channel == "sip" {
+		// sipgo logs retransmitted responses through the default logger.
+		slog.SetDefault(slog.New(slog.DiscardHandler))
 		// A phone call has no turn events: hesitation cut-offs and the
 		// answer latency are scored on the realtime socket only.
 		var over []condition
@@ -229,6 +232,13 @@ func score(ctx context.Context, o options, conds []condition, bin string, v *voi
 			return nil, fmt.Errorf("phone setup: %w", err)
 		}
 		r.sip = sipAddr
+	}
+	// Warm-up: the server loads its speech-to-text decoders on first use
+	// (about 0.5 s each, one per core), which would stall the first
+	// trials' audio; two spoken turns at once load them. Not scored.
+	if r.sip == "" {
+		warm := items(condition{Name: "warm-up", Kind: kindLatency}, 2, o.seed)
+		parallel(len(warm), len(warm), func(i int) { _ = r.run(ctx, warm[i]) })
 	}
 	// The clean rendering of each agent text, for telling a pause from the
 	// agent's own pauses and for counting lost words.
