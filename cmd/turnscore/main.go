@@ -44,6 +44,8 @@ type options struct {
 	tolRate   float64
 	tolMS     float64
 	serveArgs string
+	turn      string
+	goals     goals
 }
 
 func main() {
@@ -87,10 +89,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 	fs.Float64Var(&o.tolRate, "tol-rate", 0.05, "A/B: how much higher a failure rate B may have (0.05 = 5 points)")
 	fs.Float64Var(&o.tolMS, "tol-ms", 100, "A/B: how many milliseconds slower a latency figure B may be")
 	fs.StringVar(&o.serveArgs, "serve-args", "", "extra flags for voiced serve, space-separated")
+	fs.StringVar(&o.turn, "turn-detection", "", `the sessions' turn_detection object, e.g. {"type":"semantic_vad","eagerness":"high"} (empty: server_vad's defaults); sets the end-of-turn and latency goals`)
 	if err := fs.Parse(args); err != nil {
 		return 2, nil
 	}
 	o.seed = uint64(seed)
+	var err error
+	if o.goals, err = goalsFor(o.turn); err != nil {
+		return 2, err
+	}
 	switch {
 	case o.channel != "realtime" && o.channel != "sip":
 		return 2, fmt.Errorf("-channel %q: realtime or sip", o.channel)
@@ -226,7 +233,7 @@ func score(ctx context.Context, o options, conds []condition, bin string, v *voi
 		return nil, err
 	}
 	defer srv.stop()
-	r := &runner{addr: srv.addr, key: srv.key, voices: v, refs: reference{}}
+	r := &runner{addr: srv.addr, key: srv.key, voices: v, refs: reference{}, turn: o.turn}
 	if o.channel == "sip" {
 		if err := sipSetup(ctx, srv); err != nil {
 			return nil, fmt.Errorf("phone setup: %w", err)
@@ -314,7 +321,7 @@ func score(ctx context.Context, o options, conds []condition, bin string, v *voi
 				rs = append(rs, res)
 			}
 		}
-		rep.Rows = append(rep.Rows, summarize(c, rs, 500))
+		rep.Rows = append(rep.Rows, summarize(c, rs, o.goals))
 	}
 	rep.Results = results
 	rep.Seconds = time.Since(began).Seconds()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -57,8 +58,41 @@ func pct(xs []float64, q float64) float64 {
 	return s[max(0, min(i, len(s)-1))]
 }
 
+// goals are issue 31's bounds that depend on the turn detection: end of
+// turn (server_vad: its silence + 200 ms; semantic_vad: 400 ms) and the
+// answer's latency p50 (800 ms; semantic_vad 700 ms) and p99 (1200 ms).
+type goals struct {
+	EoTMS, LatP50, LatP99 float64
+}
+
+// goalsFor reads turn, a turn_detection object ("" for server_vad's
+// defaults).
+func goalsFor(turn string) (goals, error) {
+	if turn == "" {
+		return goals{700, 800, 1200}, nil
+	}
+	var td struct {
+		Type              string `json:"type"`
+		SilenceDurationMS int    `json:"silence_duration_ms"`
+	}
+	if err := json.Unmarshal([]byte(turn), &td); err != nil {
+		return goals{}, fmt.Errorf("-turn-detection must be a turn_detection JSON object: %v", err)
+	}
+	switch td.Type {
+	case "server_vad":
+		silence := 500
+		if td.SilenceDurationMS > 0 {
+			silence = td.SilenceDurationMS
+		}
+		return goals{float64(silence + 200), 800, 1200}, nil
+	case "semantic_vad":
+		return goals{400, 700, 1200}, nil
+	}
+	return goals{}, fmt.Errorf("-turn-detection type %q: server_vad or semantic_vad", td.Type)
+}
+
 // summarize turns c's trials into its row and checks issue 31's goal.
-func summarize(c condition, rs []result, silenceMS float64) row {
+func summarize(c condition, rs []result, g goals) row {
 	w := row{Condition: c.Name, Kind: c.Kind, Items: len(rs)}
 	var quiet, eot, lat, gaps []float64
 	scored := 0
@@ -136,12 +170,12 @@ func summarize(c condition, rs []result, silenceMS float64) row {
 		w.Met = w.Rate < limit && w.QuietP50 >= 0 && w.QuietP50 <= 150 && w.QuietP99 <= 250
 	case kindHesitation:
 		w.Rate = float64(w.CutOffs) / n
-		w.Goal = fmt.Sprintf("cut-offs < 3%%, end of turn p50 <= %.0f ms", silenceMS+200)
-		w.Met = w.Rate < 0.03 && w.EoTP50 >= 0 && w.EoTP50 <= silenceMS+200
+		w.Goal = fmt.Sprintf("cut-offs < 3%%, end of turn p50 <= %.0f ms", g.EoTMS)
+		w.Met = w.Rate < 0.03 && w.EoTP50 >= 0 && w.EoTP50 <= g.EoTMS
 	case kindLatency:
 		w.Rate = float64(w.Empty) / n
-		w.Goal = "p50 <= 800 ms, p99 <= 1200 ms, no empty"
-		w.Met = w.Empty == 0 && w.LatencyP50 >= 0 && w.LatencyP50 <= 800 && w.LatencyP99 <= 1200
+		w.Goal = fmt.Sprintf("p50 <= %.0f ms, p99 <= %.0f ms, no empty", g.LatP50, g.LatP99)
+		w.Met = w.Empty == 0 && w.LatencyP50 >= 0 && w.LatencyP50 <= g.LatP50 && w.LatencyP99 <= g.LatP99
 	}
 	if w.Errors > 0 || w.ClosedNoReason > 0 {
 		w.Met = false

@@ -156,3 +156,20 @@ func TestCompareFlagsRegressions(t *testing.T) {
 	b[0].Rate = 0.1
 	require.Contains(t, compare(a, b, 0.05, 100), regression{"echo -10 dB", "rate", 0, 0.1})
 }
+
+// The end-of-turn and latency goals follow the turn detection scored.
+func TestGoalsFollowTurnDetection(t *testing.T) {
+	for turn, want := range map[string]goals{
+		"": {700, 800, 1200},
+		`{"type":"server_vad","silence_duration_ms":300}`: {500, 800, 1200},
+		`{"type":"semantic_vad","eagerness":"high"}`:      {400, 700, 1200},
+	} {
+		g, err := goalsFor(turn)
+		require.NoError(t, err, turn)
+		require.Equal(t, want, g, turn)
+	}
+	for _, bad := range []string{`{"type":"none"}`, `not json`} {
+		_, err := goalsFor(bad)
+		require.Error(t, err, bad)
+	}
+}
