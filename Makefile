@@ -32,10 +32,12 @@ test: deps-test
 # Micro-benchmarks of every hot path, webhook deliveries/s to a local
 # receiver and ledger debits/s on SQLite and PostgreSQL, RTP/jitter/pacer
 # costs, the engine's end-of-turn latency, a 400-session realtime load, the
-# HTTP benchmark (bench/http.sh), a 30-second voicebench smoke load and
-# issue 31's turn-taking scorecard (40 items per condition over the realtime
-# WebSocket, about 8 minutes; A/B between builds: go run ./cmd/turnscore -a
-# OLD -b NEW exits 1 when NEW is worse).
+# HTTP benchmark (bench/http.sh), a 30-second voicebench smoke load, what a
+# call costs the control plane of deploy/local-cluster.sh
+# (BenchmarkClusterCost, README "Scaling out"), and issue 31's turn-taking
+# scorecard (40 items per condition over the realtime WebSocket, about 8
+# minutes; A/B between builds: go run ./cmd/turnscore -a OLD -b NEW exits 1
+# when NEW is worse).
 bench: deps-bench
 	$(GO) test -run '^$$' -bench 'G711|Opus|Resample|DSP|Chain|Mix|Ring|Gain|RMS|PCM|WAV|MP3' -benchmem ./codecs/... ./media/ ./media/dsp/
 	$(GO) test -run '^$$' -bench 'Deliveries|Debit' -benchmem ./control/webhook/ ./storage/
@@ -45,6 +47,7 @@ bench: deps-bench
 	VOICED_SIPP_LOAD_CALLS=200 VOICED_SIPP_LOAD_HOLD=20s $(GO) test -count=1 -run '^TestSippLoad$$' -v ./cmd/voiced/
 	$(GO) test -run '^$$' -bench 'GetCall' -benchtime 3s ./control/mcp/
 	$(GO) test -run '^$$' -bench 'MCPToolCall' -benchtime 3s ./cmd/voiced/
+	VOICED_COST_CALLS=300 VOICED_COST_HOLD=5s VOICED_COST_OUTBOUND=100 VOICED_COST_REALTIME=50 $(GO) test -count=1 -run '^$$' -bench 'ClusterCost' -benchtime 1x ./cmd/voiced/
 	$(GO) test -run '^$$' -bench 'KnowledgeTool' -benchtime 2000x ./cmd/voiced/
 	$(GO) test -run '^$$' -bench 'KnowledgeSearch' -benchtime 400x ./storage/
 	$(GO) test -run '^$$' -bench 'Ingest' -benchtime 5x ./control/knowledge/

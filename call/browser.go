@@ -48,6 +48,9 @@ type Browser struct {
 	stats *Stats
 	// recorders writes the calls' recordings (the node's, closed after us).
 	recorders *agent.Recorders
+	// calls are the calls in progress by id (*browserCall), for whisper
+	// and listen.
+	calls sync.Map
 }
 
 // NewBrowser opens the WebRTC UDP port, its calls sent on pacer. When
@@ -115,6 +118,9 @@ type browserCall struct {
 
 	// metrics are the session's counters (quality.go).
 	metrics *quality.Metrics
+
+	// tap hands the mixed audio to live listeners (tap.go).
+	tap Tap
 }
 
 // Answer implements control.BrowserMedia: it starts the engine and the
@@ -170,26 +176,43 @@ func (b *Browser) Answer(ctx context.Context, c control.BrowserCall, offer strin
 		return "", browser.ErrMediaUnavailable
 	}
 	b.stats.add(ChannelBrowser.door, metrics)
+	b.calls.Store(c.CallID, bc)
 	b.wg.Go(func() { bc.run(sess) })
 	return answer, nil
 }
 
-// engine adapts the agent to webrtc.Conversation.
-type engine struct{ a *agent.Session }
+// engine adapts the agent to webrtc.Conversation and feeds the call's
+// tap. webrtc.Session.Run calls both methods on one goroutine, the
+// caller's frame first: the tap mixes each caller frame with the agent's
+// frame of the tick before (20 ms apart), which a listener cannot hear.
+type engine struct {
+	a   *agent.Session
+	tap *Tap
+}
 
-func (e engine) WriteFrame(in []int16) error { return e.a.WriteFrame(in) }
+func (e engine) WriteFrame(in []int16) error {
+	if err := e.a.WriteFrame(in); err != nil {
+		return err
+	}
+	e.tap.Caller(in)
+	return nil
+}
 
 func (e engine) ReadFrame(out []int16) {
-	if e.a.ReadFrame(out) == nil {
+	ok := e.a.ReadFrame(out) != nil
+	if !ok {
 		clear(out) // nothing playing: silence, which is not even encoded
 	}
+	e.tap.Agent(out, ok)
 }
 
 // run drives the call until it ends, then records how it ended.
 func (bc *browserCall) run(sess *webrtc.Session) {
-	if err := sess.Run(engine{bc.agent}); err != nil {
+	if err := sess.Run(engine{bc.agent, &bc.tap}); err != nil {
 		bc.log.Warn("browser call engine failed", "err", err)
 	}
+	bc.b.calls.Delete(bc.call.CallID)
+	bc.tap.Close()
 	reason, st := sess.End()
 	bc.b.stats.done(bc.metrics)
 	bc.agent.Close() // finishes the recording

@@ -12,8 +12,7 @@ var ErrNotLive = errors.New("call is not live on this node")
 
 // Whisper gives the agent of live call callID private guidance that it
 // takes into its context from its next turn, never spoken
-// (agent.Session.Whisper): phone and realtime calls (browser calls not
-// yet).
+// (agent.Session.Whisper): phone, browser and realtime calls.
 func (n *Node) Whisper(callID int64, text string) error {
 	s := n.session(callID)
 	if s == nil {
@@ -25,20 +24,36 @@ func (n *Node) Whisper(callID int64, text string) error {
 	return nil
 }
 
-// Listen adds a listener of phone call callID's mixed audio (Tap), at
-// the call's input rate (8 kHz on G.711 calls, else 16 kHz); ErrNotLive
-// when the node does not hold the call. Groundwork for
-// POST /v1/calls/{id}/listen, whose endpoint is not built yet.
+// Listen adds a listener of live call callID's mixed audio (Tap) whose
+// channel holds buf frames: phone calls at their input rate (8 kHz on
+// G.711 calls, else 16 kHz), browser calls at 16 kHz. ErrNotLive when
+// the node holds no such call (realtime sessions have no tap: their
+// client has both directions already).
 func (n *Node) Listen(callID int64, buf int) (*Listener, *Tap, error) {
-	if n.Phone != nil {
-		if v, ok := n.Phone.media.Load(callID); ok {
-			t := &v.(*callMedia).tap
-			if l := t.Listen(buf); l != nil {
-				return l, t, nil
-			}
+	if t := n.tap(callID); t != nil {
+		if l := t.Listen(buf); l != nil {
+			return l, t, nil
 		}
 	}
 	return nil, nil, ErrNotLive
+}
+
+// Listenable reports whether this node holds live call callID with a tap
+// to listen to (a phone or browser call).
+func (n *Node) Listenable(callID int64) bool { return n.tap(callID) != nil }
+
+func (n *Node) tap(callID int64) *Tap {
+	if n.Phone != nil {
+		if v, ok := n.Phone.media.Load(callID); ok {
+			return &v.(*callMedia).tap
+		}
+	}
+	if n.Browser != nil {
+		if v, ok := n.Browser.calls.Load(callID); ok {
+			return &v.(*browserCall).tap
+		}
+	}
+	return nil
 }
 
 // Holds reports whether this node holds live call callID.
@@ -48,6 +63,11 @@ func (n *Node) session(callID int64) *agent.Session {
 	if n.Phone != nil {
 		if v, ok := n.Phone.media.Load(callID); ok {
 			return v.(*callMedia).agent
+		}
+	}
+	if n.Browser != nil {
+		if v, ok := n.Browser.calls.Load(callID); ok {
+			return v.(*browserCall).agent
 		}
 	}
 	if n.rt != nil {

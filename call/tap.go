@@ -8,13 +8,14 @@ import (
 )
 
 // Tap fans a live call's mixed audio (caller plus agent) out to its
-// listeners, for live listen (issue 26 item 6). The call's pacer worker
-// feeds it each tick: Agent with the agent's frame, then Caller with the
-// caller's, which mixes the two and hands the mix to every listener. A
-// listener that falls behind loses frames (its channel is full): the call
-// never waits for one. With no listener a tick costs one atomic load.
-//
-// Groundwork: the listen endpoint and its WebSocket are not built yet.
+// listeners, for live listen (issue 26 item 6; the socket is listen.go).
+// The call's media goroutine feeds it each tick: Agent with the agent's
+// frame and Caller with the caller's, which mixes the caller's frame with
+// the last agent frame and hands the mix to every listener (a phone
+// call's pacer worker calls Agent first; a browser call's session loop
+// Caller first, so its agent frame is the previous tick's). A listener
+// that falls behind loses frames (its channel is full): the call never
+// waits for one. With no listener a tick costs one atomic load.
 type Tap struct {
 	n  atomic.Int32
 	mu sync.Mutex
@@ -77,7 +78,7 @@ func (t *Tap) Close() {
 }
 
 // Agent keeps the agent's frame of this tick (ok false: it is silent);
-// pacer worker.
+// the call's media goroutine.
 func (t *Tap) Agent(pcm []int16, ok bool) {
 	if t.n.Load() == 0 {
 		return
@@ -88,7 +89,7 @@ func (t *Tap) Agent(pcm []int16, ok bool) {
 
 // Caller mixes the caller's frame with the agent's of this tick and
 // hands the mix to every listener, dropping it for those whose channel is
-// full; pacer worker.
+// full; the call's media goroutine.
 func (t *Tap) Caller(pcm []int16) {
 	if t.n.Load() == 0 {
 		return

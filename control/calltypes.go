@@ -1,6 +1,8 @@
 package control
 
 import (
+	"net/http"
+
 	"github.com/voiced/voiced/control/browser"
 	"github.com/voiced/voiced/control/calllog"
 	"github.com/voiced/voiced/control/knowledge"
@@ -34,6 +36,11 @@ type (
 
 // Realtime returns the server's realtime sessions.
 func (s *Server) Realtime() *Realtime { return s.rt }
+
+// MountListen serves GET /v1/calls/{call_id}/listen with h, the node's
+// listen socket (serve: the node runs in this process). Unmounted, the
+// route answers 503.
+func (s *Server) MountListen(h http.Handler) { s.res.listen.Mount(h) }
 
 // CallLog returns the server's call log.
 func (s *Server) CallLog() *CallLog { return s.calls }

@@ -77,9 +77,12 @@ type Option func(*resources)
 // that endpoint answers 503.
 func WithDialer(d Dialer) Option { return func(r *resources) { r.dialer = d } }
 
-// WithLive reaches the live calls (whisper). Without it those routes
-// answer 503.
-func WithLive(l calls.Live) Option { return func(r *resources) { r.live = l } }
+// WithLive reaches the live calls (whisper, listen), listen tokens
+// signed with listenKey (calls.ListenKey of a secret the nodes that
+// check them share). Without it those routes answer 503.
+func WithLive(l calls.Live, listenKey []byte) Option {
+	return func(r *resources) { r.live, r.listenKey = l, listenKey }
+}
 
 // WithVoIPVerifier checks trunks for verify-voip with v. Without one that
 // endpoint answers 503.
@@ -97,8 +100,12 @@ type resources struct {
 	products map[string]Product
 	dialer   Dialer
 	live     calls.Live
-	verifier numbers.VoIPVerifier
-	browser  BrowserMedia
+	// listenKey signs listen tokens; listen is where the socket is
+	// served in this process (serve mounts the node's handler).
+	listenKey []byte
+	listen    calls.ListenSocket
+	verifier  numbers.VoIPVerifier
+	browser   BrowserMedia
 	// providers and catalog: the catalog is loaded once, at New; TTS
 	// providers' voice lists change with deployments, not at run time.
 	providers []voices.Provider

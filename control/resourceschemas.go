@@ -17,6 +17,7 @@ func allSchemas() map[string]any {
 	maps.Copy(out, billingSchemas)
 	maps.Copy(out, browserSchemas)
 	maps.Copy(out, realtimeSchemas)
+	maps.Copy(out, liveSchemas)
 	maps.Copy(out, monitoringSchemas)
 	maps.Copy(out, knowledge.Schemas())
 	maps.Copy(out, mcpSchemas)

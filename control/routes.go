@@ -148,7 +148,7 @@ func (s *Server) registerRoutes() {
 	s.mount(s.numbers.Routes())
 	s.mount(calls.Routes(calls.Config{PublicURL: s.cfg.PublicURL, SignKey: s.res.signKey, AudioURLTTL: s.res.cfg.AudioURLTTL, BlobDir: s.res.cfg.BlobDir},
 		st.Calls, st.Calls, st.Calls, s.calls.ServePlace))
-	s.mount(calls.LiveRoutes(st.Calls, st.Calls, s.res.live))
+	s.mount(calls.LiveRoutes(st.Calls, st.Calls, s.res.live, s.res.listenKey, &s.res.listen))
 	s.mount(s.grading.Routes())
 	s.mount(issues.Routes(st.Issues, st.Calls, scenarios.IssueLinks(st.Scenarios)))
 	s.mount(onboarding.Routes(st.Onboarding))

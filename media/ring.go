@@ -13,7 +13,7 @@ import (
 //
 // Concurrency: single producer, single consumer, lock-free. At most one
 // goroutine at a time calls Write (the producer side) and at most one calls
-// Read, ReadFull, Discard or Reset (the consumer side); Len, Free and Cap
+// Read, ReadFull, Peek, Discard or Reset (the consumer side); Len, Free and Cap
 // may be called from either. The two sides hand data over through atomic
 // positions, so a sample written before Write returns is visible to the
 // consumer's next read. Using more than one goroutine per side needs
@@ -80,6 +80,19 @@ func (r *Ring) Read(p []int16) int {
 	}
 	r.copyOut(p[:n], rd)
 	r.read.Store(rd + uint64(n))
+	return n
+}
+
+// Peek copies up to len(p) buffered samples into p without consuming
+// them and returns how many: the next read starts with the same samples.
+// Consumer side.
+func (r *Ring) Peek(p []int16) int {
+	rd := r.read.Load()
+	n := min(len(p), int(r.write.Load()-rd))
+	if n <= 0 {
+		return 0
+	}
+	r.copyOut(p[:n], rd)
 	return n
 }
 

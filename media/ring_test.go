@@ -47,6 +47,9 @@ func TestRingBasics(t *testing.T) {
 	// Wrap around the end of the buffer.
 	require.Equal(t, 5, r.Write(seq(10, 5)))
 	got := make([]int16, 20)
+	require.Equal(t, 9, r.Peek(got), "a peek across the wrap")
+	require.Equal(t, seq(6, 9), got[:9])
+	require.Equal(t, 9, r.Len(), "a peek consumes nothing")
 	n := r.Read(got)
 	require.Equal(t, 9, n)
 	require.Equal(t, seq(6, 9), got[:n])

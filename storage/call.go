@@ -68,7 +68,10 @@ type Call struct {
 	CriticalIssueCount  int64
 	// Quality is the call's media quality as JSON (calllog.CallQuality),
 	// nil until a call with media ends.
-	Quality   json.RawMessage
+	Quality json.RawMessage
+	// NodeID is the media node that holds the call in a scaled-out
+	// deployment (nil: the all-in-one serve's own).
+	NodeID    *string
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }
@@ -77,21 +80,21 @@ const callColumns = `id, org_id, agent_id, agent_variant_id, agent_variant_label
 	start_time, end_time, duration_seconds, status, end_reason, end_detail, recording_url, recording_key, recording_started_at,
 	is_simulation, is_scenario_call, prompt_snapshot, tool_snapshot, worker_execution_name, media_room_name, media_room_sid,
 	product, voice, billable_minutes, billing_total_cents, billed_at, grade_score, grade_status, grade_updated_at, call_outcome,
-	issue_count, critical_issue_count, quality, created_at, updated_at`
+	issue_count, critical_issue_count, quality, node_id, created_at, updated_at`
 
 const callSelect = `SELECT ` + callColumns + ` FROM calls`
 
 func scanCall(row rowScanner) (Call, error) {
 	var c Call
 	var agent, variant, number, end, dur, recStart, billCents, billedAt, score, gradedAt sql.NullInt64
-	var variantLabel, endReason, recURL, prompt, tools, worker, room, roomSID, product, voice, gradeStatus, outcome, qual sql.NullString
+	var variantLabel, endReason, recURL, prompt, tools, worker, room, roomSID, product, voice, gradeStatus, outcome, qual, node sql.NullString
 	var minutes sql.NullFloat64
 	var start, created, updated int64
 	err := row.Scan(&c.ID, &c.OrgID, &agent, &variant, &variantLabel, &number, &c.Direction, &c.FromNumber, &c.ToNumber,
 		&start, &end, &dur, &c.Status, &endReason, &c.EndDetail, &recURL, &c.RecordingKey, &recStart,
 		&c.IsSimulation, &c.IsScenarioCall, &prompt, &tools, &worker, &room, &roomSID,
 		&product, &voice, &minutes, &billCents, &billedAt, &score, &gradeStatus, &gradedAt, &outcome,
-		&c.IssueCount, &c.CriticalIssueCount, &qual, &created, &updated)
+		&c.IssueCount, &c.CriticalIssueCount, &qual, &node, &created, &updated)
 	if err != nil {
 		return Call{}, translate(err)
 	}
@@ -99,6 +102,7 @@ func scanCall(row rowScanner) (Call, error) {
 	c.AgentVariantLabel, c.EndReason, c.RecordingURL = ptrStr(variantLabel), ptrStr(endReason), ptrStr(recURL)
 	c.PromptSnapshot, c.WorkerExecutionName, c.MediaRoomName, c.MediaRoomSID = ptrStr(prompt), ptrStr(worker), ptrStr(room), ptrStr(roomSID)
 	c.Product, c.Voice, c.GradeStatus, c.CallOutcome = ptrStr(product), ptrStr(voice), ptrStr(gradeStatus), ptrStr(outcome)
+	c.NodeID = ptrStr(node)
 	if tools.Valid {
 		c.ToolSnapshot = json.RawMessage(tools.String)
 	}
@@ -136,7 +140,7 @@ func callArgs(c Call) []any {
 		c.IsSimulation, c.IsScenarioCall, nullStr(c.PromptSnapshot), tools, nullStr(c.WorkerExecutionName),
 		nullStr(c.MediaRoomName), nullStr(c.MediaRoomSID), nullStr(c.Product), nullStr(c.Voice), minutes,
 		nullInt(c.BillingTotalCents), nullMS(c.BilledAt), nullInt(c.GradeScore), nullStr(c.GradeStatus),
-		nullMS(c.GradeUpdatedAt), nullStr(c.CallOutcome), c.IssueCount, c.CriticalIssueCount, qual, ms(c.CreatedAt), ms(c.UpdatedAt)}
+		nullMS(c.GradeUpdatedAt), nullStr(c.CallOutcome), c.IssueCount, c.CriticalIssueCount, qual, nullStr(c.NodeID), ms(c.CreatedAt), ms(c.UpdatedAt)}
 }
 
 // CreateCall inserts c and returns it with its id. A zero StartTime is now.

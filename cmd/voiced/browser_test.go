@@ -85,7 +85,7 @@ func liveServe(t *testing.T, extra ...string) (string, string) {
 }
 
 // apiCall sends a JSON request with the API key and decodes the answer.
-func apiCall(t *testing.T, base, key, method, path string, body any, out any) int {
+func apiCall(t testing.TB, base, key, method, path string, body any, out any) int {
 	t.Helper()
 	var rd io.Reader
 	if body != nil {

@@ -336,7 +336,7 @@ func realtimeAgentCall(t *testing.T, base, key string, agentID int64, done func(
 // dialRealtimeAgent opens a realtime socket for the saved agent with key:
 // the connection (its deadlines, Close) and what reads and writes frames
 // on it (the handshake's buffered bytes first).
-func dialRealtimeAgent(t *testing.T, ctx context.Context, base, key string, agentID int64) (net.Conn, io.ReadWriter) {
+func dialRealtimeAgent(t testing.TB, ctx context.Context, base, key string, agentID int64) (net.Conn, io.ReadWriter) {
 	t.Helper()
 	d := ws.Dialer{Header: ws.HandshakeHeaderHTTP(http.Header{"Authorization": {"Bearer " + key}})}
 	u := strings.Replace(base, "http://", "ws://", 1) + "/v1/realtime?agent_id=" + strconv.FormatInt(agentID, 10)

@@ -278,7 +278,7 @@ func TestKnowledgeBeforeReply(t *testing.T) {
 // realtimeTextTurn opens a realtime session with the saved agent, sends
 // one user text turn and asks for a text response; it returns the call's
 // id at a response.done once until (nil: at once) reports true.
-func realtimeTextTurn(t *testing.T, sv *served, agentID int64, text string, until func() bool) int64 {
+func realtimeTextTurn(t testing.TB, sv *served, agentID int64, text string, until func() bool) int64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -290,7 +290,7 @@ func realtimeTextTurn(t *testing.T, sv *served, agentID int64, text string, unti
 // textTurn sends one user text turn on an open realtime socket once the
 // session is up and asks for a text response; it returns the call's id
 // at a response.done once until (nil: at once) reports true.
-func textTurn(t *testing.T, sv *served, nc net.Conn, rw io.ReadWriter, text string, until func() bool) int64 {
+func textTurn(t testing.TB, sv *served, nc net.Conn, rw io.ReadWriter, text string, until func() bool) int64 {
 	t.Helper()
 	send := func(v string) { require.NoError(t, wsutil.WriteClientText(nc, []byte(v))) }
 	var id int64

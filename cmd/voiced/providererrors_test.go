@@ -113,7 +113,7 @@ func TestProviderErrorsDegradeTheHeartbeat(t *testing.T) {
 
 // nextRealtimeEvent reads the server's next realtime event into ev (20 s
 // at most); an error event fails the test.
-func nextRealtimeEvent(t *testing.T, sv *served, nc net.Conn, rw io.ReadWriter, ev any) {
+func nextRealtimeEvent(t testing.TB, sv *served, nc net.Conn, rw io.ReadWriter, ev any) {
 	t.Helper()
 	_ = nc.SetReadDeadline(time.Now().Add(20 * time.Second))
 	data, _, err := wsutil.ReadServerData(rw)

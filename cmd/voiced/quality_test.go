@@ -62,7 +62,7 @@ func requireAnswered(t *testing.T, q map[string]any) {
 
 // scrape reads base's /metrics as series (name with its labels, as
 // printed) to values.
-func scrape(t *testing.T, base string) map[string]float64 {
+func scrape(t testing.TB, base string) map[string]float64 {
 	t.Helper()
 	res, err := http.Get(base + "/metrics")
 	require.NoError(t, err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/voiced/voiced/call"
 	"github.com/voiced/voiced/control"
+	"github.com/voiced/voiced/control/calls"
 	"github.com/voiced/voiced/control/cluster"
 	"github.com/voiced/voiced/control/mcp"
 	"github.com/voiced/voiced/control/realtime"
@@ -86,7 +87,7 @@ func controlRole(ctx context.Context, args []string, stdout, stderr io.Writer) e
 
 func mediaRole(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var c config
-	fs, err := parse("media", "Runs a media node: the SIP/RTP, WebRTC and realtime WebSocket front doors, with no database. It reaches\nthe control plane through its internal API (--control-url, --cluster-secret) and registers in the Redis\nregistry (--redis-url), heartbeating every 2 s.", args, stdout, &c, nil, append(flagsExcept(controlFlags), "database-url")...)
+	fs, err := parse("media", "Runs a media node: the SIP/RTP, WebRTC and realtime WebSocket front doors, with no database. It reaches\nthe control plane through its internal API (--control-url, --cluster-secret) and registers in the Redis\nregistry (--redis-url), heartbeating every second.", args, stdout, &c, nil, append(flagsExcept(controlFlags), "database-url")...)
 	if err != nil {
 		return err
 	}
@@ -107,14 +108,25 @@ func mediaRole(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := openRedisCoord(ctx, e, &c); err != nil {
 		return err
 	}
+	if c.NodeID == "" {
+		host, _ := os.Hostname()
+		_, port, _ := net.SplitHostPort(c.call.Phone.Addr)
+		c.NodeID = host + ":" + port
+	}
 	spool := filepath.Join(c.DataDir, "spool")
-	cl, err := cluster.NewClient(cluster.ClientConfig{URL: c.ControlURL, Secret: c.ClusterSecret, SpoolDir: spool, CAFile: c.ControlCA}, log)
+	// Requests name the node: the calls it admits are its own.
+	cl, err := cluster.NewClient(cluster.ClientConfig{URL: c.ControlURL, Secret: c.ClusterSecret, SpoolDir: spool, CAFile: c.ControlCA, NodeID: c.NodeID}, log)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
 	if err := cl.Ping(ctx); err != nil {
 		return fmt.Errorf("reach the control plane at --control-url %s: %w", c.ControlURL, err)
+	}
+	// Before taking calls: those this node id held before a crash end now
+	// (a quick restart under the same id leaves the registry no gap).
+	if err := cl.Started(ctx); err != nil {
+		return fmt.Errorf("announce the node to the control plane: %w", err)
 	}
 	node, err := call.NewNode(c.callConfig(spool, fs), c.prov, log)
 	if err != nil {
@@ -136,11 +148,6 @@ func mediaRole(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		coord.Registry
 		coord.Commander
 	})
-	if c.NodeID == "" {
-		host, _ := os.Hostname()
-		_, port, _ := net.SplitHostPort(c.call.Phone.Addr)
-		c.NodeID = host + ":" + port
-	}
 	// Outbound calls come as commands: follow them before registering.
 	if err := cluster.FollowDials(ctx, reg, c.NodeID, c.ClusterSecret, node.Phone.Dial, cl, log); err != nil {
 		node.Drain(context.Background())
@@ -152,6 +159,7 @@ func mediaRole(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	m := cluster.Media{ID: c.NodeID, HTTPAddr: c.HTTPAddr, PublicURL: c.PublicURL, Realtime: rt, Secret: c.ClusterSecret, Live: node.Live, Drain: node.Drain, DrainTimeout: c.drainTimeout,
+		Listen: node.ListenHandler(calls.ListenKey([]byte(c.ClusterSecret))), Listenable: node.Listenable,
 		Metrics: control.MediaMetrics(node.Stats.Read)}
 	if node.Browser != nil {
 		m.Browser = node.Browser

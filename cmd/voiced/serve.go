@@ -73,6 +73,13 @@ func runControl(ctx context.Context, c *config, fs *flag.FlagSet, stdout, stderr
 	// trunk verifier and browser media only when they run.
 	var node *call.Node
 	var opts []control.Option
+	// Listen tokens: serve signs and checks them with a key of its
+	// secret; a cluster with one of the cluster secret, which control
+	// and the media nodes share.
+	listenKey := calls.ListenKey(signingKey(env.key))
+	if !withNode {
+		listenKey = calls.ListenKey([]byte(c.ClusterSecret))
+	}
 	if withNode {
 		if node, err = call.NewNode(c.callConfig(blobDir, fs), c.prov, log); err != nil {
 			ln.Close()
@@ -87,15 +94,17 @@ func runControl(ctx context.Context, c *config, fs *flag.FlagSet, stdout, stderr
 		if node.Browser != nil {
 			opts = append(opts, control.WithBrowserMedia(node.Browser))
 		}
-		opts = append(opts, control.WithLive(nodeLive{node}))
+		opts = append(opts, control.WithLive(nodeLive{node, wsURL(public)}, listenKey))
 	}
 	// Without the node, calls are placed on media nodes (voiced control
 	// has Redis, whose coordinator places and carries commands).
 	placer, _ := env.coord.(coord.Coordinator)
+	var nodes *cluster.Nodes
+	var dialer *cluster.Dialer
 	if !withNode {
-		nodes := cluster.NewNodes(placer, c.ClusterSecret, public)
-		opts = append(opts, control.WithDialer(cluster.NewDialer(placer, placer, c.ClusterSecret)), control.WithBrowserMedia(nodes), control.WithVoIPVerifier(nodes),
-			control.WithLive(cluster.NewLive(placer, placer, c.ClusterSecret)))
+		nodes, dialer = cluster.NewNodes(placer, c.ClusterSecret, public), cluster.NewDialer(placer, placer, c.ClusterSecret)
+		opts = append(opts, control.WithDialer(dialer), control.WithBrowserMedia(nodes), control.WithVoIPVerifier(nodes),
+			control.WithLive(cluster.NewLive(placer, placer, c.ClusterSecret, public), listenKey))
 	}
 	drain := func(ctx context.Context) {
 		if node != nil {
@@ -129,11 +138,15 @@ func runControl(ctx context.Context, c *config, fs *flag.FlagSet, stdout, stderr
 			return err
 		}
 		srv.Realtime().Mount(rt)
+		srv.MountListen(node.ListenHandler(listenKey))
 		srv.SetMediaStats(node.Stats.Read)
 		node.RecordProviders(srv.ProviderErrors())
 	} else {
+		// One replica at a time ends the calls of nodes that are lost;
+		// any replica those of a node that restarts.
+		reaper := cluster.NewReaper(placer, placer, env.store.Calls, calls, log.With("component", "reaper"))
 		api := cluster.NewServer(cluster.ServerConfig{Secret: c.ClusterSecret, BlobDir: blobDir, Metrics: srv.Registry()},
-			cluster.Backend{Calls: calls, Tools: x, Credentials: srv.Realtime(), MCP: env.store.MCPServers, Knowledge: srv.CallKnowledge()}, log)
+			cluster.Backend{Calls: calls, Tools: x, Credentials: srv.Realtime(), MCP: env.store.MCPServers, Knowledge: srv.CallKnowledge(), Restarts: reaper}, log)
 		stop, err := cluster.Listen(c.InternalAddr, c.InternalTLSCert, c.InternalTLSKey, api, log)
 		if err != nil {
 			ln.Close()
@@ -143,6 +156,16 @@ func runControl(ctx context.Context, c *config, fs *flag.FlagSet, stdout, stderr
 		defer stop()
 		srv.Realtime().PlaceOn(cluster.MediaURL(placer, public))
 		srv.Realtime().Mount(cluster.RealtimeProxy(placer, public, log))
+		// Calls the control plane places are recorded as their node's.
+		dialer.SetOwners(calls)
+		nodes.SetOwners(calls)
+		rctx, stopReaper := context.WithCancel(context.WithoutCancel(ctx))
+		reaped := make(chan struct{})
+		go func() {
+			defer close(reaped)
+			reaper.Run(rctx)
+		}()
+		defer func() { stopReaper(); <-reaped }()
 	}
 	// The provisioning pass activates demo numbers; it stops with serve.
 	pctx, stopProvisioner := context.WithCancel(ctx)
@@ -241,8 +264,27 @@ func migrate(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	return nil
 }
 
-// nodeLive is serve's live calls: the node in this process.
-type nodeLive struct{ n *call.Node }
+// nodeLive is serve's live calls: the node in this process, its listen
+// socket at ws, the API's own base.
+type nodeLive struct {
+	n  *call.Node
+	ws string
+}
+
+func (l nodeLive) Listen(_ context.Context, _, callID int64) (string, error) {
+	if !l.n.Listenable(callID) {
+		return "", calls.ErrNotLive
+	}
+	return l.ws, nil
+}
+
+// wsURL is the WebSocket base of an http(s) base URL.
+func wsURL(base string) string {
+	if rest, ok := strings.CutPrefix(base, "https://"); ok {
+		return "wss://" + rest
+	}
+	return "ws://" + strings.TrimPrefix(base, "http://")
+}
 
 func (l nodeLive) Whisper(_ context.Context, _, callID int64, text string) error {
 	if err := l.n.Whisper(callID, text); err != nil {

@@ -27,8 +27,6 @@ import (
 // make test runs 40 calls at 20 calls/s held 5 s; the load run is
 // VOICED_SIPP_LOAD_CALLS=200 VOICED_SIPP_LOAD_HOLD=20s (make bench).
 func TestSippLoad(t *testing.T) {
-	espeak := siptest.Binary(t, "espeak-ng", "espeak-ng")
-	soxBin := siptest.Binary(t, "sox", "sox")
 	calls, hold := 40, 5*time.Second
 	if v := os.Getenv("VOICED_SIPP_LOAD_CALLS"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -42,21 +40,7 @@ func TestSippLoad(t *testing.T) {
 	}
 	const rate = 20 // calls per second
 
-	// The caller's audio: a sentence, two seconds of pause, four times
-	// (turns for the loopback agent to play back), as PCMU RTP in a pcap.
-	tmp := t.TempDir()
-	raw, seg := filepath.Join(tmp, "raw.wav"), filepath.Join(tmp, "seg.wav")
-	out, err := exec.Command(espeak, "-w", raw, "Hello, I would like to book a table for two tonight.").CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	out, err = exec.Command(soxBin, raw, "-r", "8000", "-c", "1", "-b", "16", seg, "pad", "0", "2", "repeat", "3").CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	f, err := os.Open(seg)
-	require.NoError(t, err)
-	_, pcm, err := wav.ReadAll(f)
-	f.Close()
-	require.NoError(t, err)
-	pcap := filepath.Join(tmp, "speech.pcap")
-	require.NoError(t, siptest.WritePCMUPcap(pcap, pcm))
+	pcap := speechPcap(t)
 	scenario := renderScenario(t, "uac_load.xml", struct{ Pcap string }{pcap})
 
 	sv := startTelephonyServe(t, "--sip-trusted", "127.0.0.1", "--dev-credit-cents", "100000000", "--access-log=false")
@@ -132,4 +116,27 @@ func processCPU(t *testing.T) time.Duration {
 	var ru syscall.Rusage
 	require.NoError(t, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// speechPcap writes the load callers' audio: a sentence, two seconds of
+// pause, four times (turns for the loopback agent to play back), as PCMU
+// RTP in a pcap for sipp's play_pcap_audio.
+func speechPcap(t testing.TB) string {
+	t.Helper()
+	espeak := siptest.Binary(t, "espeak-ng", "espeak-ng")
+	soxBin := siptest.Binary(t, "sox", "sox")
+	tmp := t.TempDir()
+	raw, seg := filepath.Join(tmp, "raw.wav"), filepath.Join(tmp, "seg.wav")
+	out, err := exec.Command(espeak, "-w", raw, "Hello, I would like to book a table for two tonight.").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	out, err = exec.Command(soxBin, raw, "-r", "8000", "-c", "1", "-b", "16", seg, "pad", "0", "2", "repeat", "3").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	f, err := os.Open(seg)
+	require.NoError(t, err)
+	_, pcm, err := wav.ReadAll(f)
+	f.Close()
+	require.NoError(t, err)
+	pcap := filepath.Join(tmp, "speech.pcap")
+	require.NoError(t, siptest.WritePCMUPcap(pcap, pcm))
+	return pcap
 }

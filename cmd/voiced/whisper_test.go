@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +17,7 @@ import (
 	"github.com/gobwas/ws/wsutil"
 	"github.com/stretchr/testify/require"
 
+	"github.com/voiced/voiced/sip/siptest"
 	"github.com/voiced/voiced/storage/migrations"
 	"github.com/voiced/voiced/storage/sqltest"
 )
@@ -158,16 +161,21 @@ func whisperScenario(t *testing.T, m *whisperModel, sv, node *served) {
 	require.Equal(t, 409, st, "%v", res)
 }
 
-// TestWhisperAcrossNodes: the call runs on a media node, the whisper is
-// asked of the control plane, which hands it to the node as a coord
-// command; the node's next answer follows it. With the node gone, a call
-// still in progress on record has no node to take a whisper: 409.
+// TestWhisperAcrossNodes: control and two media nodes. A realtime call
+// runs on one node, the whisper is asked of the control plane, which
+// hands it to the nodes as a coord command; the node's next answer
+// follows it. A sipp call runs on the other node and is listened to
+// through control: the listen URL names that node, whose socket streams
+// the call's audio (listenScenario), and the other node streams none.
 func TestWhisperAcrossNodes(t *testing.T) {
+	siptest.Binary(t, "sipp", "sip-tester")
+	siptest.Binary(t, "espeak-ng", "espeak-ng")
 	dbURL, redisURL := sqltest.URL(t, migrations.Postgres), isolatedRedis(t)
 	secret := strings.Repeat("5ecre7", 6)
-	m := &whisperModel{}
-	model := m.server(t)
-	ctl := startRole(t, "control", "--data-dir", t.TempDir(), "--database-url", dbURL, "--redis-url", redisURL,
+	m, m2 := &whisperModel{}, &whisperModel{}
+	model, model2 := m.server(t), m2.server(t)
+	ctlDir := t.TempDir()
+	ctl := startRole(t, "control", "--data-dir", ctlDir, "--database-url", dbURL, "--redis-url", redisURL,
 		"--http-addr", "127.0.0.1:0", "--internal-addr", "127.0.0.1:0", "--cluster-secret", secret)
 	base := "http://" + ctl.waitLog(t, `http_addr=(127\.0\.0\.1:\d+)`)
 	internal := "http://" + ctl.waitLog(t, `internal_addr=(127\.0\.0\.1:\d+)`)
@@ -183,8 +191,18 @@ func TestWhisperAcrossNodes(t *testing.T) {
 		"--rtp-ports", "44000-44199", "--webrtc-udp-addr", "127.0.0.1:0", "--call-loopback=false", "--llm-base-url", model.URL+"/v1",
 		"--control-url", internal, "--cluster-secret", secret, "--redis-url", redisURL, "--node-id", fmt.Sprintf("whisper-%d", time.Now().UnixNano()))
 	node := &served{base: "http://" + media.waitLog(t, `media node serving" http_addr=(127\.0\.0\.1:\d+)`), key: key, stderr: media.stderr}
+	sipPort := siptest.FreePort(t, "127.0.0.1")
+	media2 := startRole(t, "media", "--data-dir", t.TempDir(), "--http-addr", "127.0.0.1:0", "--sip-addr", "127.0.0.1:"+strconv.Itoa(sipPort),
+		"--rtp-ports", "44200-44399", "--webrtc-udp-addr", "127.0.0.1:0", "--call-loopback=false", "--llm-base-url", model2.URL+"/v1",
+		"--stt-base-url", listenTranscriber(t)+"/v1", "--control-url", internal, "--cluster-secret", secret, "--redis-url", redisURL,
+		"--node-id", fmt.Sprintf("listen-%d", time.Now().UnixNano()))
+	node2 := media2.waitLog(t, `media node serving" http_addr=(127\.0\.0\.1:\d+)`)
 	whisperScenario(t, m, sv, node)
 	require.Contains(t, media.stderr.String(), "whisper delivered")
+	listenScenario(t, sv.call, filepath.Join(ctlDir, "blobs"), sipPort, node2)
+	require.Contains(t, media2.stderr.String(), "listener connected")
+	require.NotContains(t, media.stderr.String(), "listener connected", "the other node streamed nothing")
 	media.stop(t)
+	media2.stop(t)
 	ctl.stop(t)
 }

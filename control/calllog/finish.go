@@ -106,6 +106,19 @@ func (l *Log[C]) Finish(ctx context.Context, callID int64, end CallEnd) error {
 	return l.bill(ctx, callID)
 }
 
+// EndReasonNodeLost is the end_reason of a call whose media node
+// stopped heartbeating: the control plane ended it, billed up to the
+// node's last heartbeat (docs/decisions.md, "Loss of a media node").
+const EndReasonNodeLost = "node_lost"
+
+// AssignNode records node as the media node that holds call callID, a
+// call the control plane placed there (an outbound dial, a browser call)
+// or that a node took over (a realtime session token): if the node is
+// lost, the call is ended with it. An ended call is left alone.
+func (l *Log[C]) AssignNode(ctx context.Context, callID int64, node string) error {
+	return l.st.Calls.SetCallNode(ctx, callID, node)
+}
+
 // Fail ends call callID, which was admitted but whose media never
 // connected (the browser went away before ICE completed, or a mic-session
 // token was never used): status failed with reason, zero duration and no

@@ -24,6 +24,7 @@ type CallStore interface {
 	AppendCallEvents(ctx context.Context, id int64, events []storage.CallEventRow) (int, error)
 	BillCall(ctx context.Context, id int64, ch storage.CallCharge) (storage.CallBill, error)
 	UnbilledCalls(ctx context.Context, limit int) ([]storage.Call, error)
+	SetCallNode(ctx context.Context, id int64, node string) error
 }
 
 // AgentLookup reads an organization's agent.
@@ -125,7 +126,7 @@ func (l *Log[C]) Admit(ctx context.Context, r AdmitRequest) (Admission[C], error
 	c := storage.Call{Direction: r.Direction, FromNumber: r.From, ToNumber: r.To, StartTime: r.At, Status: storage.CallInProgress,
 		IsSimulation: r.IsSimulation, IsScenarioCall: r.IsScenarioCall, AgentVariantID: r.AgentVariantID,
 		AgentVariantLabel: optStr(r.AgentVariantLabel), MediaRoomName: optStr(r.MediaRoomName), MediaRoomSID: optStr(r.MediaRoomSID),
-		WorkerExecutionName: optStr(r.WorkerExecution)}
+		WorkerExecutionName: optStr(r.WorkerExecution), NodeID: optStr(r.NodeID)}
 	var refusal error
 	switch r.Direction {
 	case storage.DirectionInbound:

@@ -63,6 +63,9 @@ type AdmitRequest struct {
 	WorkerExecution   string
 	// At is when the call arrived; zero means now.
 	At time.Time
+	// NodeID is the media node that holds the call (empty: this
+	// process); the internal API sets it from the node's request.
+	NodeID string
 }
 
 // Admission is an admitted call: its id and the agent configuration C in

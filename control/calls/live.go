@@ -6,10 +6,12 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v3"
+	"github.com/gofiber/fiber/v3/middleware/adaptor"
 
 	"github.com/voiced/voiced/control/api"
 	"github.com/voiced/voiced/storage"
@@ -32,6 +34,21 @@ var ErrNotLive = errors.New("call is not live")
 type Live interface {
 	// Whisper hands text to the agent of live call callID (orgID's).
 	Whisper(ctx context.Context, orgID, callID int64, text string) error
+	// Listen finds the node that holds live call callID (orgID's) with
+	// audio to listen to and returns the base of its listen socket's URL
+	// (ws://host:port or wss://...); ErrNotLive when no node does.
+	Listen(ctx context.Context, orgID, callID int64) (string, error)
+}
+
+// ListenSocket is where GET /v1/calls/{id}/listen is served: the node's
+// handler once mounted (serve), else a 503 that points at the URL the
+// POST returns (voiced control, whose URLs name the media nodes).
+type ListenSocket struct{ h atomic.Pointer[fiber.Handler] }
+
+// Mount serves the listen socket with h (call.Node's handler).
+func (s *ListenSocket) Mount(h http.Handler) {
+	fh := adaptor.HTTPHandler(h)
+	s.h.Store(&fh)
 }
 
 // Events appends a call's events.
@@ -41,16 +58,24 @@ type Events interface {
 
 type liveHandlers struct {
 	Store
-	events Events
-	live   Live
+	events    Events
+	live      Live
+	listenKey []byte
+	socket    *ListenSocket
 }
 
-// LiveRoutes returns the live call routes (spec 4.14): whisper. Without
-// live (no node runs calls) they answer 503.
-func LiveRoutes(store Store, events Events, live Live) []api.Route {
-	h := &liveHandlers{Store: store, events: events, live: live}
+// LiveRoutes returns the live call routes (spec 4.14): whisper, listen
+// (tokens signed with listenKey) and the listen socket (served by
+// socket once mounted). Without live (no node runs calls) they answer
+// 503.
+func LiveRoutes(store Store, events Events, live Live, listenKey []byte, socket *ListenSocket) []api.Route {
+	h := &liveHandlers{Store: store, events: events, live: live, listenKey: listenKey, socket: socket}
 	return []api.Route{
-		{Method: "POST", Path: "/v1/calls/:call_id/whisper", Summary: "Private text guidance ({text}, 1-2000 characters) the agent of a live call takes into its context from its next turn; never spoken, never in the transcript", Tag: "calls", Auth: api.AuthOrg, ResStatus: 202, Errors: []int{400, 404, 409, 503}, Handler: h.whisper},
+		{Method: "POST", Path: "/v1/calls/:call_id/whisper", Summary: "Private text guidance ({text}, 1-2000 characters) the agent of a live call takes into its context from its next turn; never spoken, never in the transcript", Tag: "calls", Auth: api.AuthOrg, ResStatus: 202, ReqSchema: "WhisperInput", ResSchema: "Whisper", Errors: []int{400, 404, 409, 503}, Handler: h.whisper},
+		{Method: "POST", Path: "/v1/calls/:call_id/listen", Summary: "A listen-only token for a live phone or browser call and the WebSocket url to open with it (valid one minute; the socket then lasts until the call ends). " +
+			"format (body or query): pcm16 (default: 16-bit little-endian PCM, 16 kHz, 640-byte frames), g711_ulaw or g711_alaw (8 kHz, 160-byte frames); mono, one binary message per 20 ms of both parties mixed. " +
+			"The socket closes with 1000 when the call ends and 1008 when the listener falls a second behind", Tag: "calls", Auth: api.AuthOrg, ReqSchema: "ListenInput", ResSchema: "Listen", Errors: []int{400, 404, 409, 503}, Handler: h.listen},
+		{Method: "GET", Path: "/v1/calls/:call_id/listen", Summary: "The listen WebSocket (the url POST /v1/calls/{call_id}/listen returns; ?token= or Authorization: Bearer <token>). Refusals before the upgrade: 401 bad or expired token, 409 the call is not live here, 426 not a WebSocket request, 503 not served here", Tag: "calls", ResStatus: http.StatusSwitchingProtocols, Errors: []int{401, 409, 426, 503}, Raw: h.listenSocket},
 	}
 }
 

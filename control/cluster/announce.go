@@ -13,7 +13,7 @@ import (
 
 // HeartbeatEvery is how often a media node reports itself to the
 // registry (coord.Registry's contract).
-const HeartbeatEvery = 2 * time.Second
+const HeartbeatEvery = time.Second
 
 // Announcer keeps a media node in the coord registry: its ID, address,
 // live calls, CPU and draining flag, every HeartbeatEvery until Leave.

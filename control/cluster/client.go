@@ -41,6 +41,10 @@ type ClientConfig struct {
 	// CAFile, when set, holds the PEM certificates an https URL's server
 	// must chain to (else the system's roots).
 	CAFile string
+	// NodeID names the node in the registry; every request carries it
+	// (NodeHeader), so the calls the node admits or claims are known to
+	// be its own and are ended if it is lost.
+	NodeID string
 }
 
 // Client is the control plane over the internal API: it implements the
@@ -50,6 +54,7 @@ type ClientConfig struct {
 type Client struct {
 	base    string
 	secret  string
+	node    string
 	spool   string
 	timeout time.Duration
 	hc      *http.Client
@@ -86,7 +91,7 @@ func NewClient(cfg ClientConfig, log *slog.Logger) (*Client, error) {
 		}
 		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
-	return &Client{base: strings.TrimRight(cfg.URL, "/") + Prefix, secret: cfg.Secret, spool: cfg.SpoolDir,
+	return &Client{base: strings.TrimRight(cfg.URL, "/") + Prefix, secret: cfg.Secret, node: cfg.NodeID, spool: cfg.SpoolDir,
 		timeout: cfg.Timeout, hc: &http.Client{Transport: tr, CheckRedirect: noRedirects}, log: log}, nil
 }
 
@@ -141,6 +146,9 @@ func (c *Client) once(ctx context.Context, path string, timeout time.Duration, b
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+c.secret)
+	if c.node != "" {
+		req.Header.Set(NodeHeader, c.node)
+	}
 	res, err := c.hc.Do(req)
 	if err != nil {
 		return ctx.Err() == nil, fmt.Errorf("control plane %s: %w", path, err)
@@ -170,6 +178,16 @@ func (c *Client) once(ctx context.Context, path string, timeout time.Duration, b
 // media node's first call, so a wrong secret or URL stops it at start.
 func (c *Client) Ping(ctx context.Context) error {
 	return c.do(ctx, pathPing, true, c.timeout, struct{}{}, nil)
+}
+
+// Started tells the control plane that this node (ClientConfig.NodeID)
+// has just started, before it takes calls: the calls it held before a
+// crash are ended. Retried: it applies once.
+func (c *Client) Started(ctx context.Context) error {
+	if c.node == "" {
+		return errors.New("no node id")
+	}
+	return c.do(ctx, pathNodeStart, true, c.timeout, struct{}{}, nil)
 }
 
 // Admit implements call.Admitter. Not retried: each admission is a new

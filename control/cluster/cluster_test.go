@@ -281,7 +281,9 @@ func TestDialCommands(t *testing.T) {
 		defer cancel()
 		local := coord.NewLocal(coord.Config{})
 		defer local.Close()
-		p := newPlane(t, db, control.WithDialer(cluster.NewDialer(local, local, secret)))
+		d := cluster.NewDialer(local, local, secret)
+		p := newPlane(t, db, control.WithDialer(d))
+		d.SetOwners(p.api.Srv.CallLog())
 		co := p.api.CallOrg("+14155550145")
 		require.NoError(t, local.Heartbeat(ctx, coord.Node{ID: "media-a", Addr: "127.0.0.1:1"}))
 		raw, err := local.Commands(ctx, "media-a")
@@ -305,6 +307,9 @@ func TestDialCommands(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatal("the node got no dial command")
 		}
+		placed, err := p.api.Store.Calls.CallByID(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, "media-a", *placed.NodeID, "the call is recorded as the node's")
 		cmd := <-raw.C()
 		require.Equal(t, cluster.CommandDial, cmd.Type)
 		require.NotContains(t, string(cmd.Data), "s3cret-pass", "the command is sealed")

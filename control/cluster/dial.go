@@ -32,7 +32,18 @@ type Dialer struct {
 	placer coord.Placer
 	cmds   coord.Commander
 	aead   cipher.AEAD
+	owners Owners
 }
+
+// Owners records the media node that holds a call (calllog.Log's
+// AssignNode), so the call is ended if the node is lost.
+type Owners interface {
+	AssignNode(ctx context.Context, callID int64, node string) error
+}
+
+// SetOwners has each call recorded as its node's before it is sent
+// there; call it before the first Dial.
+func (d *Dialer) SetOwners(o Owners) { d.owners = o }
 
 // NewDialer returns the dialer over p and c, sealing with secret.
 func NewDialer(p coord.Placer, c coord.Commander, secret string) *Dialer {
@@ -50,6 +61,11 @@ func (d *Dialer) Dial(ctx context.Context, o control.OutboundCall) error {
 	data, err := seal(d.aead, o)
 	if err != nil {
 		return err
+	}
+	if d.owners != nil {
+		if err := d.owners.AssignNode(ctx, o.CallID, n.ID); err != nil {
+			return fmt.Errorf("place outbound call: %w", err)
+		}
 	}
 	_, err = d.cmds.Send(ctx, n.ID, coord.Command{CallID: strconv.FormatInt(o.CallID, 10), Type: CommandDial, Data: data})
 	return err

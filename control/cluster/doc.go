@@ -14,6 +14,12 @@
 // sealed dial commands (Dialer, FollowDials), and browser calls, trunk
 // checks and ICE servers are asked of a node's own API (Nodes).
 //
+// Each call a node admits or claims, or the control plane places on it,
+// is recorded as that node's (NodeHeader, Owners); the Reaper, run by one
+// control replica at a time under a coord lock, ends the calls of a node
+// whose heartbeats stopped (end reason node_lost, billed up to its last
+// heartbeat, through the call log's Finish, so once).
+//
 // Every request carries the shared cluster secret as a bearer token
 // (compared in constant time); without a secret the API refuses
 // everything. Refusals cross the wire as codes and come back as the same

@@ -1,12 +1,18 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"crypto/cipher"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
 	"strconv"
+	"sync"
+	"time"
 
 	"github.com/voiced/voiced/control/calls"
 	"github.com/voiced/voiced/storage/coord"
@@ -26,16 +32,90 @@ type whisperCmd struct {
 // not yet known. The call record says whether the call is still in
 // progress (the API's 409); a node that dies mid-call has its calls
 // ended by the loss handling within seconds.
+//
+// Listen must name the one node that holds the call (its URL goes to the
+// listener), so it asks every live node at once over the node API
+// (media/listenable, the cluster secret) and takes the one that says yes.
 type Live struct {
-	reg  coord.Registry
-	cmds coord.Commander
-	aead cipher.AEAD
+	reg    coord.Registry
+	cmds   coord.Commander
+	aead   cipher.AEAD
+	secret string
+	scheme string
+	hc     *http.Client
 }
 
 // NewLive returns the live calls of the nodes in reg, reached through
-// cmds, sealing with secret.
-func NewLive(reg coord.Registry, cmds coord.Commander, secret string) *Live {
-	return &Live{reg: reg, cmds: cmds, aead: commandAEAD(secret)}
+// cmds, sealing with secret; nodes are reached over https (their listen
+// sockets over wss) when the control plane's publicURL is https.
+func NewLive(reg coord.Registry, cmds coord.Commander, secret, publicURL string) *Live {
+	return &Live{reg: reg, cmds: cmds, aead: commandAEAD(secret), secret: secret, scheme: httpScheme(publicURL),
+		hc: &http.Client{Timeout: 3 * time.Second, CheckRedirect: noRedirects}}
+}
+
+type listenableReq struct {
+	CallID int64 `json:"call_id"`
+}
+
+type listenableRes struct {
+	Listenable bool `json:"listenable"`
+}
+
+// Listen implements calls.Live: the WebSocket base (ws://host:port, or
+// wss://) of the node that holds call callID with audio to listen to;
+// calls.ErrNotLive when none answers yes within 3 s.
+func (l *Live) Listen(ctx context.Context, orgID, callID int64) (string, error) {
+	nodes, err := l.reg.Nodes(ctx)
+	if err != nil {
+		return "", fmt.Errorf("list nodes: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	found := make(chan string, len(nodes))
+	var wg sync.WaitGroup
+	for _, n := range nodes {
+		wg.Go(func() {
+			var res listenableRes
+			if err := l.post(ctx, n.Addr, pathListenable, listenableReq{CallID: callID}, &res); err == nil && res.Listenable {
+				found <- n.Addr
+			}
+		})
+	}
+	go func() {
+		wg.Wait()
+		close(found)
+	}()
+	addr, ok := <-found
+	if !ok {
+		return "", calls.ErrNotLive
+	}
+	ws := "ws://"
+	if l.scheme == "https" {
+		ws = "wss://"
+	}
+	return ws + addr, nil
+}
+
+func (l *Live) post(ctx context.Context, addr, path string, in, out any) error {
+	body, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, l.scheme+"://"+addr+Prefix+path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+l.secret)
+	res, err := l.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("media node %s: HTTP %d", addr, res.StatusCode)
+	}
+	return json.NewDecoder(io.LimitReader(res.Body, 1<<16)).Decode(out)
 }
 
 // Whisper implements calls.Live; calls.ErrNotLive when no node is live.

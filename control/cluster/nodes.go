@@ -27,6 +27,9 @@ const (
 	pathAnswer = "media/answer"
 	pathVerify = "media/verify-voip"
 	pathICE    = "media/ice-servers"
+	// pathListenable answers whether the node holds a call to listen to
+	// (Live.Listen).
+	pathListenable = "media/listenable"
 )
 
 type iceReq struct {
@@ -62,7 +65,12 @@ type Nodes struct {
 	secret string
 	scheme string
 	hc     *http.Client
+	owners Owners
 }
+
+// SetOwners has each browser call recorded as its node's before the
+// node answers it; call it before the first Answer.
+func (b *Nodes) SetOwners(o Owners) { b.owners = o }
 
 // NewNodes returns the media nodes over p, authenticating with secret;
 // they are reached over https when the control plane's publicURL is
@@ -91,14 +99,14 @@ func (b *Nodes) Check(ctx context.Context) error {
 // Answer implements browser.Media on the node the placement picks.
 func (b *Nodes) Answer(ctx context.Context, c browser.Call[control.AgentConfig], offer string) (string, error) {
 	var a answerRes
-	err := b.post(ctx, pathAnswer, answerReq{Call: c, Offer: offer}, &a)
+	err := b.post(ctx, c.CallID, pathAnswer, answerReq{Call: c, Offer: offer}, &a)
 	return a.SDP, err
 }
 
 // VerifyVoIP implements numbers.VoIPVerifier from a node.
 func (b *Nodes) VerifyVoIP(ctx context.Context, check numbers.VoIPCheck) (numbers.VoIPResult, error) {
 	var r numbers.VoIPResult
-	err := b.post(ctx, pathVerify, check, &r)
+	err := b.post(ctx, 0, pathVerify, check, &r)
 	return r, err
 }
 
@@ -108,16 +116,23 @@ func (b *Nodes) ICEServers(id string) ([]browser.ICEServer, time.Time) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	var r iceRes
-	if err := b.post(ctx, pathICE, iceReq{ID: id}, &r); err != nil {
+	if err := b.post(ctx, 0, pathICE, iceReq{ID: id}, &r); err != nil {
 		return nil, time.Time{}
 	}
 	return r.Servers, r.Expires
 }
 
-func (b *Nodes) post(ctx context.Context, path string, in, out any) error {
+// post asks a node the placement picks; callID, when not 0, is the call
+// the node will hold, recorded as its own first.
+func (b *Nodes) post(ctx context.Context, callID int64, path string, in, out any) error {
 	n, err := b.placer.Pick(ctx)
 	if err != nil {
 		return fmt.Errorf("%w: %v", browser.ErrMediaUnavailable, err)
+	}
+	if callID != 0 && b.owners != nil {
+		if err := b.owners.AssignNode(ctx, callID, n.ID); err != nil {
+			return err
+		}
 	}
 	body, err := json.Marshal(in)
 	if err != nil {
@@ -153,10 +168,20 @@ func (b *Nodes) post(ctx context.Context, path string, in, out any) error {
 }
 
 // nodeAPI is a media node's side, behind the cluster secret: browser
-// answers from m, trunk checks from v (either nil: not offered).
-func nodeAPI(secret string, m browser.Media[control.AgentConfig], v numbers.VoIPVerifier, log *slog.Logger) http.Handler {
+// answers from m, trunk checks from v, whether it holds a call to listen
+// to from listenable (any nil: not offered).
+func nodeAPI(secret string, m browser.Media[control.AgentConfig], v numbers.VoIPVerifier, listenable func(callID int64) bool, log *slog.Logger) http.Handler {
 	s := &server{cfg: ServerConfig{Secret: secret}, log: log}
 	mux := http.NewServeMux()
+	if listenable != nil {
+		mux.Handle("POST "+Prefix+pathListenable, s.call(func(r *http.Request) (any, error) {
+			req, err := decode[listenableReq](r)
+			if err != nil {
+				return nil, err
+			}
+			return listenableRes{Listenable: listenable(req.CallID)}, nil
+		}))
+	}
 	if m != nil {
 		mux.Handle("POST "+Prefix+pathAnswer, s.call(func(r *http.Request) (any, error) {
 			req, err := decode[answerReq](r)

@@ -83,6 +83,11 @@ type Media struct {
 	Metrics http.Handler
 	// Live counts the node's calls and sessions.
 	Live func() int
+	// Listen serves the listen socket of the node's calls (GET
+	// /v1/calls/{call_id}/listen) and Listenable says whether the node
+	// holds a call to listen to (nil: no live listen here).
+	Listen     http.Handler
+	Listenable func(callID int64) bool
 	// Drain ends the node's calls, giving them until ctx ends.
 	Drain func(ctx context.Context)
 	// DrainTimeout is how long calls in progress get to end at shutdown
@@ -91,7 +96,7 @@ type Media struct {
 }
 
 // RunMedia serves m's realtime socket and GET /v1/healthz and keeps m in
-// the registry (a heartbeat every 2 s) until ctx ends; then it leaves the
+// the registry (a heartbeat every second) until ctx ends; then it leaves the
 // registry, drains the calls (up to m.DrainTimeout) and returns.
 func RunMedia(ctx context.Context, m Media, reg coord.Registry, log *slog.Logger) error {
 	ln, err := net.Listen("tcp", m.HTTPAddr)
@@ -110,10 +115,13 @@ func RunMedia(ctx context.Context, m Media, reg coord.Registry, log *slog.Logger
 	an := NewAnnouncer(reg, m.ID, addr, m.Live, log)
 	mux := http.NewServeMux()
 	mux.Handle("GET /v1/realtime", m.Realtime)
+	if m.Listen != nil {
+		mux.Handle("GET /v1/calls/{call_id}/listen", m.Listen)
+	}
 	if m.Metrics != nil {
 		mux.Handle("GET /metrics", m.Metrics)
 	}
-	mux.Handle(Prefix, nodeAPI(m.Secret, m.Browser, m.Verifier, log))
+	mux.Handle(Prefix, nodeAPI(m.Secret, m.Browser, m.Verifier, m.Listenable, log))
 	mux.HandleFunc("GET /v1/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]any{"status": "ok", "role": "media", "node_id": m.ID, "calls": m.Live()})

@@ -40,6 +40,11 @@ type Backend struct {
 	Knowledge interface {
 		SearchKnowledge(ctx context.Context, orgID int64, bases, docs []string, query string, limit int) ([]knowledge.Passage, error)
 	}
+	// Restarts ends the calls a node held before it (re)started (the
+	// Reaper); nil: node-start does nothing.
+	Restarts interface {
+		Restarted(ctx context.Context, node string) (int, error)
+	}
 }
 
 // Calls is the call log's part (control.CallLog): admission, the record,
@@ -52,6 +57,7 @@ type Calls interface {
 	Finish(ctx context.Context, callID int64, end calllog.CallEnd) error
 	Fail(ctx context.Context, callID int64, reason, detail string) error
 	InboundTrunk(ctx context.Context, number string) (calllog.InboundTrunk, bool, error)
+	AssignNode(ctx context.Context, callID int64, node string) error
 }
 
 // ServerConfig is the API's.
@@ -88,6 +94,7 @@ func NewServer(cfg ServerConfig, b Backend, log *slog.Logger) http.Handler {
 		pathAdmit: s.admit, pathAdmitInline: s.admitInline, pathAppend: s.append, pathToolEvent: s.toolEvent,
 		pathFinish: s.finish, pathFail: s.fail, pathTool: s.tool, pathTrunk: s.trunk, pathAPIKey: s.apiKey,
 		pathClaim: s.claim, pathPing: func(*http.Request) (any, error) { return nil, nil }, pathMCPServers: s.mcpServers, pathKnowledge: s.knowledge,
+		pathNodeStart: s.nodeStart,
 	} {
 		mux.Handle("POST "+Prefix+p, s.call(h))
 		s.known[p] = true
@@ -197,7 +204,22 @@ func (s *server) admit(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The call is the requesting node's: recorded with its admission.
+	req.NodeID = nodeOf(r)
 	return s.b.Calls.Admit(r.Context(), req)
+}
+
+// nodeOf is the media node a request comes from (NodeHeader), "" when it
+// does not say: its registry id as it heartbeats under it (behind the
+// cluster secret, like everything the node says).
+func nodeOf(r *http.Request) string { return r.Header.Get(NodeHeader) }
+
+// own records the call an answer names as the requesting node's.
+func (s *server) own(r *http.Request, callID int64) error {
+	if n := nodeOf(r); n != "" && callID != 0 {
+		return s.b.Calls.AssignNode(r.Context(), callID, n)
+	}
+	return nil
 }
 
 func (s *server) admitInline(r *http.Request) (any, error) {
@@ -205,7 +227,11 @@ func (s *server) admitInline(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.b.Calls.AdmitInline(r.Context(), req.OrgID, req.Config, req.Room)
+	adm, err := s.b.Calls.AdmitInline(r.Context(), req.OrgID, req.Config, req.Room)
+	if err == nil {
+		err = s.own(r, adm.CallID)
+	}
+	return adm, err
 }
 
 func (s *server) append(r *http.Request) (any, error) {
@@ -238,6 +264,27 @@ func (s *server) fail(r *http.Request) (any, error) {
 		return nil, err
 	}
 	return nil, s.b.Calls.Fail(r.Context(), req.CallID, req.Reason, req.Detail)
+}
+
+// nodeStart is a media node's first word after a start: the calls it
+// held before (it died and came back under the same id before the
+// registry's TTL, so the reaper never saw it gone) are ended now.
+func (s *server) nodeStart(r *http.Request) (any, error) {
+	if _, err := decode[struct{}](r); err != nil {
+		return nil, err
+	}
+	node := nodeOf(r)
+	if node == "" {
+		return nil, badRequest{errors.New("node-start needs the " + NodeHeader + " header")}
+	}
+	if s.b.Restarts == nil {
+		return nil, nil
+	}
+	n, err := s.b.Restarts.Restarted(r.Context(), node)
+	if n > 0 {
+		s.log.Info("media node restarted: its earlier calls ended", "node_id", node, "calls", n)
+	}
+	return nil, err
 }
 
 func (s *server) tool(r *http.Request) (any, error) {
@@ -281,7 +328,11 @@ func (s *server) claim(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.b.Credentials.ClaimRealtimeToken(r.Context(), req.Credential)
+	g, err := s.b.Credentials.ClaimRealtimeToken(r.Context(), req.Credential)
+	if err == nil {
+		err = s.own(r, g.CallID)
+	}
+	return g, err
 }
 
 func (s *server) mcpServers(r *http.Request) (any, error) {

@@ -17,6 +17,10 @@ import (
 // Prefix is the internal API's path prefix.
 const Prefix = "/internal/v1/"
 
+// NodeHeader names the media node a request comes from (its registry
+// id): the calls it admits or claims are recorded as its own.
+const NodeHeader = "Voiced-Node"
+
 // The API's paths under Prefix: one POST per call.Control method, and
 // PUT blobs/<key> for a blob.
 const (
@@ -34,6 +38,7 @@ const (
 	pathKnowledge   = "search-knowledge"
 	pathBlobs       = "blobs/"
 	pathPing        = "ping"
+	pathNodeStart   = "node-start"
 )
 
 // Request bodies of the calls whose arguments are not one struct.

@@ -207,13 +207,13 @@ type Resources struct {
 	Verifier *Verifier
 }
 
-// NewResources builds a Resources over db with the demo pool.
-func NewResources(t *testing.T, db *storage.DB, pool []numbers.DID) *Resources {
+// NewResources builds a Resources over db with the demo pool, and opts.
+func NewResources(t *testing.T, db *storage.DB, pool []numbers.DID, opts ...control.Option) *Resources {
 	t.Helper()
 	r := &Resources{BlobDir: t.TempDir(), Dialer: &Dialer{}, Verifier: &Verifier{}}
 	r.API = NewWith(t, db, control.Config{PublicURL: "https://voice.example", Resources: control.ResourcesConfig{
 		DIDPool: pool, BlobDir: r.BlobDir, SigningKey: SigningKey}, Grading: grading.Config{NoWorker: true}},
-		control.WithDialer(r.Dialer), control.WithVoIPVerifier(r.Verifier))
+		append([]control.Option{control.WithDialer(r.Dialer), control.WithVoIPVerifier(r.Verifier)}, opts...)...)
 	return r
 }
 

@@ -41,15 +41,20 @@
 // louder than the echo that audio predicts (echo.go), so the agent's
 // echo never barges in.
 //
-// When the caller barges in (turn.SpeechStarted with Interrupt, and
-// InterruptResponse set), the playout is paused on the input goroutine: no
-// further frame leaves, and the count of samples played is final. When the
-// interrupting turn's transcript arrives, an empty one (a cough, a false
-// interruption) resumes the playout where it stopped; words cancel the
-// response (status cancelled, reason turn_detected) and cut the assistant
-// item to the audio actually played: its AudioMS is what left through
-// ReadFrame and its transcript the sentences (and the share of words of a
-// sentence) that audio held.
+// When the caller starts speaking over the agent (60 ms of speech that
+// the echo does not explain and that stands out of the noise), the input
+// goroutine pauses the playout (bargein.go): the pacer's next frame fades
+// it to silence within 5 ms and consumes nothing, so the count of samples
+// played is final (PlayoutPaused). The turn detector then decides with the
+// agent counted as talking: no barge-in (a backchannel, a cough, a door)
+// resumes the playout where it paused, fading back in (PlayoutResumed);
+// a barge-in (turn.SpeechStarted with Interrupt, and InterruptResponse
+// set) keeps it paused until the interrupting turn's transcript arrives:
+// an empty one (a cough, a false interruption) resumes the playout where
+// it stopped; words cancel the response (status cancelled, reason
+// turn_detected) and cut the assistant item to the audio actually played:
+// its AudioMS is what left through ReadFrame and its transcript the
+// sentences (and the share of words of a sentence) that audio held.
 //
 // # Automatic behaviours
 //

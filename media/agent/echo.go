@@ -159,13 +159,27 @@ func (e *echoPath) Listen(far, near []int16) {
 	}
 }
 
+// Expected returns the mean square per sample of the echo the playout
+// predicts, at the learnt gain, for the caller frame given to Listen (0
+// when nothing played can be coming back). n is the frame's length.
+func (e *echoPath) Expected(n int) float32 {
+	if e.pred <= 0 {
+		return 0
+	}
+	return e.pred / float32(n/e.block) * float32(math.Pow(10, float64(e.gain)/10))
+}
+
 // Explained reports whether the caller frame given to Listen, as the
 // canceller left it (res), is explained by the agent's playout: it is
 // within echoMargin of the echo the playout predicts before the canceller
 // (the raw gain), or of what the canceller has been leaving of it (the
 // residual gain). Either level is learnt from frames that the raw one
-// explains: a caller louder than the echo teaches neither.
-func (e *echoPath) Explained(res []int16) bool {
+// explains: a caller louder than the echo teaches neither. noise is the
+// caller side's noise level (mean square per sample, 0 if unknown): what
+// the frame holds above it is compared with the echo, so that a steady
+// noise neither teaches the gate a louder echo nor lets it take a caller
+// speaking over the noise for the agent.
+func (e *echoPath) Explained(res []int16, noise float32) bool {
 	if e.pred <= 0 {
 		// Nothing played can still be coming back; the first frames after
 		// the echo ends still carry the speech detector's smoothing of it.
@@ -176,7 +190,8 @@ func (e *echoPath) Explained(res []int16) bool {
 		return false
 	}
 	p := level(e.pred)
-	r, rr := level(e.raw)-p, level(energy(res)*float32(len(res)/e.block))-p
+	raw := max(e.raw-noise*float32(len(res)/e.block), 0)
+	r, rr := level(raw)-p, level(energy(res)*float32(len(res)/e.block))-p
 	pb := level(e.predBest)
 	rb, rrb := r+p-pb, rr+p-pb
 	active := pb-level(float32(len(res)/e.block)) > echoActiveDB

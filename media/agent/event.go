@@ -17,6 +17,23 @@ type SpeechStarted struct {
 	Interrupt    bool
 }
 
+// PlayoutPaused reports that the agent's audio paused at the caller's
+// speech onset, AudioMS into the item, while the engine decides whether
+// it is an interruption (voiced-specific; realtime clients that ask for
+// it get output_audio_buffer.paused). A SpeechStarted with Interrupt, or
+// a PlayoutResumed, follows.
+type PlayoutPaused struct {
+	ResponseID, ItemID string
+	AudioMS            int64
+}
+
+// PlayoutResumed reports that a paused agent carries on from AudioMS: the
+// caller's sound was no interruption (a backchannel, a cough, a noise).
+type PlayoutResumed struct {
+	ResponseID, ItemID string
+	AudioMS            int64
+}
+
 // SpeechStopped reports the caller's turn ended (speech_stopped).
 type SpeechStopped struct {
 	ItemID     string
@@ -194,6 +211,8 @@ type ToolResult struct {
 type Ended struct{ Reason string }
 
 func (SpeechStarted) event()    {}
+func (PlayoutPaused) event()    {}
+func (PlayoutResumed) event()   {}
 func (SpeechStopped) event()    {}
 func (InputCommitted) event()   {}
 func (InputCleared) event()     {}

@@ -51,6 +51,9 @@ type input struct {
 	// while the configured hint holds), and gates barge-in.
 	echo   *echoPath
 	echoMS int
+	// bi pauses the agent at the caller's speech onset and resumes it
+	// when no barge-in follows (bargein.go).
+	bi bargeIn
 }
 
 func (in *input) init(s *Session) error {
@@ -232,15 +235,22 @@ func (s *Session) WriteFrameFrom(pcm, decoded []int16) error {
 		return nil
 	}
 	prob := res.Probability
-	if in.echo != nil && in.echo.Explained(in.buf[len(in.buf)-in.frame:]) {
+	var echo float32
+	if in.echo != nil {
+		echo = in.echo.Expected(len(pcm))
+	}
+	overNoise, overAll := in.bi.loud(pcm, echo)
+	if in.echo != nil && in.echo.Explained(in.buf[len(in.buf)-in.frame:], in.bi.noise()) {
 		// The agent's own playout explains this frame: whatever the
 		// canceller left of it is not the caller.
 		prob = 0
 	}
-	ev := in.det.Process(prob, s.speaking.Load())
+	prob, agent := in.barge(prob, overNoise, overAll)
+	ev := in.det.Process(prob, agent)
 	switch ev.Kind {
 	case turn.SpeechStarted:
 		var paused *Playout
+		in.decided()
 		if ev.Interrupt && in.td.InterruptResponse {
 			if p := s.play.Load(); p != nil && p.pause() {
 				paused = p

@@ -28,6 +28,8 @@ const (
 	nToolCall                      // run, call
 	nGenDone                       // run, text: finish reason, usage, err
 	nToolOutput                    // call, text: output, err
+	nPaused                        // playout: paused at the caller's onset; a: played ms
+	nResumed                       // playout: resumed, no barge-in; a: played ms
 )
 
 // note is a message to the loop from the session's other goroutines.
@@ -117,6 +119,8 @@ func (s *Session) handle(n note) {
 		s.genDone(n)
 	case nToolOutput:
 		s.toolOutput(n)
+	case nPaused, nResumed:
+		s.paused(n, n.kind == nResumed)
 	}
 }
 

@@ -14,14 +14,22 @@ import (
 // Playout states. The pacer's read moves playing -> reading -> playing
 // around each frame it takes, so whoever pauses or stops a playout knows,
 // once its transition succeeded, that no frame is in flight and the played
-// count is final.
+// count is final. A pause goes through fading: the pacer's next read
+// plays the first fadeMS of what comes next, faded to silence, without
+// consuming it, and leaves the playout paused; a resume fades the same
+// samples back in, so nothing is lost or played twice at full level.
 const (
 	playPlaying int32 = iota
 	playReading
 	playPaused
 	playStopped
 	playFinished
+	playFading
 )
+
+// fadeMS is the length of the fade to silence on a pause and back on a
+// resume: short enough to stop within the frame, long enough not to click.
+const fadeMS = 5
 
 // playoutSeconds is the audio a playout buffers ahead of the pacer; the
 // producer (TTS) waits when it is full.
@@ -59,6 +67,9 @@ type Playout struct {
 	firstAt, lastAt atomic.Int64
 	// done is set by the producer after its last write.
 	done atomic.Bool
+	// fadeIn is set by a resume: the pacer's next frame starts with a fade
+	// from silence.
+	fadeIn atomic.Bool
 	// waiting is set by a producer blocked on a full ring; the pacer
 	// signals space once a read leaves refill() free.
 	waiting atomic.Bool
@@ -116,10 +127,17 @@ func (p *Playout) release() {
 // played.
 func (p *Playout) read(dst []int16, now time.Time) (ok, finished bool) {
 	if !p.state.CompareAndSwap(playPlaying, playReading) {
-		return false, false
+		if p.state.CompareAndSwap(playFading, playReading) {
+			ok = p.fadeOut(dst)
+			p.state.Store(playPaused)
+		}
+		return ok, false
 	}
 	if p.ring.ReadFull(dst) {
 		ok = true
+		if p.fadeIn.Load() && p.fadeIn.CompareAndSwap(true, false) {
+			ramp(dst[:min(len(dst), p.Rate*fadeMS/1000)], true)
+		}
 	} else if p.done.Load() {
 		// The producer pads to whole frames, so what is left is less than a
 		// frame only if it wrote an odd tail; play it padded.
@@ -149,17 +167,39 @@ func (p *Playout) read(dst []int16, now time.Time) (ok, finished bool) {
 	return ok, false
 }
 
-// hold moves the playout from playing to to (playPaused or playStopped),
-// waiting out a read in flight, and reports whether it was playing (or
-// paused, for a stop).
+// fadeOut fills dst with the first fadeMS of the audio still to play,
+// faded to silence, and silence after it, consuming nothing. It reports
+// whether there was audio to fade. Pacer, in playReading.
+func (p *Playout) fadeOut(dst []int16) bool {
+	n := p.ring.Peek(dst[:min(len(dst), p.Rate*fadeMS/1000)])
+	ramp(dst[:n], false)
+	clear(dst[n:])
+	return n > 0
+}
+
+// ramp fades pcm in place linearly, from silence (up) or to silence.
+func ramp(pcm []int16, up bool) {
+	n := len(pcm)
+	for i := range pcm {
+		k := n - i
+		if up {
+			k = i + 1
+		}
+		pcm[i] = int16(int(pcm[i]) * k / (n + 1))
+	}
+}
+
+// hold moves the playout from playing to to (playFading for a pause, or
+// playStopped), waiting out a read in flight, and reports whether it was
+// playing (or paused, for a stop).
 func (p *Playout) hold(to int32) bool {
 	for {
 		switch s := p.state.Load(); s {
 		case playReading:
 			runtime.Gosched()
-		case playPlaying, playPaused:
-			if s == playPaused && to == playPaused {
-				return true
+		case playPlaying, playPaused, playFading:
+			if s != playPlaying && to == playFading {
+				return true // already pausing or paused
 			}
 			if p.state.CompareAndSwap(s, to) {
 				return true
@@ -170,14 +210,34 @@ func (p *Playout) hold(to int32) bool {
 	}
 }
 
-// pause stops output at once, keeping the rest for resume.
-func (p *Playout) pause() bool { return p.hold(playPaused) }
+// pause stops output within the pacer's next frame (a fadeMS fade to
+// silence), keeping the rest for resume. Once it returned, the played
+// count is final until a resume.
+func (p *Playout) pause() bool { return p.hold(playFading) }
 
 // stop ends output for good.
 func (p *Playout) stop() bool { return p.hold(playStopped) }
 
-// resume continues a paused playout.
-func (p *Playout) resume() bool { return p.state.CompareAndSwap(playPaused, playPlaying) }
+// resume continues a paused playout where it paused, fading back in; a
+// pause whose fade has not played yet is simply undone.
+func (p *Playout) resume() bool {
+	if p.state.CompareAndSwap(playFading, playPlaying) {
+		return true
+	}
+	if p.state.Load() != playPaused {
+		return false
+	}
+	// Set before the playout can play again; a resume that loses a race
+	// to another resume or a stop leaves it set, harmlessly.
+	p.fadeIn.Store(true)
+	return p.state.CompareAndSwap(playPaused, playPlaying)
+}
+
+// paused reports whether the playout is paused or pausing.
+func (p *Playout) paused() bool {
+	s := p.state.Load()
+	return s == playPaused || s == playFading
+}
 
 // Drained reports that the producer is done and every sample it wrote
 // has been read: the frame ReadFrame just returned was the last. For the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 	"unsafe"
@@ -250,6 +251,8 @@ func TestBargeInStopsAudioWithinAFrame(t *testing.T) {
 	require.Zero(t, count[SpeechStarted](m.k))
 	// The caller interrupts.
 	talk := loadWAV(t, "interrupt16k.wav")
+	onset, _ := activeSpan(talk, callerFrame)
+	onset += len(m.reads)
 	decided := -1
 	for i := 0; i+callerFrame <= len(talk); i += callerFrame {
 		m.tick(talk[i : i+callerFrame])
@@ -258,6 +261,22 @@ func TestBargeInStopsAudioWithinAFrame(t *testing.T) {
 		}
 	}
 	require.Positive(t, decided, "no barge-in")
+	// The agent's audio paused within 150 ms of the caller's onset, long
+	// before the decision (and again after the caller's pause for breath,
+	// if it resumed meanwhile).
+	require.Positive(t, m.fades)
+	silent := slices.Index(m.reads[onset:], nil)
+	require.GreaterOrEqual(t, silent, 0)
+	require.LessOrEqual(t, silent, 7, "frames from the onset to the fade")
+	require.Less(t, onset+silent, decided-20)
+	before := 0
+	for _, p := range m.reads[:onset+silent] {
+		if p != nil {
+			before++
+		}
+	}
+	paused := waitFor[PlayoutPaused](t, m.k, nil)
+	require.Equal(t, int64(before)*20, paused.AudioMS, "paused where the audio stopped")
 	// The decision was taken in the caller frame of tick decided-1; every
 	// read after it is silent.
 	for i, p := range m.reads[decided:] {
@@ -315,6 +334,11 @@ func TestBackchannelDoesNotInterrupt(t *testing.T) {
 	done := m.untilDone(1000)
 	require.Equal(t, ResponseCompleted, done.Response.Status)
 	require.Zero(t, count[SpeechStarted](m.k))
+	// It paused the agent, which then carried on from where it paused.
+	paused := waitFor[PlayoutPaused](t, m.k, nil)
+	resumed := waitFor[PlayoutResumed](t, m.k, nil)
+	require.Equal(t, paused.AudioMS, resumed.AudioMS)
+	require.Equal(t, 1, m.fades)
 	require.Equal(t, int(3*len(loadWAV(t, "agent16k.wav"))+callerFrame-1)/callerFrame, m.frames)
 }
 

@@ -21,13 +21,15 @@ type sim struct {
 	k      *sink
 	out    []int16
 	frames int // frames of agent audio read
+	fades  int // frames that faded a pause to silence (not counted in frames)
 	// echo: the agent's audio returns this many frames later at this gain
 	// (the output rate must be 16 kHz).
 	echoFrames int
 	echoGain   float64
 	past       [][]int16
 	rnd        *rand.Rand
-	// log of what each tick read: the playout or nil.
+	// log of what each tick read: the playout, or nil for silence and
+	// for a pause's fade.
 	reads []*Playout
 }
 
@@ -47,7 +49,12 @@ func (m *sim) ready() {
 	deadline := time.Now().Add(time.Second)
 	for time.Now().Before(deadline) {
 		p := m.s.play.Load()
-		if p == nil || p.state.Load() != playPlaying || p.done.Load() || p.ring.Len() >= len(m.out) {
+		if p == nil {
+			return
+		}
+		// A pause's fade plays the next samples too.
+		st := p.state.Load()
+		if st != playPlaying && st != playFading || p.done.Load() || p.ring.Len() >= len(m.out) {
 			return
 		}
 		time.Sleep(50 * time.Microsecond)
@@ -58,13 +65,23 @@ func (m *sim) ready() {
 func (m *sim) tick(caller []int16) bool {
 	m.t.Helper()
 	m.ready()
+	var before int64
+	pl := m.s.play.Load()
+	if pl != nil {
+		before = pl.Played()
+	}
 	p := m.s.ReadFrame(m.out)
-	m.reads = append(m.reads, p)
 	var heard []int16
 	if p != nil {
-		m.frames++
 		heard = append([]int16(nil), m.out...)
+		if p == pl && p.Played() == before {
+			m.fades++
+			p = nil
+		} else {
+			m.frames++
+		}
 	}
+	m.reads = append(m.reads, p)
 	near := make([]int16, m.s.in.frame)
 	for i := range near {
 		near[i] = int16(m.rnd.NormFloat64() * 10)
@@ -84,7 +101,7 @@ func (m *sim) tick(caller []int16) bool {
 		near[i] = int16(max(-32768, min(32767, int(near[i])+int(v))))
 	}
 	require.NoError(m.t, m.s.WriteFrame(near))
-	return p != nil
+	return heard != nil
 }
 
 // ticks plays n frames of caller silence.

@@ -80,7 +80,7 @@ func newConn(s *Server, nc net.Conn, br *bufio.Reader, org int64, set settings, 
 		logs: make(chan record, 256)}
 	c.log = s.log.With("session_id", c.id, "org_id", org)
 	c.rd = wsReader{nc: nc, br: br, max: s.cfg.MaxMessageBytes, timeout: 2*s.cfg.PingInterval + 5*time.Second, closing: &c.closing}
-	c.enc = &encoder{beta: beta, tag: tag, out: set.out, voice: set.voice}
+	c.enc = &encoder{beta: beta, tag: tag, out: set.out, voice: set.voice, playout: set.playoutEvents}
 	c.q = newOutQueue(s.cfg.MaxQueuedBytes, media.SamplesPerFrame(set.out.rate), s.cfg.DeltaFrames)
 	if sc, ok := nc.(syscall.Conn); ok {
 		if raw, err := sc.SyscallConn(); err == nil {

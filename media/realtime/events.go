@@ -21,6 +21,9 @@ type encoder struct {
 	out  format
 	// voice is echoed in response objects.
 	voice string
+	// playout sends the agent's pauses and resumes, which OpenAI's API
+	// does not have (voiced_events=playout).
+	playout bool
 }
 
 // id returns a fresh event id.
@@ -182,6 +185,14 @@ func (e *encoder) encode(ev agent.Event) [][]byte {
 	switch v := ev.(type) {
 	case agent.SpeechStarted:
 		return one("input_audio_buffer.speech_started", map[string]any{"audio_start_ms": v.AudioStartMS, "item_id": v.ItemID})
+	case agent.PlayoutPaused:
+		if e.playout {
+			return one("voiced.output_audio.paused", map[string]any{"response_id": v.ResponseID, "item_id": v.ItemID, "audio_ms": v.AudioMS})
+		}
+	case agent.PlayoutResumed:
+		if e.playout {
+			return one("voiced.output_audio.resumed", map[string]any{"response_id": v.ResponseID, "item_id": v.ItemID, "audio_ms": v.AudioMS})
+		}
 	case agent.SpeechStopped:
 		return one("input_audio_buffer.speech_stopped", map[string]any{"audio_end_ms": v.AudioEndMS, "item_id": v.ItemID})
 	case agent.InputCommitted:

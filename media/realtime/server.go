@@ -118,6 +118,13 @@ func initialSettings(q map[string][]string) (settings, error) {
 			}
 		}
 	}
+	switch v := get("voiced_events"); v {
+	case "":
+	case "playout":
+		set.playoutEvents = true
+	default:
+		return set, fmt.Errorf("voiced_events %q is not playout", v)
+	}
 	return set, nil
 }
 

@@ -185,13 +185,16 @@ type settings struct {
 	toolsJSON      json.RawMessage
 	textOnly       bool
 	binaryOutput   bool
-	config         json.RawMessage
-	model          string
-	transcription  json.RawMessage
-	tracing        json.RawMessage
-	toolChoice     json.RawMessage
-	temperature    *float64
-	maxTokens      int
+	// playoutEvents: the client asked (?voiced_events=playout) for the
+	// agent's pauses and resumes (voiced.output_audio.paused, .resumed).
+	playoutEvents bool
+	config        json.RawMessage
+	model         string
+	transcription json.RawMessage
+	tracing       json.RawMessage
+	toolChoice    json.RawMessage
+	temperature   *float64
+	maxTokens     int
 }
 
 func defaultSettings() settings {

@@ -7,7 +7,7 @@ import (
 
 // Defaults applied by [Config.WithDefaults] to zero (or negative) fields.
 const (
-	DefaultNodeTTL       = 6 * time.Second
+	DefaultNodeTTL       = 4 * time.Second
 	DefaultVisibility    = 30 * time.Second
 	DefaultStreamMaxLen  = 100_000
 	DefaultCommandMaxLen = 1_000
@@ -18,7 +18,9 @@ const (
 // zero fields take the defaults above. Implementations copy it at construction.
 type Config struct {
 	// NodeTTL is how long a node stays live after its last heartbeat. Nodes heartbeat
-	// every 2 s, so the default of 6 s tolerates two lost beats.
+	// every second, so the default of 4 s tolerates two lost beats, and a node that
+	// dies is out of placement within 4 s and has its calls ended within 5 s
+	// (docs/decisions.md, "Loss of a media node").
 	NodeTTL time.Duration
 
 	// Visibility is how long an event read from a stream stays invisible to the other

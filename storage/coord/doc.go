@@ -11,8 +11,8 @@
 //
 // # Node registry and placement
 //
-// Each media node calls [Registry.Heartbeat] every 2 s with its load. A node whose last
-// heartbeat is older than [Config.NodeTTL] (6 s by default) is dead: it is no longer
+// Each media node calls [Registry.Heartbeat] every second with its load. A node whose last
+// heartbeat is older than [Config.NodeTTL] (4 s by default) is dead: it is no longer
 // listed, picked or sent commands. A draining node is listed but never picked.
 // [Placer.Pick] uses power-of-two-choices ([Choose]): two distinct live, non-draining
 // nodes are drawn at random and the less loaded one wins, which keeps the worst node's

@@ -25,7 +25,7 @@ type Node struct {
 // Registry tracks live media nodes. Safe for concurrent use.
 type Registry interface {
 	// Heartbeat records n (by n.ID) as live now with its current load, replacing what
-	// the node reported before. Nodes call it every 2 s.
+	// the node reported before. Nodes call it every second.
 	Heartbeat(ctx context.Context, n Node) error
 	// Nodes lists the live nodes, draining ones included, sorted by ID.
 	Nodes(ctx context.Context) ([]Node, error)

@@ -1,0 +1,218 @@
+package agent
+
+import (
+	"math"
+	"math/bits"
+)
+
+// Pause fast, decide, then stop or resume (issue 31, items 2 and 3).
+//
+// The turn detector's barge-in rule (700 ms of speech within 1.2 s) is
+// what keeps backchannels, coughs and doors from cutting the agent off,
+// but the agent talked over the caller all that time. So the input side
+// pauses the agent's playout as soon as the caller's speech starts
+// (pauseOnset speech frames among the last pauseWindow): the pacer's next
+// frame fades it to silence. The detector goes on counting with the agent
+// taken as talking, and decides as before:
+//   - a barge-in (turn.SpeechStarted with Interrupt): the pause becomes
+//     the interruption's, which the transcript settles as before (words
+//     stop the response and truncate it to what was played);
+//   - no barge-in, and resumeQuiet frames without speech (the
+//     backchannel, cough or door is over), or maxHold without a decision:
+//     the playout resumes where it paused, fading back in.
+//
+// Both are events (PlayoutPaused, PlayoutResumed).
+//
+// Noise (item 3). A frame over the agent counts as the caller's speech
+// only if, besides the speech detector and the echo gate, it stands out of
+// the noise: the raw frame's level (before the canceller, which
+// suppresses noise along with the echo, so the noise comes back louder
+// when the agent pauses) is compared with a 20th-percentile tracker of
+// that level. To pause, it must stand pauseMargin above the noise plus
+// the echo the playout predicts; to count towards the barge-in,
+// decideMargin above the noise within the last loudHang frames. Babble
+// and pink noise at 10 dB under the caller stay below both far more often
+// than the caller does. When the agent is silent none of this applies.
+
+const (
+	// pauseOnset speech frames among the last pauseWindow pause the agent:
+	// 60 ms of speech.
+	pauseOnset  = 3
+	pauseWindow = 4
+	// resumeQuiet frames without speech resume a paused agent that was
+	// not interrupted: longer than the gaps within a backchannel.
+	resumeQuiet = 15
+	// maxHold frames without a decision resume it anyway: the detector's
+	// barge-in window and a bit.
+	maxHold = 75
+
+	// The noise level rises levelUp dB on a frame above it and falls
+	// levelDown on a frame below it: it settles where a fifth of the
+	// frames are below it.
+	levelUp   = 0.05
+	levelDown = 0.2
+	// pauseMargin (dB) over the noise and the predicted echo makes a
+	// speech frame count for a pause; decideMargin over the noise, within
+	// loudHang frames, makes one count for the barge-in decision.
+	pauseMargin  = 6
+	decideMargin = 6
+	loudHang     = 2
+	// gateNoiseCap (dB) bounds the noise the echo gate subtracts over the
+	// level heard without echo.
+	gateNoiseCap = 3
+)
+
+// bargeIn is the input side's pause state. Input goroutine.
+type bargeIn struct {
+	hist  uint64   // bit i set: frame n-1-i counted for a pause
+	held  *Playout // the playout this side paused, awaiting the decision
+	since int64    // frame the pause started at
+	last  int64    // last speech frame while held
+	// refractory: after a resume on maxHold, no new pause until the input
+	// has been quiet for resumeQuiet frames (a noise that keeps the rule
+	// busy must not stutter the agent).
+	refractory bool
+
+	level   float64 // the noise level, dB of mean square (int16 units)
+	started bool
+	// clean is the same level learnt only on frames no echo can be in.
+	clean        float64
+	cleanStarted bool
+	lastLoud     int64 // last frame decideMargin over the noise
+	// off leaves the agent playing until the detector's decision, as
+	// before the pause existed (the scorecards' "before").
+	off bool
+}
+
+// loud tracks the raw caller frame's level and returns how far (dB) it
+// stands above the noise, and above the noise plus echo (the echo the
+// playout predicts, mean square).
+func (b *bargeIn) loud(pcm []int16, echo float32) (overNoise, overAll float64) {
+	e := energy(pcm)
+	d := float64(level(e))
+	if !b.started {
+		b.level, b.started = d, true
+	}
+	overNoise, overAll = d-b.level, d-b.level
+	if echo > 0 {
+		overAll = d - float64(level(float32(math.Pow(10, b.level/10))-1+echo))
+	}
+	if d > b.level {
+		b.level += levelUp
+	} else {
+		b.level -= levelDown
+	}
+	if echo == 0 {
+		// No echo can be in this frame: its level is the noise's.
+		if !b.cleanStarted {
+			b.clean, b.cleanStarted = d, true
+		} else if d > b.clean {
+			b.clean += levelUp
+		} else {
+			b.clean -= levelDown
+		}
+	}
+	return overNoise, overAll
+}
+
+// noise returns the noise level for the echo gate, which subtracts it, as
+// a mean square per sample: the all-frames level, but at most gateNoiseCap
+// over the level learnt where no echo can be, and 0 before any such frame.
+// The all-frames level holds echo where the agent talks without gaps, and
+// the gate would then let loud echo through.
+func (b *bargeIn) noise() float32 {
+	if !b.cleanStarted {
+		return 0
+	}
+	return float32(math.Pow(10, min(b.level, b.clean+gateNoiseCap)/10)) - 1
+}
+
+// barge runs the pause rule on the caller's frame: prob is its speech
+// probability after the echo gate, overNoise and overAll from loud. It
+// returns the probability for the turn detector (0 over the agent unless
+// the frame stands out of the noise) and whether the agent counts as
+// talking: playing, or paused by this side pending the decision.
+func (in *input) barge(prob float32, overNoise, overAll float64) (float32, bool) {
+	b := &in.bi
+	if b.off {
+		return prob, in.s.speaking.Load()
+	}
+	speech := prob >= in.det.Config().Threshold
+	n := in.n
+	if overNoise >= decideMargin {
+		b.lastLoud = n
+	}
+	b.hist <<= 1
+	if speech && overAll >= pauseMargin {
+		b.hist |= 1
+	}
+	talking := in.hold()
+	if talking && n-b.lastLoud > loudHang && !in.det.Speaking() {
+		prob = 0
+	}
+	return prob, talking
+}
+
+// hold pauses, keeps or resumes the playout on the pause rule's
+// evidence. It reports whether the agent counts as talking.
+func (in *input) hold() bool {
+	s := in.s
+	b := &in.bi
+	n := in.n
+	talking := s.speaking.Load()
+	if b.held != nil {
+		p := b.held
+		if s.play.Load() != p || !p.paused() {
+			// Stopped, replaced or resumed elsewhere.
+			b.held = nil
+			return talking
+		}
+		if b.hist&1 != 0 {
+			b.last = n
+		}
+		switch {
+		case n-b.last >= resumeQuiet:
+		case n-b.since >= maxHold:
+			b.refractory = true
+		default:
+			return true
+		}
+		b.held = nil
+		if p.resume() {
+			s.post(note{kind: nResumed, playout: p, a: p.PlayedMS()})
+		}
+		return true
+	}
+	if b.refractory && b.hist&(1<<resumeQuiet-1) == 0 {
+		b.refractory = false
+	}
+	if !talking || b.refractory || in.td == nil || !in.td.InterruptResponse ||
+		bits.OnesCount64(b.hist&(1<<pauseWindow-1)) < pauseOnset {
+		return talking
+	}
+	p := s.play.Load()
+	if p == nil || !p.pause() {
+		return talking
+	}
+	b.held, b.since, b.last = p, n, n
+	s.post(note{kind: nPaused, playout: p, a: p.PlayedMS()})
+	return true
+}
+
+// decided hands a pause to the detector's barge-in decision: the
+// interruption owns it now.
+func (in *input) decided() { in.bi.held = nil }
+
+// paused reports a pause or a resume (notes nPaused, nResumed) to the
+// client; loop goroutine.
+func (s *Session) paused(n note, resumed bool) {
+	r := s.run
+	if r == nil || r.playout != n.playout || r.msg == nil {
+		return
+	}
+	if resumed {
+		s.emit(PlayoutResumed{ResponseID: r.resp.ID, ItemID: r.msg.ID, AudioMS: n.a})
+		return
+	}
+	s.emit(PlayoutPaused{ResponseID: r.resp.ID, ItemID: r.msg.ID, AudioMS: n.a})
+}
