@@ -67,7 +67,9 @@ type session struct {
 // given turn detection, input transcription on.
 func dial(ctx context.Context, addr, key string, turn string) (*session, error) {
 	d := ws.Dialer{Header: ws.HandshakeHeaderHTTP(http.Header{"Authorization": {"Bearer " + key}}), Timeout: 10 * time.Second}
-	nc, br, _, err := d.Dial(ctx, "ws://"+addr+"/v1/realtime")
+	// voiced_events=playout: the engine's pause and resume of its audio as
+	// events (builds without them ignore the parameter).
+	nc, br, _, err := d.Dial(ctx, "ws://"+addr+"/v1/realtime?voiced_events=playout")
 	if err != nil {
 		return nil, fmt.Errorf("dial realtime: %w", err)
 	}

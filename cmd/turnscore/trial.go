@@ -356,6 +356,12 @@ func (r *runner) overAgent(ctx context.Context, s *session, it item, res *result
 		q = p.at
 		if q >= 0 {
 			res.PauseMS, res.PauseStall = p.frames*20, p.gap
+			// No audio in it, but the engine said it paused: a pause.
+			for _, e := range evs {
+				if e.Type == "voiced.output_audio.paused" && e.ResponseID == respID {
+					res.PauseStall = false
+				}
+			}
 		}
 	}
 	if os.Getenv("TURNSCORE_DEBUG") != "" {
