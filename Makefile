@@ -32,9 +32,12 @@ test: deps-test
 # Micro-benchmarks of every hot path, webhook deliveries/s to a local
 # receiver and ledger debits/s on SQLite and PostgreSQL, RTP/jitter/pacer
 # costs, the engine's end-of-turn latency, a 400-session realtime load, the
-# HTTP benchmark (bench/http.sh), a 30-second voicebench smoke load, and
-# what a call costs the control plane of deploy/local-cluster.sh
-# (BenchmarkClusterCost, README "Scaling out").
+# HTTP benchmark (bench/http.sh), a 30-second voicebench smoke load, what a
+# call costs the control plane of deploy/local-cluster.sh
+# (BenchmarkClusterCost, README "Scaling out"), and issue 31's turn-taking
+# scorecard (40 items per condition over the realtime WebSocket, about 8
+# minutes; A/B between builds: go run ./cmd/turnscore -a OLD -b NEW exits 1
+# when NEW is worse).
 bench: deps-bench
 	$(GO) test -run '^$$' -bench 'G711|Opus|Resample|DSP|Chain|Mix|Ring|Gain|RMS|PCM|WAV|MP3' -benchmem ./codecs/... ./media/ ./media/dsp/
 	$(GO) test -run '^$$' -bench 'Deliveries|Debit' -benchmem ./control/webhook/ ./storage/
@@ -50,6 +53,7 @@ bench: deps-bench
 	$(GO) test -run '^$$' -bench 'Ingest' -benchtime 5x ./control/knowledge/
 	bench/http.sh
 	bench/voicebench-smoke.sh
+	$(GO) run ./cmd/turnscore -items 40
 
 # Our media node side by side with rtpengine and a Go UDP echo floor,
 # driven by voicebench (about 30 minutes; bench/voicebench-full.sh lists

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/voiced/voiced/storage/sqltest"
+)
+
+// The short scorecard: a real `voiced serve` (this tree's, offline
+// providers) scored over the realtime WebSocket in real time on the two
+// cases issue 31 says must never fail: the agent's own audio fed back at
+// -10 dB, 0-300 ms late, never interrupts it, and a backchannel never
+// stops it and loses no words.
+func TestScorecardEchoAndBackchannel(t *testing.T) {
+	if _, err := exec.LookPath("espeak-ng"); err != nil {
+		sqltest.Unavailable(t, "espeak-ng", err)
+	}
+	bin := filepath.Join(t.TempDir(), "voiced")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/voiced/voiced/cmd/voiced").CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	file := filepath.Join(t.TempDir(), "score.json")
+	var stdout, stderr bytes.Buffer
+	code, err := run(ctx, []string{"-bin", bin, "-items", "4", "-parallel", "4", "-conditions", "echo -10 dB,backchannel",
+		"-cache", t.TempDir(), "-json", file}, &stdout, &stderr)
+	require.NoError(t, err, "%s", stderr.String())
+	require.Equal(t, 0, code, "%s", stderr.String())
+	t.Logf("%s", stdout.String())
+	b, err := os.ReadFile(file)
+	require.NoError(t, err)
+	var rep report
+	require.NoError(t, json.Unmarshal(b, &rep))
+	require.Len(t, rep.Rows, 2)
+	// Real-time streaming on a loaded machine: an echo trial in which the
+	// server's audio stalled (more than 150 ms between two frames) has its
+	// echo come back later than the engine played it (the client plays
+	// late frames late), which is not the case under test, so those are
+	// reported and left out; at least one must have run clean. A
+	// backchannel must never stop the agent, stall or not.
+	clean := 0
+	for _, r := range rep.Results {
+		require.Empty(t, r.Err, "%+v", r)
+		require.Zero(t, r.ClosedNoReason, "%+v", r)
+		// Each trial heard the agent's whole clean rendering (a scorer
+		// that heard nothing would pass the checks below).
+		require.Greater(t, r.RefFrames, 100, "%+v", r)
+		switch r.Cond {
+		case "echo -10 dB":
+			if r.MaxGapMS > 150 {
+				t.Logf("left out, the server's audio stalled: %+v", r)
+				continue
+			}
+			clean++
+			require.False(t, r.Stopped || r.Paused, "echo interrupted the agent: %+v", r)
+			require.Zero(t, r.SpeechStarted, "echo was heard as the caller: %+v", r)
+		case "backchannel":
+			require.False(t, r.Stopped, "a backchannel stopped the agent: %+v", r)
+			require.True(t, r.Intact, "a backchannel cost words: %+v", r)
+		default:
+			t.Fatalf("unexpected condition %q", r.Cond)
+		}
+	}
+	require.Positive(t, clean, "no echo trial ran without a stall: the machine is too loaded to score real time")
+}
+
+// quietAt finds a pause inserted into the rendering, ignores the
+// rendering's own pauses and a frame of jitter, and says where the pause
+// began.
+func TestQuietAtFindsInsertedPause(t *testing.T) {
+	loudF, quietF := make([]int16, frame), make([]int16, frame)
+	for i := range loudF {
+		loudF[i] = 3000
+	}
+	ref := []bool{}
+	for range 30 {
+		ref = append(ref, true)
+	}
+	for range 6 { // the rendering's own pause: 120 ms
+		ref = append(ref, false)
+	}
+	for range 30 {
+		ref = append(ref, true)
+	}
+	play := func(pattern []bool, gapAt, gap int) []recvFrame {
+		var out []recvFrame
+		pos := 1000
+		for i, l := range pattern {
+			if i == gapAt {
+				pos += gap * frame // nothing played: a gap in the deltas
+			}
+			f := quietF
+			if l {
+				f = loudF
+			}
+			out = append(out, recvFrame{Pos: pos, PCM: f})
+			pos += frame
+		}
+		return out
+	}
+	// The clean rendering, with one frame of edge jitter: no pause.
+	jitter := append([]bool(nil), ref...)
+	jitter[30], jitter[29] = true, false
+	require.Equal(t, pause{at: -1}, quietAt(play(jitter, -1, 0), ref, 0))
+	// Quiet for 300 ms in the middle of a word from frame 10.
+	paused := append(append(append([]bool(nil), ref[:10]...), make([]bool, 15)...), ref[10:]...)
+	require.Equal(t, pause{at: 1000 + 10*frame, frames: 15}, quietAt(play(paused, -1, 0), ref, 0))
+	// The same pause as a gap in the deltas.
+	require.Equal(t, pause{at: 1000 + 10*frame, frames: 15, gap: true}, quietAt(play(ref, 10, 15), ref, 0))
+	// A pause before from is not one after it.
+	require.Equal(t, pause{at: -1}, quietAt(play(paused, -1, 0), ref, 1000+40*frame))
+}
+
+// The corpus is the seed's: the same items twice, other items for another
+// seed.
+func TestItemsAreReproducible(t *testing.T) {
+	for _, c := range conditions {
+		a, b := items(c, 10, 31), items(c, 10, 31)
+		require.Equal(t, a, b, c.Name)
+		require.NotEqual(t, a, items(c, 10, 32), c.Name)
+	}
+	echo := items(conditions[0], 40, 1)
+	require.Equal(t, time.Duration(0), echo[0].Delay)
+	require.Equal(t, 300*time.Millisecond, echo[39].Delay)
+}
+
+// A/B: B worse than A beyond the tolerance on any goal is a regression;
+// within it, none.
+func TestCompareFlagsRegressions(t *testing.T) {
+	a := []row{
+		{Condition: "echo -10 dB", Kind: kindEcho, Items: 40, Rate: 0},
+		{Condition: "barge-in quiet", Kind: kindBargeIn, Items: 40, Rate: 0, QuietP50: 700, QuietP99: 900},
+		{Condition: "latency x10", Kind: kindLatency, Items: 40, LatencyP50: 2000, LatencyP99: 3000},
+	}
+	b := []row{
+		{Condition: "echo -10 dB", Kind: kindEcho, Items: 40, Rate: 0.025},
+		{Condition: "barge-in quiet", Kind: kindBargeIn, Items: 40, Rate: 0, QuietP50: 750, QuietP99: 1200},
+		{Condition: "latency x10", Kind: kindLatency, Items: 40, LatencyP50: 1500, LatencyP99: -1},
+	}
+	regs := compare(a, b, 0.05, 100)
+	require.Equal(t, []regression{
+		{"barge-in quiet", "quiet p99 ms", 900, 1200},
+		{"latency x10", "latency p99 ms", 3000, -1},
+	}, regs)
+	require.Empty(t, compare(a, a, 0, 0))
+	b[0].Rate = 0.1
+	require.Contains(t, compare(a, b, 0.05, 100), regression{"echo -10 dB", "rate", 0, 0.1})
+}
+
+// The end-of-turn and latency goals follow the turn detection scored.
+func TestGoalsFollowTurnDetection(t *testing.T) {
+	for turn, want := range map[string]goals{
+		"": {700, 800, 1200},
+		`{"type":"server_vad","silence_duration_ms":300}`: {500, 800, 1200},
+		`{"type":"semantic_vad","eagerness":"high"}`:      {400, 700, 1200},
+	} {
+		g, err := goalsFor(turn)
+		require.NoError(t, err, turn)
+		require.Equal(t, want, g, turn)
+	}
+	for _, bad := range []string{`{"type":"none"}`, `not json`} {
+		_, err := goalsFor(bad)
+		require.Error(t, err, bad)
+	}
+}
