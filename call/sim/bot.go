@@ -125,6 +125,20 @@ type bot struct {
 	heardRate int
 }
 
+// bound checks cfg and bounds ctx by the call's longest duration
+// (MaxDuration, default 90 s).
+func (cfg Config) bound(ctx context.Context) (context.Context, context.CancelFunc, error) {
+	if cfg.TTS == nil {
+		return nil, nil, errors.New("sim: no TTS")
+	}
+	d := cfg.MaxDuration
+	if d == 0 {
+		d = 90 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, d)
+	return ctx, cancel, nil
+}
+
 func newBot(cfg Config, rate int) (*bot, error) {
 	b := &bot{rate: rate, frame: rate / 50, heardRate: max(rate, 16000), keep: cfg.KeepAudio, drained: make(chan struct{})}
 	close(b.drained)
@@ -247,14 +261,9 @@ func converse(ctx context.Context, cfg Config, b *bot, ch channel, res *Result) 
 			return false
 		}
 	}
-	speak := func(text string) bool {
-		pcm, err := synthesize(ctx, cfg.TTS, res.Voice, Speed(s.Pace), text, b.rate)
-		if err != nil {
-			res.End = "error: tts: " + err.Error()
-			return false
-		}
-		res.Lines = append(res.Lines, Line{Role: "user", Text: text, At: time.Since(t0)})
-		done := b.say(pcm)
+	// wait is true once done fires, false when the agent hangs up or the
+	// call's time is up first (res.End says which).
+	wait := func(done <-chan struct{}) bool {
 		select {
 		case <-done:
 			return true
@@ -265,16 +274,20 @@ func converse(ctx context.Context, cfg Config, b *bot, ch channel, res *Result) 
 		}
 		return false
 	}
-	pause := func(d time.Duration) bool {
-		select {
-		case <-time.After(d):
-			return true
-		case <-ch.Done():
-			res.End = "agent_hangup"
-		case <-ctx.Done():
-			res.End = "timeout"
+	speak := func(text string) bool {
+		pcm, err := synthesize(ctx, cfg.TTS, res.Voice, Speed(s.Pace), text, b.rate)
+		if err != nil {
+			res.End = "error: tts: " + err.Error()
+			return false
 		}
-		return false
+		res.Lines = append(res.Lines, Line{Role: "user", Text: text, At: time.Since(t0)})
+		return wait(b.say(pcm))
+	}
+	pause := func(d time.Duration) bool {
+		elapsed := make(chan struct{})
+		t := time.AfterFunc(d, func() { close(elapsed) })
+		defer t.Stop()
+		return wait(elapsed)
 	}
 	// listen waits for the agent to speak (within startWithin) and stop
 	// (quiet for 800 ms), at most 20 s, and notes what it said.

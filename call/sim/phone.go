@@ -105,14 +105,10 @@ type Target struct {
 // call never started; a call that was refused or failed later is a
 // Result whose End says why.
 func (p *Phone) Call(ctx context.Context, t Target, cfg Config) (*Result, error) {
-	if cfg.TTS == nil {
-		return nil, errors.New("sim: no TTS")
+	ctx, cancel, err := cfg.bound(ctx)
+	if err != nil {
+		return nil, err
 	}
-	maxDur := cfg.MaxDuration
-	if maxDur == 0 {
-		maxDur = 90 * time.Second
-	}
-	ctx, cancel := context.WithTimeout(ctx, maxDur)
 	defer cancel()
 	b, err := newBot(cfg, 8000)
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -38,14 +37,10 @@ type WebTarget struct {
 // event, so digits go in-band: the tones are in the caller's audio, as a
 // browser microphone would carry them (Result.DTMFVia "inband").
 func CallWeb(ctx context.Context, t WebTarget, cfg Config) (*Result, error) {
-	if cfg.TTS == nil {
-		return nil, errors.New("sim: no TTS")
+	ctx, cancel, err := cfg.bound(ctx)
+	if err != nil {
+		return nil, err
 	}
-	maxDur := cfg.MaxDuration
-	if maxDur == 0 {
-		maxDur = 90 * time.Second
-	}
-	ctx, cancel := context.WithTimeout(ctx, maxDur)
 	defer cancel()
 	const rate = 16000
 	b, err := newBot(cfg, rate)
