@@ -19,6 +19,7 @@ import (
 	"github.com/voiced/voiced/call"
 	"github.com/voiced/voiced/control"
 	operator "github.com/voiced/voiced/control/admin"
+	"github.com/voiced/voiced/control/api"
 	"github.com/voiced/voiced/control/calls"
 	"github.com/voiced/voiced/control/cluster"
 	"github.com/voiced/voiced/control/mcp"
@@ -94,7 +95,7 @@ func runControl(ctx context.Context, c *config, fs *flag.FlagSet, stdout, stderr
 		if node.Browser != nil {
 			opts = append(opts, control.WithBrowserMedia(node.Browser))
 		}
-		opts = append(opts, control.WithLive(nodeLive{node, wsURL(public)}, listenKey))
+		opts = append(opts, control.WithLive(nodeLive{node, api.WebSocketURL(public)}, listenKey))
 		simr, err := newSimulator(log, c.call.Phone.Addr, node.PhoneOn, llm.OpenAIConfig{BaseURL: c.prov.LLMBaseURL, APIKey: c.prov.LLMAPIKey, Model: c.prov.LLMModel})
 		if err != nil {
 			ln.Close()
@@ -283,14 +284,6 @@ func (l nodeLive) Listen(_ context.Context, _, callID int64) (string, error) {
 		return "", calls.ErrNotLive
 	}
 	return l.ws, nil
-}
-
-// wsURL is the WebSocket base of an http(s) base URL.
-func wsURL(base string) string {
-	if rest, ok := strings.CutPrefix(base, "https://"); ok {
-		return "wss://" + rest
-	}
-	return "ws://" + strings.TrimPrefix(base, "http://")
 }
 
 func (l nodeLive) Whisper(_ context.Context, _, callID int64, text string) error {

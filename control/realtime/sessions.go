@@ -192,13 +192,7 @@ func (r *Sessions[C]) createSession(c fiber.Ctx, p *storage.Principal) error {
 			return f.Err()
 		}
 	}
-	u := r.cfg.PublicURL
-	switch {
-	case strings.HasPrefix(u, "https://"):
-		u = "wss://" + strings.TrimPrefix(u, "https://")
-	case strings.HasPrefix(u, "http://"):
-		u = "ws://" + strings.TrimPrefix(u, "http://")
-	}
+	u := api.WebSocketURL(r.cfg.PublicURL)
 	if p := r.placer.Load(); p != nil {
 		// Placed before admission: no call is admitted for want of a node.
 		var err error
@@ -244,13 +238,7 @@ func (r *Sessions[C]) createSession(c fiber.Ctx, p *storage.Principal) error {
 // /v1/realtime/sessions does; simulation marks the call is_simulation.
 // It returns the token, the realtime URL to connect to and the call id.
 func (r *Sessions[C]) AgentToken(ctx context.Context, orgID, agentID int64, simulation bool) (token, mediaURL string, callID int64, err error) {
-	u := r.cfg.PublicURL
-	switch {
-	case strings.HasPrefix(u, "https://"):
-		u = "wss://" + strings.TrimPrefix(u, "https://")
-	case strings.HasPrefix(u, "http://"):
-		u = "ws://" + strings.TrimPrefix(u, "http://")
-	}
+	u := api.WebSocketURL(r.cfg.PublicURL)
 	if p := r.placer.Load(); p != nil {
 		if u, err = (*p)(ctx); err != nil {
 			return "", "", 0, err
