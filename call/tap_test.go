@@ -181,3 +181,37 @@ func energy(pcm []int16) float64 {
 type nopSink struct{}
 
 func (nopSink) Event(agent.Event) {}
+
+// BenchmarkRealtimeTap is a realtime session's tick (ReadFrame of a 24 kHz
+// output) and caller frame (WriteFrame, 16 kHz) with no tap, a tap nobody
+// listens to, and one listener (the agent's frame resampled to 16 kHz,
+// the caller's through the ring, the mix).
+func BenchmarkRealtimeTap(b *testing.B) {
+	for _, name := range []string{"no tap", "listeners=0", "listeners=1"} {
+		b.Run(name, func(b *testing.B) {
+			s, err := agent.New(agent.Config{Loopback: true, OutputRate: media.Rate24k}, nil, agent.Deps{}, nopSink{})
+			require.NoError(b, err)
+			defer s.Close()
+			tap := &Tap{}
+			if name != "no tap" {
+				require.NoError(b, s.SetAudioTap(tap))
+			}
+			var l *Listener
+			if name == "listeners=1" {
+				l = tap.Listen(4)
+			}
+			out, in := make([]int16, media.SamplesPerFrame(media.Rate24k)), sineFrames(1, media.Rate16k, 1000)[0]
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				if err := s.WriteFrame(in); err != nil {
+					b.Fatal(err)
+				}
+				s.ReadFrame(out)
+				if l != nil {
+					<-l.C
+				}
+			}
+		})
+	}
+}
