@@ -26,9 +26,9 @@ func (n *Node) Whisper(callID int64, text string) error {
 
 // Listen adds a listener of live call callID's mixed audio (Tap) whose
 // channel holds buf frames: phone calls at their input rate (8 kHz on
-// G.711 calls, else 16 kHz), browser calls at 16 kHz. ErrNotLive when
-// the node holds no such call (realtime sessions have no tap: their
-// client has both directions already).
+// G.711 calls, else 16 kHz), browser calls at 16 kHz, realtime sessions
+// at agent.TapRate of their output (8 kHz for G.711 output, else 16
+// kHz). ErrNotLive when the node holds no such call.
 func (n *Node) Listen(callID int64, buf int) (*Listener, *Tap, error) {
 	if t := n.tap(callID); t != nil {
 		if l := t.Listen(buf); l != nil {
@@ -39,7 +39,7 @@ func (n *Node) Listen(callID int64, buf int) (*Listener, *Tap, error) {
 }
 
 // Listenable reports whether this node holds live call callID with a tap
-// to listen to (a phone or browser call).
+// to listen to (a phone, browser or realtime call).
 func (n *Node) Listenable(callID int64) bool { return n.tap(callID) != nil }
 
 func (n *Node) tap(callID int64) *Tap {
@@ -51,6 +51,11 @@ func (n *Node) tap(callID int64) *Tap {
 	if n.Browser != nil {
 		if v, ok := n.Browser.calls.Load(callID); ok {
 			return &v.(*browserCall).tap
+		}
+	}
+	if n.rt != nil {
+		if v, ok := n.rt.calls.taps.Load(callID); ok {
+			return v.(*Tap)
 		}
 	}
 	return nil

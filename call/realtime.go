@@ -48,7 +48,7 @@ func NewRealtime(cfg Config, log *slog.Logger, pacer *pace.Pacer, ctl Control, p
 	calls := &rtCalls{ctl: ctl, chain: tools}
 	f.calls = calls
 	deps := realtime.Deps{Auth: rtAuth{ctl.Credentials, calls}, Calls: calls, Pacer: pacer, Tools: calls.tools, Recorders: recs,
-		Started: func(id int64, s *agent.Session) { calls.live.Store(id, s) }}
+		Started: calls.started(log)}
 	if !rc.Loopback {
 		deps.LLM, deps.STT, deps.TTS = prov.LLM, prov.STT, prov.TTS
 	}
@@ -140,6 +140,21 @@ type rtCalls struct {
 	lat   sync.Map // call id → *quality.Latency
 	tls   sync.Map // call id → *CallTools
 	live  sync.Map // call id → *agent.Session, from start to Finish
+	taps  sync.Map // call id → *Tap, likewise: live listen
+}
+
+// started registers a session that has started (realtime.Deps.Started):
+// for whisper, and with a tap of its own for live listen.
+func (r *rtCalls) started(log *slog.Logger) func(int64, *agent.Session) {
+	return func(id int64, s *agent.Session) {
+		t := &Tap{}
+		if err := s.SetAudioTap(t); err != nil {
+			log.Warn("realtime session cannot be listened to", "call_id", id, "err", err)
+		} else {
+			r.taps.Store(id, t)
+		}
+		r.live.Store(id, s)
+	}
 }
 
 func (r *rtCalls) AdmitAgent(ctx context.Context, orgID, agentID int64) (realtime.Admission, error) {
@@ -222,6 +237,9 @@ func (r *rtCalls) Record(ctx context.Context, callID int64, id string, e agent.E
 func (r *rtCalls) Finish(ctx context.Context, callID int64, end realtime.CallEnd) error {
 	r.tls.Delete(callID)
 	r.live.Delete(callID)
+	if v, ok := r.taps.LoadAndDelete(callID); ok {
+		v.(*Tap).Close() // its listeners get 1000 "call ended"
+	}
 	r.chain.End(callID)
 	ce := calllog.CallEnd{Status: end.Status, Reason: end.Reason, Detail: end.Detail, At: end.At,
 		RecordingKey: end.RecordingKey, RecordingStartedAt: end.RecordingStartedAt}

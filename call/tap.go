@@ -13,7 +13,8 @@ import (
 // frame and Caller with the caller's, which mixes the caller's frame with
 // the last agent frame and hands the mix to every listener (a phone
 // call's pacer worker calls Agent first; a browser call's session loop
-// Caller first, so its agent frame is the previous tick's). A listener
+// Caller first, so its agent frame is the previous tick's; a realtime
+// session's pacer tick calls both, agent.AudioTap). A listener
 // that falls behind loses frames (its channel is full): the call never
 // waits for one. With no listener a tick costs one atomic load.
 type Tap struct {
@@ -76,6 +77,10 @@ func (t *Tap) Close() {
 	t.ls = nil
 	t.n.Store(0)
 }
+
+// Listening reports whether anyone listens (agent.AudioTap: a realtime
+// session feeds the tap only then).
+func (t *Tap) Listening() bool { return t.n.Load() > 0 }
 
 // Agent keeps the agent's frame of this tick (ok false: it is silent);
 // the call's media goroutine.

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +16,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -397,4 +400,135 @@ func listenTo(t *testing.T, u string, out chan<- listened) {
 			l.msgs = append(l.msgs, data)
 		}
 	}
+}
+
+// TestListenToRealtimeSession, in serve: a realtime session with a saved
+// agent that greets with espeak-ng; a listener joins through POST
+// /v1/calls/{id}/listen, then the client appends a 1 kHz tone in real
+// time (100 ms chunks of 16 kHz PCM). The listener hears both parties
+// (the agent's voice, the caller's tone) at 16 kHz, and its socket closes
+// with 1000 when the client ends the session.
+func TestListenToRealtimeSession(t *testing.T) {
+	siptest.Binary(t, "espeak-ng", "espeak-ng")
+	m := &whisperModel{}
+	model := m.server(t)
+	base, key := liveServe(t, "--call-loopback=false", "--stt-base-url", listenTranscriber(t)+"/v1", "--llm-base-url", model.URL+"/v1")
+	var ag map[string]any
+	require.Equal(t, 201, apiCall(t, base, key, "POST", "/v1/agents", map[string]any{"name": "Realtime listened", "voice": "espeak:en-us",
+		"first_message": "Hello, thank you for calling the corner shop. How can I help you today?"}, &ag))
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	nc, rw := dialRealtimeAgent(t, ctx, base, key, objID(ag))
+	defer nc.Close()
+	// The server's events, read on their own goroutine: the call's id
+	// from session.updated, the greeting's response.done.
+	var callID atomic.Int64
+	var greeted atomic.Bool
+	events := make(chan error, 1)
+	go func() {
+		for {
+			data, op, err := wsutil.ReadServerData(rw)
+			if err != nil {
+				events <- err
+				return
+			}
+			if op != ws.OpText {
+				continue
+			}
+			var ev struct {
+				Type    string `json:"type"`
+				Session struct {
+					CallID string `json:"call_id"`
+				} `json:"session"`
+			}
+			if err := json.Unmarshal(data, &ev); err != nil || ev.Type == "error" {
+				events <- fmt.Errorf("event %s: %v", data, err)
+				return
+			}
+			if ev.Type == "session.updated" {
+				id, _ := strconv.ParseInt(ev.Session.CallID, 10, 64)
+				callID.CompareAndSwap(0, id)
+			}
+			if ev.Type == "response.done" {
+				greeted.Store(true)
+			}
+		}
+	}()
+	require.Eventually(t, func() bool { return callID.Load() != 0 }, 10*time.Second, 5*time.Millisecond, "no session.updated")
+	id := callID.Load()
+
+	// session.updated goes out just before the engine starts (and its tap
+	// is registered): a 409 in that window is retried.
+	var res map[string]any
+	var st int
+	for deadline := time.Now().Add(2 * time.Second); ; {
+		if st = apiCall(t, base, key, "POST", fmt.Sprintf("/v1/calls/%d/listen", id), map[string]any{"format": "pcm16"}, &res); st != 409 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	require.Equal(t, 200, st, "%v", res)
+	require.EqualValues(t, 16000, res["sample_rate"])
+	heard := make(chan listened, 1)
+	go listenTo(t, res["url"].(string), heard)
+
+	// The caller: silence until the greeting's response is done and 1 s
+	// more, the tone, 1.5 s of silence, in real time.
+	const rate = 16000 // audio/pcm, the session's default input
+	toneLen, chunk := int(listenToneLen/time.Second)*rate, rate/10
+	toneFrom, total := -1, 0
+	next := time.Now()
+	for at := 0; toneFrom < 0 || at < total; {
+		time.Sleep(time.Until(next))
+		if toneFrom < 0 && greeted.Load() {
+			toneFrom = at + rate
+			total = toneFrom + toneLen + 3*rate/2
+		}
+		require.Less(t, at, 20*rate, "the greeting's response did not end")
+		b := make([]byte, 2*chunk)
+		for i := range chunk {
+			if j := at + i - toneFrom; toneFrom >= 0 && j >= 0 && j < toneLen {
+				binary.LittleEndian.PutUint16(b[2*i:], uint16(int16(6000*math.Sin(2*math.Pi*listenTone*float64(j)/rate))))
+			}
+		}
+		msg := `{"type":"input_audio_buffer.append","audio":"` + base64.StdEncoding.EncodeToString(b) + `"}`
+		require.NoError(t, wsutil.WriteClientText(nc, []byte(msg)))
+		at += chunk
+		next = next.Add(100 * time.Millisecond)
+	}
+	select {
+	case err := <-events:
+		t.Fatalf("the session failed: %v", err)
+	default:
+	}
+	require.NoError(t, wsutil.WriteClientMessage(nc, ws.OpClose, ws.NewCloseFrameBody(ws.StatusNormalClosure, "")))
+
+	var l listened
+	select {
+	case l = <-heard:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the listener's socket did not close at the session's end")
+	}
+	require.NoError(t, l.err)
+	require.Equal(t, ws.StatusNormalClosure, l.closed.Code, "%v", l.closed)
+	require.Equal(t, "call ended", l.closed.Reason)
+	tone, voice := 0, 0
+	for _, msg := range l.msgs {
+		require.Len(t, msg, 640, "20 ms of 16 kHz PCM16")
+		f := make([]int16, 320)
+		for i := range f {
+			f[i] = int16(binary.LittleEndian.Uint16(msg[2*i:]))
+		}
+		r, share := rms(f), goertzelShare(f, listenTone, 16000)
+		switch {
+		case r > 1000 && share > 0.8:
+			tone++
+		case r > 300 && share < 0.3:
+			voice++
+		}
+	}
+	t.Logf("realtime call %d: the listener got %d frames: %d tone, %d voice", id, len(l.msgs), tone, voice)
+	require.Greater(t, len(l.msgs), 250, "the listener heard the session from its first seconds to its end")
+	require.GreaterOrEqual(t, tone, int(listenToneLen/(20*time.Millisecond))*3/4, "the caller's tone is in the mix")
+	require.GreaterOrEqual(t, voice, 25, "the agent's voice is in the mix")
 }

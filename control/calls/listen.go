@@ -166,7 +166,7 @@ func (h *liveHandlers) listen(c fiber.Ctx, p *storage.Principal) error {
 	base, err := h.live.Listen(c.Context(), p.OrgID, cl.ID)
 	if err != nil {
 		if errors.Is(err, ErrNotLive) {
-			return api.Err(http.StatusConflict, "The call is not live on any node that can be listened to (phone and browser calls can be).")
+			return api.Err(http.StatusConflict, "The call is not live on any node that can be listened to.")
 		}
 		return err
 	}

@@ -211,6 +211,9 @@ func (s *Session) WriteFrameFrom(pcm, decoded []int16) error {
 	if s.rec != nil {
 		s.rec.callerFrame(pcm, decoded)
 	}
+	if f := s.tap.Load(); f != nil {
+		f.caller(pcm, decoded)
+	}
 	if in.echo != nil {
 		in.echo.Listen(far, pcm)
 		if err := in.followEcho(); err != nil {

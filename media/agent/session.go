@@ -41,6 +41,9 @@ type Session struct {
 	speaking atomic.Bool
 	far      *media.Ring // agent audio for the input side, when needFar
 	needFar  bool
+	// tap is the live-listen tap's feed (SetAudioTap), nil without one;
+	// the pacer and the input side read it.
+	tap atomic.Pointer[tapFeed]
 
 	in input // the input goroutine's
 
@@ -171,6 +174,9 @@ func (s *Session) Close() error {
 		if s.ownRecs != nil {
 			s.ownRecs.Close()
 		}
+		if f := s.tap.Load(); f != nil {
+			f.close()
+		}
 	})
 	return err
 }
@@ -279,6 +285,9 @@ func (s *Session) ReadFrame(dst []int16) *Playout {
 		} else {
 			s.rec.tick(nil)
 		}
+	}
+	if f := s.tap.Load(); f != nil {
+		f.tick(dst, ok)
 	}
 	if finished {
 		select {
