@@ -173,6 +173,7 @@ func (s *Server) registerRoutes() {
 	sd := s.simulationDeps()
 	sd.Wake = s.sims.Wake
 	s.mount(simulations.Routes(sd))
+	s.mount(simulations.TestRunRoutes(s.testRunDeps(sd)))
 	s.mount(scenarios.SuiteRoutes(scenarios.SuiteDeps{Suites: st.Scenarios, Runs: st.Scenarios, Scenarios: st.Scenarios, Agents: st.Agents, Numbers: st.Numbers}))
 }
 

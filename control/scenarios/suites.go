@@ -86,6 +86,9 @@ func suiteView(s storage.Suite) map[string]any {
 		"phone_number_id": s.PhoneNumberID, "enabled": s.Enabled, "created_at": api.TS(s.CreatedAt), "updated_at": api.TS(s.UpdatedAt)}
 }
 
+// TestRunView is the test-run object; detail adds its runs array.
+func TestRunView(r storage.TestRun, detail bool) map[string]any { return runView(r, detail) }
+
 // runView renders a test run; detail adds its runs array.
 func runView(r storage.TestRun, detail bool) map[string]any {
 	v := map[string]any{"id": r.ID, "agent_id": r.AgentID, "suite_id": r.SuiteID, "status": r.Status, "channel": r.Channel, "verdict": r.Verdict,
