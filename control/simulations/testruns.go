@@ -417,6 +417,17 @@ func (d TestRunDeps) Verdicts(ctx context.Context, orgID, id int64, wait time.Du
 	return err
 }
 
+// Settle marks the org's lost runs failed (as the run list does) and
+// finishes test run id if all its runs have now ended, without waiting
+// for grades (scenarios.SuiteDeps.Settle).
+func (d TestRunDeps) Settle(ctx context.Context, orgID, id int64) error {
+	now := time.Now()
+	if _, err := d.Store.FailStaleSimulationRuns(ctx, orgID, now.Add(-StaleQueued), now.Add(-StaleLease), staleMessage); err != nil {
+		return err
+	}
+	return d.Verdicts(ctx, orgID, id, 0)
+}
+
 // combine is the verdict of several runs: fail if any failed, pass if
 // all passed, else unknown.
 func combine(items []runItem) string {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -296,5 +297,36 @@ func TestTestRunVerdicts(t *testing.T) {
 		require.NoError(t, err)
 		require.False(t, done)
 		require.Equal(t, "fail", a.Do("GET", fmt.Sprintf("/v1/agents/%d/test-runs/%d", agent, trID), k, nil).Obj(t)["verdict"])
+	})
+}
+
+// TestTestRunSettlesLostRuns: a test run whose runs were lost (no worker
+// finished them) is finished by the test-run reads: its runs are marked
+// failed like the run list does, and it gets its verdicts.
+func TestTestRunSettlesLostRuns(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, db *storage.DB) {
+		a := newAPI(t, db, ready{})
+		w := a.World()
+		a.Credit(w.Org.ID, 10_000)
+		k := w.MembK
+		agent := controltest.ID(a.Agent(k, "Booker", nil))
+		r := a.Do("POST", fmt.Sprintf("/v1/agents/%d/test-scenarios", agent), k, map[string]any{"title": "t", "scenario_prompt": "p"})
+		require.Equal(t, 201, r.Status)
+		r = a.Do("POST", fmt.Sprintf("/v1/agents/%d/test-runs/execute", agent), k, map[string]any{"channel": "web", "consent_to_charge": true})
+		require.Equal(t, 201, r.Status, string(r.Body))
+		id := controltest.ID(r.Obj(t))
+		detail := fmt.Sprintf("/v1/agents/%d/test-runs/%d", agent, id)
+		require.Equal(t, "in_progress", a.Do("GET", detail, k, nil).Obj(t)["status"], "a run still due is not lost")
+		old := time.Now().Add(-simulations.StaleQueued - time.Minute).UnixMilli()
+		_, err := a.Store.DB().ExecContext(context.Background(), `UPDATE simulation_runs SET not_before = $1 WHERE test_run_id = $2`, old, id)
+		require.NoError(t, err)
+		l := a.Do("GET", fmt.Sprintf("/v1/agents/%d/test-runs", agent), k, nil).List(t)
+		require.Equal(t, "completed", l[0]["status"])
+		got := a.Do("GET", detail, k, nil).Obj(t)
+		require.Equal(t, "completed", got["status"])
+		require.Equal(t, "unknown", got["verdict"])
+		item := got["runs"].([]any)[0].(map[string]any)
+		require.Equal(t, "failed", item["status"])
+		require.Contains(t, item["error_message"], "completion signal was lost")
 	})
 }
