@@ -330,3 +330,31 @@ func TestTestRunSettlesLostRuns(t *testing.T) {
 		require.Contains(t, item["error_message"], "completion signal was lost")
 	})
 }
+
+// TestVerdictRule is the per-run rule, case by case.
+func TestVerdictRule(t *testing.T) {
+	call := int64(7)
+	s := func(v string) *string { return &v }
+	n := func(v int64) *int64 { return &v }
+	done := storage.SimulationRun{Status: storage.SimCompleted, CallID: &call}
+	failed := storage.SimulationRun{Status: storage.SimFailed, CallID: &call}
+	for name, tc := range map[string]struct {
+		run  storage.SimulationRun
+		g    *storage.CallGrade
+		want string
+	}{
+		"no call":              {storage.SimulationRun{Status: storage.SimFailed}, nil, "unknown"},
+		"call failed":          {failed, &storage.CallGrade{CallOutcome: s("success"), Score: n(95)}, "fail"},
+		"no grade":             {done, nil, "unknown"},
+		"facts only":           {done, &storage.CallGrade{Status: "completed"}, "unknown"},
+		"success":              {done, &storage.CallGrade{CallOutcome: s("success"), Score: n(10)}, "pass"},
+		"failure":              {done, &storage.CallGrade{CallOutcome: s("failure"), Score: n(99)}, "fail"},
+		"no conversation":      {done, &storage.CallGrade{CallOutcome: s("no_conversation")}, "fail"},
+		"unknown, score 70":    {done, &storage.CallGrade{CallOutcome: s("unknown"), Score: n(70)}, "pass"},
+		"unknown, score 69":    {done, &storage.CallGrade{CallOutcome: s("unknown"), Score: n(69)}, "fail"},
+		"unknown, no score":    {done, &storage.CallGrade{CallOutcome: s("unknown")}, "unknown"},
+		"no outcome, score 80": {done, &storage.CallGrade{Score: n(80)}, "pass"},
+	} {
+		require.Equal(t, tc.want, simulations.Verdict(tc.run, tc.g), name)
+	}
+}
