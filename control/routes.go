@@ -173,7 +173,9 @@ func (s *Server) registerRoutes() {
 	sd := s.simulationDeps()
 	sd.Wake = s.sims.Wake
 	s.mount(simulations.Routes(sd))
-	s.mount(scenarios.SuiteRoutes(scenarios.SuiteDeps{Suites: st.Scenarios, Runs: st.Scenarios, Scenarios: st.Scenarios, Agents: st.Agents, Numbers: st.Numbers}))
+	s.mount(simulations.TestRunRoutes(s.testRunDeps(sd)))
+	s.mount(scenarios.SuiteRoutes(scenarios.SuiteDeps{Suites: st.Scenarios, Runs: st.Scenarios, Scenarios: st.Scenarios, Agents: st.Agents, Numbers: st.Numbers,
+		Settle: s.testRunDeps(sd).Settle}))
 }
 
 // paymentProvider is the configured payment provider, or nil: without one

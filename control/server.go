@@ -354,7 +354,17 @@ func (s *Server) simulationDeps() simulations.Deps {
 		WebToken: func(ctx context.Context, orgID, agentID int64) (string, string, int64, error) {
 			return s.rt.AgentToken(ctx, orgID, agentID, true)
 		}}
+	d.TestRunDone = func(ctx context.Context, orgID, testRunID int64) {
+		if err := s.testRunDeps(d).Verdicts(ctx, orgID, testRunID, simulations.GradeWait); err != nil {
+			s.log.Warn("test run verdicts", "test_run_id", testRunID, "err", err.Error())
+		}
+	}
 	return d
+}
+
+// testRunDeps are execute's and the test-run verdicts' collaborators.
+func (s *Server) testRunDeps(d simulations.Deps) simulations.TestRunDeps {
+	return simulations.TestRunDeps{Deps: d, Scenarios: s.store.Scenarios}
 }
 
 // agentPrice is the per-minute price of the agent's product.

@@ -58,6 +58,11 @@ type SimulationRun struct {
 	CompletedAt        *time.Time
 	CreatedAt          time.Time
 	UpdatedAt          time.Time
+	// Caller is the simulated caller's settings (JSON; "{}" for the
+	// defaults); TestRunID and ScenarioID are set for a test run's runs.
+	Caller     json.RawMessage
+	TestRunID  *int64
+	ScenarioID *int64
 }
 
 // SimulationBatch is a set of staggered runs against one target.
@@ -78,17 +83,19 @@ type SimulationBatch struct {
 
 const simCols = `id, org_id, batch_id, target_type, target_id, target_name, agent_id, agent_name, direction, mode, target_number,
 	scenario_prompt, language, simulator_product, status, charge_multiplier, estimated_cost_cents, charged_cents, call_id, error_message,
-	metadata, transcript, requested_by_id, not_before, lease_owner, attempts, duration_seconds, started_at, completed_at, created_at, updated_at`
+	metadata, transcript, requested_by_id, not_before, lease_owner, attempts, duration_seconds, started_at, completed_at, created_at, updated_at,
+	caller, test_run_id, scenario_id`
 
 func scanSim(row rowScanner) (SimulationRun, error) {
 	var r SimulationRun
-	var batch, target, agent, est, charged, call, by, dur, started, completed sql.NullInt64
+	var batch, target, agent, est, charged, call, by, dur, started, completed, testRun, scenario sql.NullInt64
 	var agentName sql.NullString
-	var meta, tr string
+	var meta, tr, caller string
 	var nb, c, u int64
 	if err := row.Scan(&r.ID, &r.OrgID, &batch, &r.TargetType, &target, &r.TargetName, &agent, &agentName, &r.Direction, &r.Mode,
 		&r.TargetNumber, &r.ScenarioPrompt, &r.Language, &r.SimulatorProduct, &r.Status, &r.ChargeMultiplier, &est, &charged, &call,
-		&r.ErrorMessage, &meta, &tr, &by, &nb, &r.LeaseOwner, &r.Attempts, &dur, &started, &completed, &c, &u); err != nil {
+		&r.ErrorMessage, &meta, &tr, &by, &nb, &r.LeaseOwner, &r.Attempts, &dur, &started, &completed, &c, &u,
+		&caller, &testRun, &scenario); err != nil {
 		return SimulationRun{}, translate(err)
 	}
 	ip := func(v sql.NullInt64) *int64 {
@@ -108,6 +115,7 @@ func scanSim(row rowScanner) (SimulationRun, error) {
 	r.BatchID, r.TargetID, r.AgentID, r.EstimatedCostCents, r.ChargedCents, r.CallID, r.RequestedByID, r.DurationSeconds =
 		ip(batch), ip(target), ip(agent), ip(est), ip(charged), ip(call), ip(by), ip(dur)
 	r.StartedAt, r.CompletedAt = tp(started), tp(completed)
+	r.TestRunID, r.ScenarioID, r.Caller = ip(testRun), ip(scenario), json.RawMessage(caller)
 	if agentName.Valid {
 		r.AgentName = &agentName.String
 	}
@@ -129,13 +137,8 @@ func (s *SimulationStore) CreateSimulationRuns(ctx context.Context, orgID int64,
 		if err := lockAccount(ctx, tx, orgID); err != nil && !errors.Is(err, ErrNotFound) {
 			return err
 		}
-		var active int
-		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM simulation_runs WHERE org_id = $1 AND status IN ('queued', 'in_progress')`,
-			orgID).Scan(&active); err != nil {
-			return translate(err)
-		}
-		if active+len(runs) > limit {
-			return ErrSimulationLimit
+		if err := checkActive(ctx, tx, orgID, len(runs), limit); err != nil {
+			return err
 		}
 		var batchID *int64
 		if batch != nil {
@@ -148,30 +151,10 @@ func (s *SimulationStore) CreateSimulationRuns(ctx context.Context, orgID int64,
 			}
 			b, batchID = &bb, &bb.ID
 		}
-		for i, r := range runs {
-			r.OrgID, r.BatchID, r.Status = orgID, batchID, SimQueued
-			if len(r.Metadata) == 0 {
-				r.Metadata = json.RawMessage("{}")
-			}
-			if len(r.Transcript) == 0 {
-				r.Transcript = json.RawMessage("[]")
-			}
-			if r.NotBefore.IsZero() {
-				r.NotBefore = fromMS(now)
-			}
-			var err error
-			r, err = scanSim(tx.QueryRowContext(ctx, `INSERT INTO simulation_runs (org_id, batch_id, target_type, target_id, target_name,
-				agent_id, agent_name, direction, mode, target_number, scenario_prompt, language, simulator_product, status, charge_multiplier,
-				estimated_cost_cents, metadata, transcript, requested_by_id, not_before, created_at, updated_at)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $21)
-				RETURNING `+simCols, orgID, nullInt(batchID), r.TargetType, nullInt(r.TargetID), r.TargetName, nullInt(r.AgentID),
-				nullStr(r.AgentName), r.Direction, r.Mode, r.TargetNumber, r.ScenarioPrompt, r.Language, r.SimulatorProduct, r.Status,
-				r.ChargeMultiplier, nullInt(r.EstimatedCostCents), string(r.Metadata), string(r.Transcript), nullInt(r.RequestedByID),
-				ms(r.NotBefore), now))
-			if err != nil {
-				return err
-			}
-			out[i] = r
+		var err error
+		out, err = insertSimRuns(ctx, tx, orgID, batchID, nil, runs, now)
+		if err != nil {
+			return err
 		}
 		if b != nil {
 			b.RunIDs, b.RunStatuses = nil, nil
@@ -185,6 +168,57 @@ func (s *SimulationStore) CreateSimulationRuns(ctx context.Context, orgID int64,
 		return nil, nil, err
 	}
 	return out, b, nil
+}
+
+// checkActive is ErrSimulationLimit when the org's queued and in-progress
+// runs plus n would be more than limit.
+func checkActive(ctx context.Context, tx *sql.Tx, orgID int64, n, limit int) error {
+	var active int
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM simulation_runs WHERE org_id = $1 AND status IN ('queued', 'in_progress')`,
+		orgID).Scan(&active); err != nil {
+		return translate(err)
+	}
+	if active+n > limit {
+		return ErrSimulationLimit
+	}
+	return nil
+}
+
+// insertSimRuns stores runs (queued) of batchID or testRunID inside tx.
+func insertSimRuns(ctx context.Context, tx *sql.Tx, orgID int64, batchID, testRunID *int64, runs []SimulationRun, now int64) ([]SimulationRun, error) {
+	out := make([]SimulationRun, len(runs))
+	for i, r := range runs {
+		r.OrgID, r.BatchID, r.Status = orgID, batchID, SimQueued
+		if testRunID != nil {
+			r.TestRunID = testRunID
+		}
+		if len(r.Metadata) == 0 {
+			r.Metadata = json.RawMessage("{}")
+		}
+		if len(r.Transcript) == 0 {
+			r.Transcript = json.RawMessage("[]")
+		}
+		if len(r.Caller) == 0 {
+			r.Caller = json.RawMessage("{}")
+		}
+		if r.NotBefore.IsZero() {
+			r.NotBefore = fromMS(now)
+		}
+		var err error
+		r, err = scanSim(tx.QueryRowContext(ctx, `INSERT INTO simulation_runs (org_id, batch_id, target_type, target_id, target_name,
+			agent_id, agent_name, direction, mode, target_number, scenario_prompt, language, simulator_product, status, charge_multiplier,
+			estimated_cost_cents, metadata, transcript, requested_by_id, not_before, created_at, updated_at, caller, test_run_id, scenario_id)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $21, $22, $23, $24)
+			RETURNING `+simCols, orgID, nullInt(batchID), r.TargetType, nullInt(r.TargetID), r.TargetName, nullInt(r.AgentID),
+			nullStr(r.AgentName), r.Direction, r.Mode, r.TargetNumber, r.ScenarioPrompt, r.Language, r.SimulatorProduct, r.Status,
+			r.ChargeMultiplier, nullInt(r.EstimatedCostCents), string(r.Metadata), string(r.Transcript), nullInt(r.RequestedByID),
+			ms(r.NotBefore), now, string(r.Caller), nullInt(r.TestRunID), nullInt(r.ScenarioID)))
+		if err != nil {
+			return nil, err
+		}
+		out[i] = r
+	}
+	return out, nil
 }
 
 // SimulationFilter selects runs of an org, newest first.
@@ -505,4 +539,92 @@ func (s *SimulationStore) CallIDByExecution(ctx context.Context, orgID int64, na
 func (s *SimulationStore) MarkCallSimulation(ctx context.Context, id int64) error {
 	_, err := s.db.ExecContext(ctx, `UPDATE calls SET is_simulation = TRUE WHERE id = $1`, id)
 	return translate(err)
+}
+
+// CreateTestRunSimulations stores test run tr (in_progress) and its
+// runs (queued, each with the test run's id) in one transaction, unless
+// the org would then have more than limit runs queued or in progress
+// (ErrSimulationLimit). runsJSON builds the test run's runs array from
+// the stored runs (their ids are known only then).
+func (s *SimulationStore) CreateTestRunSimulations(ctx context.Context, tr TestRun, runs []SimulationRun, limit int,
+	runsJSON func([]SimulationRun) json.RawMessage) (TestRun, []SimulationRun, error) {
+	now := s.nowMS()
+	var out []SimulationRun
+	err := s.db.tx(ctx, func(tx *sql.Tx) error {
+		if err := lockAccount(ctx, tx, tr.OrgID); err != nil && !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		if err := checkActive(ctx, tx, tr.OrgID, len(runs), limit); err != nil {
+			return err
+		}
+		if tr.Verdict == "" {
+			tr.Verdict = "unknown"
+		}
+		if err := tx.QueryRowContext(ctx, `INSERT INTO test_runs (org_id, agent_id, suite_id, status, channel, verdict, total_count, prompt_hash,
+			runs, regressions, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, '[]', '[]', $9) RETURNING id`,
+			tr.OrgID, tr.AgentID, nullStr(tr.SuiteID), tr.Status, tr.Channel, tr.Verdict, tr.TotalCount, tr.PromptHash, now).Scan(&tr.ID); err != nil {
+			return translate(err)
+		}
+		var err error
+		if out, err = insertSimRuns(ctx, tx, tr.OrgID, nil, &tr.ID, runs, now); err != nil {
+			return err
+		}
+		tr.Runs, tr.Regressions, tr.CreatedAt = runsJSON(out), json.RawMessage("[]"), fromMS(now)
+		_, err = tx.ExecContext(ctx, `UPDATE test_runs SET runs = $1 WHERE id = $2`, string(tr.Runs), tr.ID)
+		return translate(err)
+	})
+	if err != nil {
+		return TestRun{}, nil, err
+	}
+	return tr, out, nil
+}
+
+// TestRunSimulations returns the runs of test run id, oldest first.
+func (s *SimulationStore) TestRunSimulations(ctx context.Context, orgID, testRunID int64) ([]SimulationRun, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+simCols+` FROM simulation_runs WHERE org_id = $1 AND test_run_id = $2 ORDER BY id`, orgID, testRunID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []SimulationRun{}
+	for rows.Next() {
+		r, err := scanSim(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// FinishTestRun records test run tr's outcome (status, verdict, counts,
+// pass rate, runs array, completed_at) and its scenarios' latest
+// verdicts, in one transaction, once: a test run already completed is
+// left as it is (false).
+func (s *SimulationStore) FinishTestRun(ctx context.Context, tr TestRun, scenarioVerdicts map[int64]string) (bool, error) {
+	now := s.nowMS()
+	done := false
+	err := s.db.tx(ctx, func(tx *sql.Tx) error {
+		var rate any
+		if tr.PassRate != nil {
+			rate = *tr.PassRate
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE test_runs SET status = $1, verdict = $2, total_count = $3, pass_count = $4, fail_count = $5,
+			pass_rate = $6, runs = $7, completed_at = $8 WHERE org_id = $9 AND id = $10 AND completed_at IS NULL`,
+			tr.Status, tr.Verdict, tr.TotalCount, tr.PassCount, tr.FailCount, rate, rawOr(tr.Runs, "[]"), now, tr.OrgID, tr.ID)
+		if err != nil {
+			return translate(err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return nil
+		}
+		for id, v := range scenarioVerdicts {
+			if _, err := tx.ExecContext(ctx, `UPDATE test_scenarios SET latest_verdict = $1 WHERE org_id = $2 AND id = $3`, v, tr.OrgID, id); err != nil {
+				return translate(err)
+			}
+		}
+		done = true
+		return nil
+	})
+	return done, err
 }

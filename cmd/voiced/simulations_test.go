@@ -46,24 +46,11 @@ func scriptedModel(t *testing.T) string {
 	return srv.URL + "/v1"
 }
 
-// TestSimulationRunsMakeRealCalls: POST /v1/simulations against a phone
-// number and against an agent; the worker makes each call for real
-// (call/sim over SIP/RTP to the node, and over the realtime WebSocket),
-// and the run takes its call_id, transcript, recording_url, duration,
-// grade and charge from that call; test-call.completed reaches a webhook
-// endpoint for each.
-func TestSimulationRunsMakeRealCalls(t *testing.T) {
-	siptest.Binary(t, "espeak-ng", "espeak-ng")
-	var mu sync.Mutex
-	var hooks []map[string]any
-	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var m map[string]any
-		_ = json.NewDecoder(r.Body).Decode(&m)
-		mu.Lock()
-		hooks = append(hooks, m)
-		mu.Unlock()
-	}))
-	defer hook.Close()
+// startSimulationServe starts a telephony node whose model is
+// scriptedModel and whose speech-to-text is a fake at the provider
+// boundary, with an agent ringing from a VoIP number: the harness of the
+// simulation tests. It returns the node, the agent and the number.
+func startSimulationServe(t *testing.T) (*served, map[string]any, map[string]any) {
 	// Speech-to-text is a fake at the provider boundary too (offline
 	// PocketSphinx on a shared 2-core machine can take longer than the
 	// caller waits): speech is the caller's line, silence nothing.
@@ -85,7 +72,7 @@ func TestSimulationRunsMakeRealCalls(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"text": %q}`, text)
 	}))
-	defer stt.Close()
+	t.Cleanup(stt.Close)
 	sv := startTelephonyServe(t, "--call-loopback=false", "--llm-base-url", scriptedModel(t), "--llm-model", "scripted", "--stt-base-url", stt.URL+"/v1")
 	st, conn := sv.call("POST", "/v1/voip-connections", `{"host":"127.0.0.1","allowed_inbound_addresses":["127.0.0.1"],"codecs":["PCMU"]}`)
 	require.Equal(t, 201, st, "%v", conn)
@@ -95,6 +82,28 @@ func TestSimulationRunsMakeRealCalls(t *testing.T) {
 	require.Equal(t, 201, st, "%v", num)
 	st, _ = sv.call("PATCH", fmt.Sprintf("/v1/phone-numbers/%d", objID(num)), fmt.Sprintf(`{"inbound_agent_id":%d}`, objID(ag)))
 	require.Equal(t, 200, st)
+	return sv, ag, num
+}
+
+// TestSimulationRunsMakeRealCalls: POST /v1/simulations against a phone
+// number and against an agent; the worker makes each call for real
+// (call/sim over SIP/RTP to the node, and over the realtime WebSocket),
+// and the run takes its call_id, transcript, recording_url, duration,
+// grade and charge from that call; test-call.completed reaches a webhook
+// endpoint for each.
+func TestSimulationRunsMakeRealCalls(t *testing.T) {
+	siptest.Binary(t, "espeak-ng", "espeak-ng")
+	var mu sync.Mutex
+	var hooks []map[string]any
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&m)
+		mu.Lock()
+		hooks = append(hooks, m)
+		mu.Unlock()
+	}))
+	defer hook.Close()
+	sv, ag, num := startSimulationServe(t)
 	st, ep := sv.call("POST", "/v1/developer/webhook-endpoints", fmt.Sprintf(`{"label":"sims","url":%q,"events":["test-call.completed"]}`, hook.URL))
 	require.Equal(t, 201, st, "%v", ep) // ep: the endpoint
 	_, acct := sv.call("GET", "/v1/billing", "")
@@ -168,4 +177,93 @@ func TestSimulationRunsMakeRealCalls(t *testing.T) {
 	}
 	mu.Unlock()
 	sv.stop(t)
+}
+
+// TestTestRunExecuteMakesRealCalls: POST /v1/agents/{id}/test-runs/execute
+// with one scenario x 2 audio conditions (none; street at 5 dB) over
+// telephony. The worker makes two real SIP calls to the agent, each with
+// its condition applied by the simulated caller (measured: the level of
+// what it sent between its words), and when both have ended and been
+// graded the test run has its verdicts and the scenario its latest one.
+func TestTestRunExecuteMakesRealCalls(t *testing.T) {
+	siptest.Binary(t, "espeak-ng", "espeak-ng")
+	sv, ag, num := startSimulationServe(t)
+	st, sc := sv.call("POST", fmt.Sprintf("/v1/agents/%d/test-scenarios", objID(ag)),
+		`{"title":"Book a table","scenario_prompt":"You want a table for two tonight.","speech_style":{"accent":"en-GB"}}`)
+	require.Equal(t, 201, st, "%v", sc)
+	st, tr := sv.call("POST", fmt.Sprintf("/v1/agents/%d/test-runs/execute", objID(ag)), fmt.Sprintf(`{"channel":"telephony","phone_number_id":%d,
+		"matrix":{"audio_conditions":[{"noise_asset":"none"},{"noise_asset":"street","snr_db":5}]},"stagger_seconds":1,"consent_to_charge":true}`, objID(num)))
+	require.Equal(t, 201, st, "%v", tr)
+	require.Equal(t, "in_progress", tr["status"])
+	require.Equal(t, float64(2), tr["total_count"])
+
+	var done map[string]any
+	require.Eventually(t, func() bool {
+		_, done = sv.call("GET", fmt.Sprintf("/v1/agents/%d/test-runs/%d", objID(ag), objID(tr)), "")
+		return done["status"] == "completed"
+	}, 150*time.Second, 500*time.Millisecond, "the test run ends")
+	t.Logf("test run: %v", done)
+	items := done["runs"].([]any)
+	require.Len(t, items, 2)
+	calls := map[any]bool{}
+	for i, it := range items {
+		item := it.(map[string]any)
+		var sim map[string]any
+		for _, r := range listOf(t, sv, "/v1/simulations?limit=10") {
+			if r["id"] == item["simulation_id"] {
+				sim = r
+			}
+		}
+		require.NotNil(t, sim, "run %d is a simulation run", i)
+		t.Logf("run %d: status %v, call %v, metadata %v", i, sim["status"], sim["call_id"], sim["metadata"])
+		require.Equal(t, "completed", sim["status"], "%v", sim)
+		require.Equal(t, "sip", sim["mode"])
+		require.NotNil(t, sim["call_id"])
+		require.Equal(t, sim["call_id"], item["call_id"])
+		calls[sim["call_id"]] = true
+		_, c := sv.call("GET", fmt.Sprintf("/v1/calls/%v", sim["call_id"]), "")
+		require.Equal(t, true, c["is_simulation"], "%v", c)
+		require.Greater(t, c["duration_seconds"].(float64), 0.0)
+		meta := sim["metadata"].(map[string]any)
+		require.Equal(t, "telephony", meta["channel"])
+		require.Contains(t, fmt.Sprint(meta["caller_voice"]), "en-GB", "the scenario's accent")
+		lvl := meta["caller_pause_dbfs"].(float64)
+		caller := item["caller"].(map[string]any)
+		if i == 0 {
+			require.Equal(t, "none", caller["noise_asset"])
+			require.Nil(t, meta["caller_noise_asset"])
+			require.Less(t, lvl, -75.0, "no noise: the caller is (nearly) silent between its words")
+		} else {
+			require.Equal(t, "street", caller["noise_asset"])
+			require.Equal(t, float64(5), caller["snr_db"])
+			require.Equal(t, "street", meta["caller_noise_asset"])
+			require.Equal(t, float64(5), meta["caller_snr_db"])
+			require.Greater(t, lvl, -60.0, "street noise fills the caller's pauses")
+		}
+		// The scripted judge grades every call a success: each run passes.
+		require.Equal(t, "pass", item["verdict"], "%v", item)
+		require.Equal(t, "success", item["call_outcome"])
+	}
+	require.Len(t, calls, 2, "two distinct real calls")
+	require.Equal(t, "pass", done["verdict"])
+	require.Equal(t, float64(2), done["pass_count"])
+	require.Equal(t, float64(0), done["fail_count"])
+	require.Equal(t, 1.0, done["pass_rate"])
+	require.NotNil(t, done["completed_at"])
+	_, sc = sv.call("GET", fmt.Sprintf("/v1/agents/%d/test-scenarios/%d", objID(ag), objID(sc)), "")
+	require.Equal(t, "pass", sc["latest_verdict"])
+	sv.stop(t)
+}
+
+// listOf GETs path, a JSON array of objects.
+func listOf(t *testing.T, sv *served, path string) []map[string]any {
+	req, _ := http.NewRequest("GET", sv.base+path, nil)
+	req.Header.Set("Authorization", "Bearer "+sv.key)
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	require.Equal(t, 200, res.StatusCode)
+	var out []map[string]any
+	require.NoError(t, json.NewDecoder(res.Body).Decode(&out))
+	return out
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/voiced/voiced/ai/tts/espeak"
 	"github.com/voiced/voiced/call/sim"
 	"github.com/voiced/voiced/control/simulations"
+	"github.com/voiced/voiced/media"
 )
 
 // simulator makes simulation runs' calls with the simulated caller
@@ -110,13 +112,49 @@ func accentFor(lang string) string {
 	return "default"
 }
 
+// pauseLevel is the dBFS of the frames res sent without speech in them
+// (false when there were none); -120 stands for digital silence.
+func pauseLevel(res *sim.Result) (float64, bool) {
+	if res.Rate == 0 || len(res.Speech) == 0 {
+		return 0, false
+	}
+	frame := res.Rate / 50
+	var quiet []int16
+	for i, speech := range res.Speech {
+		if speech || (i+1)*frame > len(res.Sent) {
+			continue
+		}
+		quiet = append(quiet, res.Sent[i*frame:(i+1)*frame]...)
+	}
+	if len(quiet) == 0 {
+		return 0, false
+	}
+	return max(media.DBFS(quiet), -120), true
+}
+
+// scenarioOf is the simulated caller's scenario of a run: its prompt and
+// the caller settings of its test-run scenario (the defaults for a plain
+// run, whose accent follows its language).
+func scenarioOf(c simulations.Call) sim.Scenario {
+	cl := c.Caller
+	sc := sim.Scenario{Prompt: c.Prompt, TopicChange: cl.TopicChange, Accent: cl.Accent, Pace: cl.Pace, Disfluencies: cl.Disfluencies,
+		NoiseAsset: cl.NoiseAsset, SilenceSeconds: cl.LongSilenceSeconds, DTMF: cl.DTMFSequence, VoicemailAnswer: cl.VoicemailAnswer}
+	if sc.Accent == "" || sc.Accent == "default" {
+		sc.Accent = accentFor(c.Language)
+	}
+	if cl.SNRdB != nil {
+		sc.SNRDB = float64(*cl.SNRdB)
+	}
+	return sc
+}
+
 func (s *simulator) Simulate(ctx context.Context, c simulations.Call) (simulations.Outcome, error) {
 	phone, voice, err := s.start()
 	if err != nil {
 		return simulations.Outcome{}, err
 	}
-	cfg := sim.Config{Scenario: sim.Scenario{Prompt: c.Prompt, Accent: accentFor(c.Language)}, Model: s.model, TTS: voice,
-		MaxDuration: simulations.MaxRunMinutes * time.Minute, Seed: uint64(c.RunID)}
+	cfg := sim.Config{Scenario: scenarioOf(c), Model: s.model, TTS: voice,
+		MaxDuration: simulations.MaxRunMinutes * time.Minute, Seed: uint64(c.RunID), KeepAudio: true}
 	if cfg.Scenario.Prompt == "" {
 		cfg.Scenario.Prompt = "Hello, I am calling to check that this line works."
 	}
@@ -137,6 +175,17 @@ func (s *simulator) Simulate(ctx context.Context, c simulations.Call) (simulatio
 		Metadata: map[string]any{"caller_voice": res.Voice, "caller_lines": len(res.Lines), "caller_model": s.model != nil}}
 	if res.SIPCallID != "" {
 		out.Execution = "sip:" + res.SIPCallID
+	}
+	if sc := cfg.Scenario; sc.NoiseAsset != "" && sc.NoiseAsset != "none" {
+		out.Metadata["caller_noise_asset"], out.Metadata["caller_snr_db"] = sc.NoiseAsset, sc.SNRDB
+	}
+	if sc := cfg.Scenario; sc.Pace != "" || sc.Disfluencies != "" {
+		out.Metadata["caller_pace"], out.Metadata["caller_disfluencies"] = sc.Pace, sc.Disfluencies
+	}
+	// The level of what the caller sent between its words, measured: the
+	// noise bed when a noise asset is mixed, digital silence otherwise.
+	if lvl, ok := pauseLevel(res); ok {
+		out.Metadata["caller_pause_dbfs"] = math.Round(lvl*10) / 10
 	}
 	if res.DTMF != "" {
 		out.Metadata["dtmf"], out.Metadata["dtmf_via"] = res.DTMF, res.DTMFVia

@@ -152,7 +152,7 @@ func apply(body map[string]json.RawMessage, s *Settings, create bool, f api.Fiel
 				f.Add(name+"."+k, "Unknown field.")
 			}
 		}
-		applyNested(name, m, s, f)
+		applyNested(name, name, m, s, f)
 	}
 	if s.AudioConditions.NoiseAsset == "none" {
 		s.AudioConditions.SNRdB = nil
@@ -161,19 +161,47 @@ func apply(body map[string]json.RawMessage, s *Settings, create bool, f api.Fiel
 	}
 }
 
-// applyNested merges the known keys of one nested object.
-func applyNested(name string, m map[string]json.RawMessage, s *Settings, f api.Fields) {
+// MergeNested validates raw, one value of nested object name (for
+// example a matrix axis entry), and merges it onto s like a PATCH of that
+// object; errors are recorded under field (field.key for a key).
+func MergeNested(name, field string, raw json.RawMessage, s *Settings, f api.Fields) {
+	keys, ok := nested[name]
+	if !ok {
+		f.Add(field, "Unknown field.")
+		return
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil || m == nil {
+		f.Add(field, "Must be an object.")
+		return
+	}
+	for k := range m {
+		if !slices.Contains(keys, k) {
+			f.Add(field+"."+k, "Unknown field.")
+		}
+	}
+	applyNested(name, field, m, s, f)
+	if s.AudioConditions.NoiseAsset == "none" {
+		s.AudioConditions.SNRdB = nil
+	} else if s.AudioConditions.SNRdB == nil {
+		f.Add(field+".snr_db", "Required when a noise asset is set; use one of 0, 5, 10, 20.")
+	}
+}
+
+// applyNested merges the known keys of one nested object; errors go
+// under at.key.
+func applyNested(name, at string, m map[string]json.RawMessage, s *Settings, f api.Fields) {
 	enum := func(key string, dst *string, allowed []string) {
 		raw, ok := m[key]
 		if !ok {
 			return
 		}
 		if json.Unmarshal(raw, dst) != nil || string(raw) == "null" {
-			f.Add(name+"."+key, "Must be a string.")
+			f.Add(at+"."+key, "Must be a string.")
 			return
 		}
 		if msg := api.OneOf(*dst, allowed); msg != "" {
-			f.Add(name+"."+key, msg)
+			f.Add(at+"."+key, msg)
 		}
 	}
 	switch name {
@@ -182,7 +210,7 @@ func applyNested(name string, m map[string]json.RawMessage, s *Settings, f api.F
 		if raw, ok := m["snr_db"]; ok {
 			var v *int
 			if json.Unmarshal(raw, &v) != nil || (v != nil && !slices.Contains(SNRs, *v)) {
-				f.Add(name+".snr_db", "Must be one of 0, 5, 10, 20.")
+				f.Add(at+".snr_db", "Must be one of 0, 5, 10, 20.")
 			} else {
 				s.AudioConditions.SNRdB = v
 			}
@@ -195,7 +223,7 @@ func applyNested(name string, m map[string]json.RawMessage, s *Settings, f api.F
 		if raw, ok := m["long_silence_seconds"]; ok {
 			var v int
 			if json.Unmarshal(raw, &v) != nil || string(raw) == "null" || v < 0 || v > MaxSilence {
-				f.Add(name+".long_silence_seconds", fmt.Sprintf("Must be an integer from 0 to %d.", MaxSilence))
+				f.Add(at+".long_silence_seconds", fmt.Sprintf("Must be an integer from 0 to %d.", MaxSilence))
 			} else {
 				s.CallerBehavior.LongSilenceSeconds = v
 			}
@@ -203,9 +231,9 @@ func applyNested(name string, m map[string]json.RawMessage, s *Settings, f api.F
 		var d string
 		if raw, ok := m["dtmf_sequence"]; ok {
 			if json.Unmarshal(raw, &d) != nil || string(raw) == "null" {
-				f.Add(name+".dtmf_sequence", "Must be a string.")
+				f.Add(at+".dtmf_sequence", "Must be a string.")
 			} else if !validDTMF(d) {
-				f.Add(name+".dtmf_sequence", fmt.Sprintf("Must be at most %d of the keys 0-9, * and #.", MaxDTMF))
+				f.Add(at+".dtmf_sequence", fmt.Sprintf("Must be at most %d of the keys 0-9, * and #.", MaxDTMF))
 			} else {
 				s.CallerBehavior.DTMFSequence = d
 			}
@@ -213,9 +241,9 @@ func applyNested(name string, m map[string]json.RawMessage, s *Settings, f api.F
 		if raw, ok := m["topic_change"]; ok {
 			var t string
 			if json.Unmarshal(raw, &t) != nil || string(raw) == "null" {
-				f.Add(name+".topic_change", "Must be a string.")
+				f.Add(at+".topic_change", "Must be a string.")
 			} else if msg := api.TooLong(t, MaxTopicChange); msg != "" {
-				f.Add(name+".topic_change", msg)
+				f.Add(at+".topic_change", msg)
 			} else {
 				s.CallerBehavior.TopicChange = strings.TrimSpace(t)
 			}
@@ -223,7 +251,7 @@ func applyNested(name string, m map[string]json.RawMessage, s *Settings, f api.F
 	case "telephony":
 		if raw, ok := m["voicemail_answer"]; ok {
 			if json.Unmarshal(raw, &s.Telephony.VoicemailAnswer) != nil || string(raw) == "null" {
-				f.Add(name+".voicemail_answer", "Must be a boolean.")
+				f.Add(at+".voicemail_answer", "Must be a boolean.")
 			}
 		}
 	}

@@ -96,6 +96,9 @@ func (h *handlers) agent(c fiber.Ctx, p *storage.Principal) (storage.Agent, erro
 	return a, api.StoreErr(err)
 }
 
+// SettingsOf decodes a stored scenario's editable fields.
+func SettingsOf(s storage.Scenario) Settings { return settings(s) }
+
 // settings decodes a stored scenario's editable fields.
 func settings(s storage.Scenario) Settings {
 	out := Defaults()

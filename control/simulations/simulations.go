@@ -111,6 +111,9 @@ type Deps struct {
 	WebToken func(ctx context.Context, orgID, agentID int64) (token, url string, callID int64, err error)
 	// Wake tells the worker a run is queued (nil: it polls).
 	Wake func()
+	// TestRunDone is told when a run of a test run has ended
+	// (TestRunDeps.Verdicts finishes the test run after its last run).
+	TestRunDone func(ctx context.Context, orgID, testRunID int64)
 }
 
 type handlers struct{ Deps }

@@ -40,6 +40,9 @@ type Call struct {
 	Number     string
 	Prompt     string
 	Language   string
+	// Caller is the simulated caller's settings (a test run's scenario
+	// and matrix combination; zero for a plain run: the defaults).
+	Caller Caller
 }
 
 // Outcome is a simulated call that happened.
@@ -115,6 +118,11 @@ func (w *Worker) execute(ctx context.Context, r storage.SimulationRun) {
 	if _, err := w.Store.FinishSimulationRun(fctx, r.ID, w.Owner, end); err != nil && !errors.Is(err, storage.ErrConflict) {
 		w.Log.Warn("simulation finish", "run", r.ID, "err", err.Error())
 	}
+	// The worker's context: a shutdown does not wait for pending grades;
+	// a test run left unfinished then is settled by its next read.
+	if r.TestRunID != nil && w.TestRunDone != nil && ctx.Err() == nil {
+		w.TestRunDone(ctx, r.OrgID, *r.TestRunID)
+	}
 }
 
 func (w *Worker) simulate(ctx context.Context, r storage.SimulationRun) storage.SimulationEnd {
@@ -126,6 +134,11 @@ func (w *Worker) simulate(ctx context.Context, r storage.SimulationRun) storage.
 		return fail("No simulated caller is available on this deployment.", nil)
 	}
 	c := Call{RunID: r.ID, OrgID: r.OrgID, Channel: channelOf(r.Mode), Prompt: r.ScenarioPrompt, Language: r.Language}
+	if len(r.Caller) > 0 {
+		if err := json.Unmarshal(r.Caller, &c.Caller); err != nil {
+			return fail("The run's caller settings are unreadable: "+err.Error(), nil)
+		}
+	}
 	if r.AgentID != nil {
 		c.AgentID = *r.AgentID
 	}
