@@ -60,6 +60,12 @@ const (
 	// gateNoiseCap (dB) bounds the noise the echo gate subtracts over the
 	// level heard without echo.
 	gateNoiseCap = 3
+	// endMargin (dB) over the noise keeps a speech frame speech within a
+	// turn once the noise has been learnt for noiseLearnt frames: below
+	// it, the frame is silence for the end of the turn (babble keeps the
+	// speech detector hearing speech after the caller stopped).
+	endMargin   = 6
+	noiseLearnt = 50
 )
 
 // bargeIn is the input side's pause state. Input goroutine.
@@ -75,6 +81,7 @@ type bargeIn struct {
 
 	level   float64 // the noise level, dB of mean square (int16 units)
 	started bool
+	frames  int64 // frames the level has tracked
 	// clean is the same level learnt only on frames no echo can be in.
 	clean        float64
 	cleanStarted bool
@@ -93,6 +100,7 @@ func (b *bargeIn) loud(pcm []int16, echo float32) (overNoise, overAll float64) {
 	if !b.started {
 		b.level, b.started = d, true
 	}
+	b.frames++
 	overNoise, overAll = d-b.level, d-b.level
 	if echo > 0 {
 		overAll = d - float64(level(float32(math.Pow(10, b.level/10))-1+echo))
@@ -148,6 +156,12 @@ func (in *input) barge(prob float32, overNoise, overAll float64) (float32, bool)
 	}
 	talking := in.hold()
 	if talking && n-b.lastLoud > loudHang && !in.det.Speaking() {
+		prob = 0
+	}
+	if in.det.Speaking() && b.frames > noiseLearnt && overNoise < endMargin {
+		// Within a turn, a frame that does not stand out of the learnt
+		// noise is silence: the turn ends when the caller's voice does,
+		// though babble or noise goes on (issue 31).
 		prob = 0
 	}
 	return prob, talking
