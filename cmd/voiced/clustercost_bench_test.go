@@ -165,7 +165,7 @@ func BenchmarkClusterCost(b *testing.B) {
 	pcap := speechPcap(b)
 	c := newLocalCluster(b, "--call-loopback")
 	s := c.up(b)
-	connID, agentID := loopbackNumber(b, s)
+	connID, agentID := loopbackNumber(b, s.APIURL, s.APIKey, clusterAgent)
 	opt, err := redis.ParseURL(s.RedisURL)
 	require.NoError(b, err)
 	rdb := redis.NewClient(opt)

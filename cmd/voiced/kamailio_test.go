@@ -88,14 +88,7 @@ func TestKamailioDispatch(t *testing.T) {
 		st := apiCall(t, base, key, method, path, jsonBody(body), &out)
 		return st, out
 	}
-	st, conn := api("POST", "/v1/voip-connections", `{"host":"127.0.0.1","allowed_inbound_addresses":["127.0.0.1"],"codecs":["PCMU"]}`)
-	require.Equal(t, 201, st, "%v", conn)
-	st, ag := api("POST", "/v1/agents", `{"name":"Loopback"}`)
-	require.Equal(t, 201, st, "%v", ag)
-	st, num := api("POST", "/v1/phone-numbers", fmt.Sprintf(`{"source":"voip","number":"+14155550100","voip_connection_id":%d}`, objID(conn)))
-	require.Equal(t, 201, st, "%v", num)
-	st, _ = api("PATCH", fmt.Sprintf("/v1/phone-numbers/%d", objID(num)), fmt.Sprintf(`{"inbound_agent_id":%d}`, objID(ag)))
-	require.Equal(t, 200, st)
+	loopbackNumber(t, base, key, `{"name":"Loopback"}`)
 	st, wh := api("PUT", "/v1/webhook", fmt.Sprintf(`{"url":%q}`, hook.URL+"/hook"))
 	require.Equal(t, 200, st, "%v", wh)
 

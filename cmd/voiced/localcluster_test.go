@@ -174,16 +174,16 @@ func processesIn(dir string) []string {
 // loopbackNumber gives the cluster's organization a VoIP number on
 // loopback answered by an agent (the media nodes run --call-loopback),
 // and returns the VoIP connection's and the agent's ids.
-func loopbackNumber(t testing.TB, s clusterStatus) (connID, agentID int64) {
+func loopbackNumber(t testing.TB, base, key, agent string) (connID, agentID int64) {
 	t.Helper()
 	api := func(method, path, body string) (int, map[string]any) {
 		var out map[string]any
-		st := apiCall(t, s.APIURL, s.APIKey, method, path, jsonBody(body), &out)
+		st := apiCall(t, base, key, method, path, jsonBody(body), &out)
 		return st, out
 	}
 	st, conn := api("POST", "/v1/voip-connections", `{"host":"127.0.0.1","allowed_inbound_addresses":["127.0.0.1"],"codecs":["PCMU"]}`)
 	require.Equal(t, 201, st, "%v", conn)
-	st, ag := api("POST", "/v1/agents", `{"name":"Loopback","voice":"espeak:en-us","prompt":"Greet.","inbound_speak_order":"user_first"}`)
+	st, ag := api("POST", "/v1/agents", agent)
 	require.Equal(t, 201, st, "%v", ag)
 	st, num := api("POST", "/v1/phone-numbers", fmt.Sprintf(`{"source":"voip","number":"+14155550100","voip_connection_id":%d}`, objID(conn)))
 	require.Equal(t, 201, st, "%v", num)
@@ -246,7 +246,7 @@ func TestLocalCluster(t *testing.T) {
 		require.Equal(t, n.PID, again.node(n.Name).PID, "%s kept running", n.Name)
 	}
 
-	loopbackNumber(t, s)
+	loopbackNumber(t, s.APIURL, s.APIKey, clusterAgent)
 	calls := func(n, rate int, hold time.Duration) *siptest.Proc {
 		sc := siptest.Scenario(t, "../../sip/testdata/sipp/uac_proxied.xml.tmpl", struct {
 			Proxy  string
@@ -331,3 +331,7 @@ func TestLocalCluster(t *testing.T) {
 	_, err = c.status(t)
 	require.Error(t, err, "status after down")
 }
+
+// clusterAgent is the local cluster's agent: it speaks (espeak-ng) after
+// the caller.
+const clusterAgent = `{"name":"Loopback","voice":"espeak:en-us","prompt":"Greet.","inbound_speak_order":"user_first"}`

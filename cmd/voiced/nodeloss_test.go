@@ -109,14 +109,7 @@ func TestMediaNodeLoss(t *testing.T) {
 		st := apiCall(t, base, key, method, path, jsonBody(body), &out)
 		return st, out
 	}
-	st, conn := api("POST", "/v1/voip-connections", `{"host":"127.0.0.1","allowed_inbound_addresses":["127.0.0.1"],"codecs":["PCMU"]}`)
-	require.Equal(t, 201, st, "%v", conn)
-	st, ag := api("POST", "/v1/agents", `{"name":"Loopback"}`)
-	require.Equal(t, 201, st, "%v", ag)
-	st, num := api("POST", "/v1/phone-numbers", fmt.Sprintf(`{"source":"voip","number":"+14155550100","voip_connection_id":%d}`, objID(conn)))
-	require.Equal(t, 201, st, "%v", num)
-	st, _ = api("PATCH", fmt.Sprintf("/v1/phone-numbers/%d", objID(num)), fmt.Sprintf(`{"inbound_agent_id":%d}`, objID(ag)))
-	require.Equal(t, 200, st)
+	connID, agentID := loopbackNumber(t, base, key, `{"name":"Loopback"}`)
 	st, wh := api("PUT", "/v1/webhook", fmt.Sprintf(`{"url":%q}`, hook.URL+"/hook"))
 	require.Equal(t, 200, st, "%v", wh)
 
@@ -201,12 +194,12 @@ func TestMediaNodeLoss(t *testing.T) {
 	// Outbound calls placed now, within 5 s of the kill, go to B: a trunk
 	// (sipp) that challenges, answers and hangs up after a second.
 	uas := siptest.Sipp(t, "../../sip/testdata/sipp/uas_auth.xml", 30*time.Second, "-m", "3")
-	st, conn = api("PATCH", fmt.Sprintf("/v1/voip-connections/%d", objID(conn)), fmt.Sprintf(`{"port":%d,"username":"alice","password":"secret"}`, uas.Port))
+	st, conn := api("PATCH", fmt.Sprintf("/v1/voip-connections/%d", connID), fmt.Sprintf(`{"port":%d,"username":"alice","password":"secret"}`, uas.Port))
 	require.Equal(t, 200, st, "%v", conn)
 	require.Less(t, time.Since(killed), 5*time.Second, "placed within 5 s of the kill")
 	var outbound []int64
 	for range 3 {
-		st, out := api("POST", "/v1/call", fmt.Sprintf(`{"agent_id":%d,"from_number":"+14155550100","to_number":"+14155550123"}`, objID(ag)))
+		st, out := api("POST", "/v1/call", fmt.Sprintf(`{"agent_id":%d,"from_number":"+14155550100","to_number":"+14155550123"}`, agentID))
 		require.Equal(t, 201, st, "%v", out)
 		outbound = append(outbound, int64(out["call_id"].(float64)))
 	}
