@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -38,6 +39,20 @@ func newAPI(t *testing.T, db *storage.DB, sim simulations.Simulator) *controltes
 	return controltest.NewWith(t, db, control.Config{PublicURL: "https://voice.example", Grading: grading.Config{NoWorker: true}, NoSimulationWorker: true}, opts...)
 }
 
+// override is a copy of base with kv's key-value pairs set (a nil value
+// removes the key).
+func override(base map[string]any, kv ...any) map[string]any {
+	m := maps.Clone(base)
+	for i := 0; i < len(kv); i += 2 {
+		if kv[i+1] == nil {
+			delete(m, kv[i].(string))
+		} else {
+			m[kv[i].(string)] = kv[i+1]
+		}
+	}
+	return m
+}
+
 func events(t *testing.T, a *controltest.API, orgID int64, typ string) []map[string]any {
 	rows, err := a.Store.DB().QueryContext(context.Background(), `SELECT data FROM webhook_events WHERE org_id = $1 AND type = $2 ORDER BY created_at`, orgID, typ)
 	require.NoError(t, err)
@@ -67,20 +82,7 @@ func TestSimulationRuns(t *testing.T) {
 		foreign := controltest.ID(a.Agent(other.OwnerK, "Theirs", nil))
 
 		base := map[string]any{"target_type": "agent", "target_id": agent, "consent_to_charge": true}
-		with := func(kv ...any) map[string]any {
-			m := map[string]any{}
-			for k, v := range base {
-				m[k] = v
-			}
-			for i := 0; i < len(kv); i += 2 {
-				if kv[i+1] == nil {
-					delete(m, kv[i].(string))
-				} else {
-					m[kv[i].(string)] = kv[i+1]
-				}
-			}
-			return m
-		}
+		with := func(kv ...any) map[string]any { return override(base, kv...) }
 
 		// Validation: each bad field is a 400 naming it.
 		for name, tc := range map[string]struct {

@@ -44,20 +44,7 @@ func TestExecuteTestRun(t *testing.T) {
 		foreign := controltest.ID(a.Agent(foreignWorld.OwnerK, "Theirs", nil))
 
 		base := map[string]any{"channel": "web", "consent_to_charge": true}
-		with := func(kv ...any) map[string]any {
-			m := map[string]any{}
-			for k, v := range base {
-				m[k] = v
-			}
-			for i := 0; i < len(kv); i += 2 {
-				if kv[i+1] == nil {
-					delete(m, kv[i].(string))
-				} else {
-					m[kv[i].(string)] = kv[i+1]
-				}
-			}
-			return m
-		}
+		with := func(kv ...any) map[string]any { return override(base, kv...) }
 		ids := func(n int) []int64 {
 			out := make([]int64, n)
 			for i := range out {
