@@ -221,7 +221,7 @@ func TestTestRunVerdicts(t *testing.T) {
 		runs, err := a.Store.Simulations.TestRunSimulations(ctx, w.Org.ID, trID)
 		require.NoError(t, err)
 		require.Len(t, runs, 8)
-		d := simulations.TestRunDeps{Deps: simulations.Deps{Store: a.Store.Simulations, Calls: a.Store.Calls}}
+		d := simulations.TestRunDeps{Deps: simulations.Deps{Store: a.Store.Simulations, Calls: a.Store.Calls}, Scenarios: a.Store.Scenarios}
 		// outcome, score per run (nil outcome and score: facts-only grade;
 		// "none": no grade; "nocall": the run never reached a call;
 		// "failedcall": the call was not answered).
