@@ -64,7 +64,8 @@ func (s *Scheduler) Once(ctx context.Context) (bool, error) {
 	if err != nil || !ok {
 		return false, err
 	}
-	slot := *su.NextRunAt
+	due := *su.NextRunAt
+	slot := LatestSlot(su.Schedule, due, now)
 	_, err = s.Runs.StartSuite(ctx, su, s.Stagger, nil, &slot)
 	var ae *api.Error
 	switch {
@@ -95,10 +96,21 @@ func (s *Scheduler) Once(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	next := NextSlot(su.Schedule, slot, now)
-	if err := s.Store.AdvanceSuite(ctx, su.ID, s.Owner, slot, next); err != nil && !errors.Is(err, storage.ErrConflict) {
+	if err := s.Store.AdvanceSuite(ctx, su.ID, s.Owner, due, next); err != nil && !errors.Is(err, storage.ErrConflict) {
 		return false, err
 	}
 	return true, nil
+}
+
+// LatestSlot is the schedule's last slot at or before now, counting
+// periods from due (the suite's next_run_at, at or before now): after a
+// cluster was down for days the run is for today's slot.
+func LatestSlot(schedule string, due, now time.Time) time.Time {
+	p := scenarios.SchedulePeriod(schedule)
+	if p == 0 || now.Before(due) {
+		return due
+	}
+	return due.Add(p * (now.Sub(due) / p))
 }
 
 // NextSlot is the schedule's first slot after now, counting periods from
