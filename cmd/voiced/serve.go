@@ -29,7 +29,6 @@ import (
 	"github.com/voiced/voiced/storage/coord"
 )
 
-
 // suiteSchedule is the suite scheduler's clock and poll: zero (the real
 // clock, 15 s) except in tests that accelerate the schedule.
 var suiteSchedule control.SuiteScheduleConfig

@@ -20,7 +20,11 @@ type acceleratedClock struct {
 	skew time.Duration
 }
 
-func (c *acceleratedClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return time.Now().Add(c.skew) }
+func (c *acceleratedClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.skew)
+}
 func (c *acceleratedClock) Add(d time.Duration) {
 	c.mu.Lock()
 	c.skew += d
@@ -109,6 +113,7 @@ func TestScheduledSuiteCatchesRegression(t *testing.T) {
 	require.Equal(t, "failure", item["call_outcome"])
 	_, tr := sv.call("GET", fmt.Sprintf("/v1/calls/%v/transcript", item["call_id"]), "")
 	t.Logf("transcript: %v", tr)
+	require.Contains(t, fmt.Sprint(tr["turns"]), "Sorry, we are fully booked tonight.", "the changed prompt made the agent turn the caller down")
 	_, s := sv.call("GET", fmt.Sprintf("/v1/agents/%d/test-scenarios/%d", agent, objID(sc)), "")
 	require.Equal(t, "fail", s["latest_verdict"])
 	sv.stop(t)
