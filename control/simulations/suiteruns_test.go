@@ -431,3 +431,56 @@ func finish(t *testing.T, a *controltest.API, orgID, id int64, outcome map[int64
 		require.NoError(t, err)
 	}
 }
+
+// TestSuiteScheduleOncePerSlot: four schedulers (replicas) racing for the
+// same due slots start each slot's run exactly once.
+func TestSuiteScheduleOncePerSlot(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, db *storage.DB) {
+		clk := &clock{t: time.Now()}
+		a := suiteAPI(t, db, clk)
+		w := a.World()
+		a.Credit(w.Org.ID, 100_000)
+		k := w.MembK
+		agent := controltest.ID(a.Agent(k, "Booker", nil))
+		require.Equal(t, 201, a.Do("POST", fmt.Sprintf("/v1/agents/%d/test-scenarios", agent), k, map[string]any{"title": "t", "scenario_prompt": "p"}).Status)
+		var ids []string
+		for _, name := range []string{"a", "b", "c"} {
+			r := a.Do("POST", "/v1/suites", k, map[string]any{"name": name, "agent_id": agent, "schedule": "hourly"})
+			require.Equal(t, 201, r.Status)
+			ids = append(ids, r.Obj(t)["id"].(string))
+		}
+		deps := simulations.TestRunDeps{Deps: simulations.Deps{Store: a.Store.Simulations, Agents: a.Store.Agents, Numbers: a.Store.Numbers,
+			Balances: a.Store.Billing, Calls: a.Store.Calls, Simulator: ready{}}, Scenarios: a.Store.Scenarios}
+		for slot := 1; slot <= 2; slot++ {
+			clk.Add(time.Hour + time.Second)
+			var wg sync.WaitGroup
+			errs := make(chan error, 4)
+			for range 4 {
+				s := simulations.NewScheduler(deps, a.Store.Scenarios, clk.Now, nil)
+				wg.Go(func() {
+					for {
+						did, err := s.Once(context.Background())
+						if err != nil {
+							errs <- err
+							return
+						}
+						if !did {
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				require.NoError(t, err)
+			}
+			// Finish them, so the org's limit does not defer the next slot.
+			_, err := db.ExecContext(context.Background(), `UPDATE simulation_runs SET status = 'failed' WHERE org_id = $1`, w.Org.ID)
+			require.NoError(t, err)
+			for _, id := range ids {
+				require.Len(t, a.Do("GET", "/v1/suites/"+id+"/runs", k, nil).List(t), slot, "suite %s, slot %d", id, slot)
+			}
+		}
+	})
+}
