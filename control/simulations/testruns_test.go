@@ -221,7 +221,7 @@ func TestTestRunVerdicts(t *testing.T) {
 		runs, err := a.Store.Simulations.TestRunSimulations(ctx, w.Org.ID, trID)
 		require.NoError(t, err)
 		require.Len(t, runs, 8)
-		d := simulations.TestRunDeps{Deps: simulations.Deps{Store: a.Store.Simulations, Calls: a.Store.Calls}}
+		d := simulations.TestRunDeps{Deps: simulations.Deps{Store: a.Store.Simulations, Calls: a.Store.Calls}, Scenarios: a.Store.Scenarios}
 		// outcome, score per run (nil outcome and score: facts-only grade;
 		// "none": no grade; "nocall": the run never reached a call;
 		// "failedcall": the call was not answered).
@@ -344,4 +344,59 @@ func TestVerdictRule(t *testing.T) {
 	} {
 		require.Equal(t, tc.want, simulations.Verdict(tc.run, tc.g), name)
 	}
+}
+
+// TestTestRunReadWaitsForPendingGrades: a read does not settle a test
+// run whose call's grade is still pending (the worker is waiting for it;
+// settling would make the run unknown for good), unless the call ended
+// longer than GradeWait ago.
+func TestTestRunReadWaitsForPendingGrades(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, db *storage.DB) {
+		a := newAPI(t, db, ready{})
+		w := a.World()
+		a.Credit(w.Org.ID, 10_000)
+		k := w.MembK
+		ctx := context.Background()
+		agent := controltest.ID(a.Agent(k, "Booker", nil))
+		require.Equal(t, 201, a.Do("POST", fmt.Sprintf("/v1/agents/%d/test-scenarios", agent), k, map[string]any{"title": "t", "scenario_prompt": "p"}).Status)
+		r := a.Do("POST", fmt.Sprintf("/v1/agents/%d/test-runs/execute", agent), k, map[string]any{"channel": "web", "consent_to_charge": true})
+		require.Equal(t, 201, r.Status, string(r.Body))
+		id := controltest.ID(r.Obj(t))
+		runs, err := a.Store.Simulations.TestRunSimulations(ctx, w.Org.ID, id)
+		require.NoError(t, err)
+		c, err := a.Store.Calls.CreateCall(ctx, storage.Call{OrgID: w.Org.ID, Direction: storage.DirectionWeb, Status: storage.CallCompleted})
+		require.NoError(t, err)
+		_, err = db.ExecContext(ctx, `UPDATE calls SET grade_status = 'pending', end_time = $1 WHERE id = $2`, time.Now().UnixMilli(), c.ID)
+		require.NoError(t, err)
+		_, err = a.Store.Simulations.FinishSimulationRun(ctx, runs[0].ID, "", storage.SimulationEnd{Status: storage.SimCompleted, CallID: &c.ID})
+		require.NoError(t, err)
+		detail := fmt.Sprintf("/v1/agents/%d/test-runs/%d", agent, id)
+		require.Equal(t, "in_progress", a.Do("GET", detail, k, nil).Obj(t)["status"], "the grade is on its way")
+		// The grade arrives: the next read settles it with the verdict.
+		o, score := "success", int64(95)
+		_, err = a.Store.Calls.AddCallGrade(ctx, storage.CallGrade{CallID: c.ID, Status: "completed", CallOutcome: &o, Score: &score})
+		require.NoError(t, err)
+		_, err = db.ExecContext(ctx, `UPDATE calls SET grade_status = 'completed' WHERE id = $1`, c.ID)
+		require.NoError(t, err)
+		got := a.Do("GET", detail, k, nil).Obj(t)
+		require.Equal(t, "completed", got["status"])
+		require.Equal(t, "pass", got["verdict"])
+
+		// A grade pending long after the call ended no longer holds a
+		// read back.
+		r = a.Do("POST", fmt.Sprintf("/v1/agents/%d/test-runs/execute", agent), k, map[string]any{"channel": "web", "consent_to_charge": true})
+		require.Equal(t, 201, r.Status, string(r.Body))
+		id = controltest.ID(r.Obj(t))
+		runs, err = a.Store.Simulations.TestRunSimulations(ctx, w.Org.ID, id)
+		require.NoError(t, err)
+		c, err = a.Store.Calls.CreateCall(ctx, storage.Call{OrgID: w.Org.ID, Direction: storage.DirectionWeb, Status: storage.CallCompleted})
+		require.NoError(t, err)
+		_, err = db.ExecContext(ctx, `UPDATE calls SET grade_status = 'pending', end_time = $1 WHERE id = $2`, time.Now().Add(-simulations.GradeWait-time.Second).UnixMilli(), c.ID)
+		require.NoError(t, err)
+		_, err = a.Store.Simulations.FinishSimulationRun(ctx, runs[0].ID, "", storage.SimulationEnd{Status: storage.SimCompleted, CallID: &c.ID})
+		require.NoError(t, err)
+		got = a.Do("GET", fmt.Sprintf("/v1/agents/%d/test-runs/%d", agent, id), k, nil).Obj(t)
+		require.Equal(t, "completed", got["status"])
+		require.Equal(t, "unknown", got["verdict"])
+	})
 }
