@@ -100,7 +100,7 @@ func runControl(ctx context.Context, c *config, fs *flag.FlagSet, stdout, stderr
 			opts = append(opts, control.WithBrowserMedia(node.Browser))
 		}
 		opts = append(opts, control.WithLive(nodeLive{node, api.WebSocketURL(public)}, listenKey))
-		simr, err := newSimulator(log, c.call.Phone.Addr, node.PhoneOn, llm.OpenAIConfig{BaseURL: c.prov.LLMBaseURL, APIKey: c.prov.LLMAPIKey, Model: c.prov.LLMModel})
+		simr, err := newSimulator(log, c.call.Phone.Addr, node.PhoneOn, node.Phone.Dial, llm.OpenAIConfig{BaseURL: c.prov.LLMBaseURL, APIKey: c.prov.LLMAPIKey, Model: c.prov.LLMModel})
 		if err != nil {
 			ln.Close()
 			return err
