@@ -180,10 +180,10 @@ func TestExecuteTestRun(t *testing.T) {
 		r = a.Do("POST", ppath, poor.OwnerK, with("scenario_ids", []int64{controltest.ID(ls[1])}))
 		require.Equal(t, 201, r.Status, string(r.Body))
 		require.Equal(t, "in_progress", r.Obj(t)["status"])
-		runs := a.Do("GET", "/v1/simulations", poor.OwnerK, nil).List(t)
-		require.Len(t, runs, 1)
-		require.Equal(t, "inbound", runs[0]["direction"])
-		require.Equal(t, "queued", runs[0]["status"])
+		sims := a.Do("GET", "/v1/simulations", poor.OwnerK, nil).List(t)
+		require.Len(t, sims, 1)
+		require.Equal(t, "inbound", sims[0]["direction"])
+		require.Equal(t, "queued", sims[0]["status"])
 	})
 }
 
