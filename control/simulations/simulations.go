@@ -1,9 +1,11 @@
 // Package simulations is the simulations API (spec 2.11, 3, 4.7): runs
 // and batches of simulated calls against an agent (over the realtime
-// WebSocket, mode bot) or a phone number (over SIP, mode sip), each made
-// for real by a leased background worker through a Simulator (call/sim
-// behind cmd/voiced's adapter), billed through the ledger and announced
-// with test-call.completed.
+// WebSocket, mode bot) or a phone number (over SIP, mode sip), or with
+// direction inbound the agent's outbound call to the simulated caller,
+// each made for real by a leased background worker through a Simulator
+// (call/sim behind cmd/voiced's adapter; on voiced control, a media
+// node's through control/cluster), billed through the ledger and
+// announced with test-call.completed.
 package simulations
 
 import (
