@@ -433,16 +433,6 @@ func (d TestRunDeps) Verdicts(ctx context.Context, orgID, id int64, wait time.Du
 			if !time.Now().Before(deadline) {
 				break
 			}
-			// A settle (no wait) leaves a run ended less than GradeWait
-			// ago with its grade pending to the worker's own Verdicts,
-			// which waits for it: settled now, its verdict would be
-			// unknown for want of a grade that is seconds away.
-			if wait == 0 && r.CompletedAt != nil && time.Since(*r.CompletedAt) < GradeWait {
-				return nil
-			}
-			if !time.Now().Before(deadline) {
-				break
-			}
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
