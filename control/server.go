@@ -2,6 +2,7 @@ package control
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -380,7 +381,16 @@ func (s *Server) simulationDeps() simulations.Deps {
 		Recordings: calls.Config{PublicURL: s.cfg.PublicURL, SignKey: s.res.signKey, AudioURLTTL: s.res.cfg.AudioURLTTL},
 		WebToken: func(ctx context.Context, orgID, agentID int64) (string, string, int64, error) {
 			return s.rt.AgentToken(ctx, orgID, agentID, true)
-		}}
+		},
+		PlaceSimulated: func(ctx context.Context, orgID, agentID int64, from, to string) (int64, json.RawMessage, error) {
+			o, err := s.calls.PlaceSimulated(ctx, orgID, agentID, from, to)
+			if err != nil {
+				return 0, nil, err
+			}
+			b, err := json.Marshal(o)
+			return o.CallID, b, err
+		},
+		FailCall: s.calls.FailSimulated}
 	d.TestRunDone = func(ctx context.Context, orgID, testRunID int64) {
 		if err := s.testRunDeps(d).Verdicts(ctx, orgID, testRunID, simulations.GradeWait); err != nil {
 			s.log.Warn("test run verdicts", "test_run_id", testRunID, "err", err.Error())

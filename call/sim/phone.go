@@ -34,6 +34,12 @@ type Phone struct {
 	bind  netip.Addr
 	next  atomic.Int64
 	calls sync.Map // local call id → *phoneCall
+	addr  netip.AddrPort
+
+	// waiting are the calls Answer expects, by the number they ring,
+	// oldest first.
+	mu      sync.Mutex
+	waiting map[string][]*phoneCall
 }
 
 // PhoneConfig is where the simulator's user agent listens.
@@ -70,17 +76,18 @@ func NewPhone(cfg PhoneConfig, log *slog.Logger) (*Phone, error) {
 		return nil, err
 	}
 	p := &Phone{log: log, pacer: pacer, ports: ports, bind: ip}
-	srv, err := sip.New(sip.Config{UserAgent: "voiced-simulator"}, log, sip.Deps{Media: p, Calls: p})
+	srv, err := sip.New(sip.Config{UserAgent: "voiced-simulator"}, log, sip.Deps{Admitter: p, Media: p, Calls: p})
 	if err != nil {
 		pacer.Close()
 		return nil, err
 	}
-	if _, err := srv.ListenUDP(cfg.Addr); err != nil {
+	la, err := srv.ListenUDP(cfg.Addr)
+	if err != nil {
 		srv.Close()
 		pacer.Close()
 		return nil, err
 	}
-	p.srv = srv
+	p.srv, p.addr = srv, la
 	return p, nil
 }
 
@@ -156,6 +163,117 @@ func (p *Phone) Call(ctx context.Context, t Target, cfg Config) (*Result, error)
 	return res, nil
 }
 
+// Addr is where the simulator's user agent takes SIP (UDP).
+func (p *Phone) Addr() netip.AddrPort { return p.addr }
+
+// ErrNotRung is Answer's error when the expected call never arrived.
+var ErrNotRung = errors.New("sim: the agent's call did not arrive")
+
+// Answer is the simulated caller on the called side: it expects a call
+// to number at its user agent (Addr), has ring place it (the agent's
+// outbound call, sent to Addr), answers it and plays cfg's caller until
+// the call ends (ctx bounds it, as Call). The call must arrive within
+// 30 s of ring returning. Calls to the same number are answered in the
+// order Answer was called. An error means the call never started.
+func (p *Phone) Answer(ctx context.Context, number string, cfg Config, ring func(ctx context.Context) error) (*Result, error) {
+	ctx, cancel, err := cfg.bound(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	b, err := newBot(cfg, 8000)
+	if err != nil {
+		return nil, err
+	}
+	number = sip.Number(number)
+	pc := &phoneCall{p: p, bot: b, answered: make(chan struct{}), ended: make(chan struct{}), arrived: make(chan struct{})}
+	p.mu.Lock()
+	if p.waiting == nil {
+		p.waiting = map[string][]*phoneCall{}
+	}
+	p.waiting[number] = append(p.waiting[number], pc)
+	p.mu.Unlock()
+	unwait := func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		q := p.waiting[number]
+		for i, w := range q {
+			if w == pc {
+				p.waiting[number] = append(q[:i:i], q[i+1:]...)
+				if len(p.waiting[number]) == 0 {
+					delete(p.waiting, number)
+				}
+				return true
+			}
+		}
+		return false
+	}
+	res := &Result{Voice: VoiceFor(cfg.Scenario.Accent), Start: time.Now(), Rate: b.rate}
+	if err := ring(ctx); err != nil {
+		if unwait() {
+			return nil, err
+		}
+		// Admitted meanwhile: the call is ours to end.
+	}
+	select {
+	case <-pc.arrived:
+	case <-time.After(30 * time.Second):
+	case <-ctx.Done():
+	}
+	if unwait() {
+		return nil, ErrNotRung
+	}
+	<-pc.arrived
+	defer p.calls.Delete(pc.id)
+	select {
+	case <-pc.answered:
+		converse(ctx, cfg, b, pc, res)
+	case <-pc.ended:
+	case <-ctx.Done():
+		pc.Hangup()
+	}
+	select {
+	case <-pc.ended:
+	case <-time.After(10 * time.Second):
+		return nil, errors.New("sim: the call did not end 10 s after the hangup")
+	}
+	res.SIPCallID = pc.sipCallID
+	if e := pc.end; e.Answered.IsZero() {
+		res.End = "not_answered: " + e.Reason
+		if e.Detail != "" {
+			res.End += " (" + e.Detail + ")"
+		}
+	}
+	res.Duration = time.Since(res.Start)
+	if cfg.KeepAudio {
+		b.mu.Lock()
+		res.Sent, res.Speech = b.sent, b.speech
+		b.mu.Unlock()
+	}
+	return res, nil
+}
+
+// Admit implements sip.Admitter: a call to a number Answer expects is
+// the oldest expectation's; any other is refused as unknown.
+func (p *Phone) Admit(_ context.Context, a sip.Arrival) (sip.Admission, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	q := p.waiting[a.To]
+	if len(q) == 0 {
+		return sip.Admission{}, sip.ErrUnknownNumber
+	}
+	pc := q[0]
+	if len(q) == 1 {
+		delete(p.waiting, a.To)
+	} else {
+		p.waiting[a.To] = q[1:]
+	}
+	pc.id = p.next.Add(1)
+	p.calls.Store(pc.id, pc)
+	close(pc.arrived)
+	return sip.Admission{CallID: pc.id}, nil
+}
+
 // Open implements sip.MediaPort: the call's RTP session, fed by its bot.
 func (p *Phone) Open(_ context.Context, c *sip.Call) (sip.Media, error) {
 	v, ok := p.calls.Load(c.ID())
@@ -189,6 +307,8 @@ type phoneCall struct {
 	call      *sip.Call
 	rtp       *rtp.Session
 	sipCallID string
+	id        int64
+	arrived   chan struct{} // Answer's: the call was admitted
 	once      sync.Once
 	answered  chan struct{}
 	ended     chan struct{}

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/voiced/voiced/ai/llm"
 	"github.com/voiced/voiced/call"
 	"github.com/voiced/voiced/control"
 	"github.com/voiced/voiced/control/calls"
@@ -158,7 +159,14 @@ func mediaRole(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		node.Drain(context.Background())
 		return err
 	}
-	m := cluster.Media{ID: c.NodeID, HTTPAddr: c.HTTPAddr, PublicURL: c.PublicURL, Realtime: rt, Secret: c.ClusterSecret, Live: node.Live, Drain: node.Drain, DrainTimeout: c.drainTimeout,
+	// The simulated caller of the runs the control plane places here.
+	simr, err := newSimulator(log, c.call.Phone.Addr, node.PhoneOn, node.Phone.Dial, llm.OpenAIConfig{BaseURL: c.prov.LLMBaseURL, APIKey: c.prov.LLMAPIKey, Model: c.prov.LLMModel})
+	if err != nil {
+		node.Drain(context.Background())
+		return err
+	}
+	defer simr.close()
+	m := cluster.Media{ID: c.NodeID, Simulator: simr, HTTPAddr: c.HTTPAddr, PublicURL: c.PublicURL, Realtime: rt, Secret: c.ClusterSecret, Live: node.Live, Drain: node.Drain, DrainTimeout: c.drainTimeout,
 		Listen: node.ListenHandler(calls.ListenKey([]byte(c.ClusterSecret))), Listenable: node.Listenable,
 		Metrics: control.MediaMetrics(node.Stats.Read)}
 	if node.Browser != nil {

@@ -100,7 +100,7 @@ func runControl(ctx context.Context, c *config, fs *flag.FlagSet, stdout, stderr
 			opts = append(opts, control.WithBrowserMedia(node.Browser))
 		}
 		opts = append(opts, control.WithLive(nodeLive{node, api.WebSocketURL(public)}, listenKey))
-		simr, err := newSimulator(log, c.call.Phone.Addr, node.PhoneOn, llm.OpenAIConfig{BaseURL: c.prov.LLMBaseURL, APIKey: c.prov.LLMAPIKey, Model: c.prov.LLMModel})
+		simr, err := newSimulator(log, c.call.Phone.Addr, node.PhoneOn, node.Phone.Dial, llm.OpenAIConfig{BaseURL: c.prov.LLMBaseURL, APIKey: c.prov.LLMAPIKey, Model: c.prov.LLMModel})
 		if err != nil {
 			ln.Close()
 			return err
@@ -113,9 +113,13 @@ func runControl(ctx context.Context, c *config, fs *flag.FlagSet, stdout, stderr
 	placer, _ := env.coord.(coord.Coordinator)
 	var nodes *cluster.Nodes
 	var dialer *cluster.Dialer
+	var sims *cluster.Simulator
 	if !withNode {
 		nodes, dialer = cluster.NewNodes(placer, c.ClusterSecret, public), cluster.NewDialer(placer, placer, c.ClusterSecret)
-		opts = append(opts, control.WithDialer(dialer), control.WithBrowserMedia(nodes), control.WithVoIPVerifier(nodes),
+		// Simulation runs' calls are made by the simulated caller of a
+		// media node (docs/decisions.md "Simulations on voiced control").
+		sims = cluster.NewSimulator(placer, c.ClusterSecret, public)
+		opts = append(opts, control.WithDialer(dialer), control.WithBrowserMedia(nodes), control.WithVoIPVerifier(nodes), control.WithSimulator(sims),
 			control.WithLive(cluster.NewLive(placer, placer, c.ClusterSecret, public), listenKey))
 	}
 	drain := func(ctx context.Context) {
@@ -171,6 +175,7 @@ func runControl(ctx context.Context, c *config, fs *flag.FlagSet, stdout, stderr
 		// Calls the control plane places are recorded as their node's.
 		dialer.SetOwners(calls)
 		nodes.SetOwners(calls)
+		sims.SetOwners(calls)
 		rctx, stopReaper := context.WithCancel(context.WithoutCancel(ctx))
 		reaped := make(chan struct{})
 		go func() {

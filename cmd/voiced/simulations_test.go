@@ -51,17 +51,9 @@ func scriptedModelBy(t *testing.T, reply func(body string) string) string {
 	return srv.URL + "/v1"
 }
 
-// startSimulationServe starts a telephony node whose model is
-// scriptedModel and whose speech-to-text is a fake at the provider
-// boundary, with an agent ringing from a VoIP number: the harness of the
-// simulation tests. It returns the node, the agent and the number.
-func startSimulationServe(t *testing.T) (*served, map[string]any, map[string]any) {
-	return startSimulationServeWith(t, scriptedModel(t))
-}
-
-// startSimulationServeWith is startSimulationServe with the model at
-// modelURL.
-func startSimulationServeWith(t *testing.T, modelURL string) (*served, map[string]any, map[string]any) {
+// scriptedSTT is a speech-to-text server at the provider boundary
+// (--stt-base-url): speech is the caller's line, silence nothing.
+func scriptedSTT(t *testing.T) string {
 	// Speech-to-text is a fake at the provider boundary too (offline
 	// PocketSphinx on a shared 2-core machine can take longer than the
 	// caller waits): speech is the caller's line, silence nothing.
@@ -84,7 +76,21 @@ func startSimulationServeWith(t *testing.T, modelURL string) (*served, map[strin
 		fmt.Fprintf(w, `{"text": %q}`, text)
 	}))
 	t.Cleanup(stt.Close)
-	sv := startTelephonyServe(t, "--call-loopback=false", "--llm-base-url", modelURL, "--llm-model", "scripted", "--stt-base-url", stt.URL+"/v1")
+	return stt.URL + "/v1"
+}
+
+// startSimulationServe starts a telephony node whose model is
+// scriptedModel and whose speech-to-text is a fake at the provider
+// boundary, with an agent ringing from a VoIP number: the harness of the
+// simulation tests. It returns the node, the agent and the number.
+func startSimulationServe(t *testing.T) (*served, map[string]any, map[string]any) {
+	return startSimulationServeWith(t, scriptedModel(t))
+}
+
+// startSimulationServeWith is startSimulationServe with the model at
+// modelURL.
+func startSimulationServeWith(t *testing.T, modelURL string) (*served, map[string]any, map[string]any) {
+	sv := startTelephonyServe(t, "--call-loopback=false", "--llm-base-url", modelURL, "--llm-model", "scripted", "--stt-base-url", scriptedSTT(t))
 	st, conn := sv.call("POST", "/v1/voip-connections", `{"host":"127.0.0.1","allowed_inbound_addresses":["127.0.0.1"],"codecs":["PCMU"]}`)
 	require.Equal(t, 201, st, "%v", conn)
 	st, ag := sv.call("POST", "/v1/agents", `{"name":"Host","first_message":"Welcome to the shop.","voice":"espeak:en-us"}`)

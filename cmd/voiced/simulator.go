@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,6 +16,8 @@ import (
 	"github.com/voiced/voiced/ai/llm"
 	"github.com/voiced/voiced/ai/tts/espeak"
 	"github.com/voiced/voiced/call/sim"
+	"github.com/voiced/voiced/control"
+	"github.com/voiced/voiced/control/calllog"
 	"github.com/voiced/voiced/control/simulations"
 	"github.com/voiced/voiced/media"
 )
@@ -26,20 +29,25 @@ import (
 // plane issued. Its voice is espeak-ng; its words come from the control
 // plane's model (--llm-base-url) when one is set, else the caller says
 // the scenario prompt once.
+//
+// Inbound runs (the agent calls the simulated caller) have the node's
+// telephony dial the call the control plane recorded (dial, the node's
+// own outbound path) to the simulator's user agent, which answers it.
 type simulator struct {
 	log     *slog.Logger
 	sipHost string
 	sipPort int
 	phoneOn bool
 	model   llm.Provider
+	dial    func(context.Context, control.OutboundCall) error
 
 	mu    sync.Mutex
 	phone *sim.Phone
 	voice *espeak.Synth
 }
 
-func newSimulator(log *slog.Logger, sipAddr string, phoneOn bool, model llm.OpenAIConfig) (*simulator, error) {
-	s := &simulator{log: log, phoneOn: phoneOn}
+func newSimulator(log *slog.Logger, sipAddr string, phoneOn bool, dial func(context.Context, control.OutboundCall) error, model llm.OpenAIConfig) (*simulator, error) {
+	s := &simulator{log: log, phoneOn: phoneOn, dial: dial}
 	host, port, err := net.SplitHostPort(sipAddr)
 	if err != nil {
 		return nil, err
@@ -159,8 +167,23 @@ func (s *simulator) Simulate(ctx context.Context, c simulations.Call) (simulatio
 		cfg.Scenario.Prompt = "Hello, I am calling to check that this line works."
 	}
 	var res *sim.Result
-	switch c.Channel {
-	case "telephony":
+	var placed int64
+	switch {
+	case c.Direction == "inbound":
+		if phone == nil || s.dial == nil {
+			return simulations.Outcome{}, errors.New("telephony is off on this node")
+		}
+		var o control.OutboundCall
+		if err := json.Unmarshal(c.Outbound, &o); err != nil || o.CallID == 0 {
+			return simulations.Outcome{}, fmt.Errorf("the agent's call is unreadable: %v", err)
+		}
+		// The agent's call goes to the simulator's user agent, from this
+		// node's SIP stack: G.711, as to a phone on the public network.
+		ua := phone.Addr()
+		o.Trunk = calllog.Trunk{Host: ua.Addr().String(), Port: int(ua.Port()), Transport: "udp", Codecs: []string{"PCMU", "PCMA"}}
+		placed = o.CallID
+		res, err = phone.Answer(ctx, c.Number, cfg, func(ctx context.Context) error { return s.dial(ctx, o) })
+	case c.Channel == "telephony":
 		if phone == nil {
 			return simulations.Outcome{}, errors.New("telephony is off on this node")
 		}
@@ -170,6 +193,9 @@ func (s *simulator) Simulate(ctx context.Context, c simulations.Call) (simulatio
 	}
 	if err != nil {
 		return simulations.Outcome{}, err
+	}
+	if placed != 0 {
+		res.CallID = placed
 	}
 	out := simulations.Outcome{CallID: res.CallID, End: res.End, Answered: !strings.HasPrefix(res.End, "not_answered"),
 		Metadata: map[string]any{"caller_voice": res.Voice, "caller_lines": len(res.Lines), "caller_model": s.model != nil}}

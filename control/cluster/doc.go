@@ -12,7 +12,8 @@
 // the coord placement: realtime sessions get a node's media_url
 // (MediaURL) or are proxied to one (RealtimeProxy), outbound calls go as
 // sealed dial commands (Dialer, FollowDials), and browser calls, trunk
-// checks and ICE servers are asked of a node's own API (Nodes).
+// checks and ICE servers are asked of a node's own API (Nodes), as are
+// simulation runs' calls, held until they end (Simulator).
 //
 // Each call a node admits or claims, or the control plane places on it,
 // is recorded as that node's (NodeHeader, Owners); the Reaper, run by one

@@ -16,6 +16,7 @@ import (
 	"github.com/voiced/voiced/control"
 	"github.com/voiced/voiced/control/browser"
 	"github.com/voiced/voiced/control/numbers"
+	"github.com/voiced/voiced/control/simulations"
 	"github.com/voiced/voiced/storage/coord"
 )
 
@@ -88,6 +89,9 @@ type Media struct {
 	// holds a call to listen to (nil: no live listen here).
 	Listen     http.Handler
 	Listenable func(callID int64) bool
+	// Simulator makes the simulation runs' calls the control plane asks
+	// of this node (cluster.Simulator; nil: none here).
+	Simulator simulations.Simulator
 	// Drain ends the node's calls, giving them until ctx ends.
 	Drain func(ctx context.Context)
 	// DrainTimeout is how long calls in progress get to end at shutdown
@@ -120,6 +124,9 @@ func RunMedia(ctx context.Context, m Media, reg coord.Registry, log *slog.Logger
 	}
 	if m.Metrics != nil {
 		mux.Handle("GET /metrics", m.Metrics)
+	}
+	if m.Simulator != nil {
+		mux.Handle("POST "+Prefix+pathSimulate, simulateAPI(m.Secret, m.Simulator, log))
 	}
 	mux.Handle(Prefix, nodeAPI(m.Secret, m.Browser, m.Verifier, m.Listenable, log))
 	mux.HandleFunc("GET /v1/healthz", func(w http.ResponseWriter, _ *http.Request) {

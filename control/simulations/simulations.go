@@ -1,9 +1,11 @@
 // Package simulations is the simulations API (spec 2.11, 3, 4.7): runs
 // and batches of simulated calls against an agent (over the realtime
-// WebSocket, mode bot) or a phone number (over SIP, mode sip), each made
-// for real by a leased background worker through a Simulator (call/sim
-// behind cmd/voiced's adapter), billed through the ledger and announced
-// with test-call.completed.
+// WebSocket, mode bot) or a phone number (over SIP, mode sip), or with
+// direction inbound the agent's outbound call to the simulated caller,
+// each made for real by a leased background worker through a Simulator
+// (call/sim behind cmd/voiced's adapter; on voiced control, a media
+// node's through control/cluster), billed through the ledger and
+// announced with test-call.completed.
 package simulations
 
 import (
@@ -109,6 +111,13 @@ type Deps struct {
 	// realtime session token the simulated caller connects with
 	// (control/realtime.Sessions.AgentToken).
 	WebToken func(ctx context.Context, orgID, agentID int64) (token, url string, callID int64, err error)
+	// PlaceSimulated records the agent's outbound call of an inbound run
+	// (is_simulation, the agent's snapshot) and returns its id and the
+	// call as the simulator's node dials it (control.OutboundCall as
+	// JSON); FailCall ends such a call that was never dialed (nil
+	// PlaceSimulated: inbound runs cannot start, 502).
+	PlaceSimulated func(ctx context.Context, orgID, agentID int64, from, to string) (callID int64, outbound json.RawMessage, err error)
+	FailCall       func(ctx context.Context, callID int64, detail string) error
 	// Wake tells the worker a run is queued (nil: it polls).
 	Wake func()
 	// TestRunDone is told when a run of a test run has ended
@@ -334,23 +343,26 @@ func (e *startErr) Error() string { return e.why }
 
 // cannotStart says why r cannot start now ("" when it can).
 func (h *handlers) cannotStart(r storage.SimulationRun) string {
-	if r.Direction == "inbound" {
+	if r.Direction == "inbound" && h.PlaceSimulated == nil {
 		return "Inbound simulations (the agent calls the simulated caller) are not supported by this deployment."
 	}
-	if r.Mode == "bot" && r.AgentID == nil {
+	if r.AgentID == nil && (r.Mode == "bot" || r.Direction == "inbound") {
 		return "The target has no agent."
 	}
 	if h.Simulator == nil {
 		return "No simulated caller is available on this deployment."
 	}
-	if err := h.Simulator.Ready(channelOf(r.Mode)); err != nil {
+	if err := h.Simulator.Ready(channelOf(r)); err != nil {
 		return "The simulated caller cannot start: " + err.Error()
 	}
 	return ""
 }
 
-func channelOf(mode string) string {
-	if mode == "sip" {
+// channelOf is the channel r's call goes over: telephony for a phone
+// number, and for every inbound run (the agent places a phone call);
+// the web for an agent's outbound run.
+func channelOf(r storage.SimulationRun) string {
+	if r.Mode == "sip" || r.Direction == "inbound" {
 		return "telephony"
 	}
 	return "web"

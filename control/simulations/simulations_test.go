@@ -175,16 +175,15 @@ func TestSimulationRuns(t *testing.T) {
 		r = a.Do("POST", "/v1/simulations", poor.OwnerK, map[string]any{"target_type": "agent", "target_id": pa, "consent_to_charge": true})
 		require.Equal(t, 402, r.Status, string(r.Body))
 
-		// 502: inbound runs cannot start here; the run is kept, failed.
+		// Inbound (the agent calls the simulated caller): queued like any
+		// run, over telephony (a web agent places a phone call).
 		a.Credit(poor.Org.ID, 100)
 		r = a.Do("POST", "/v1/simulations", poor.OwnerK, map[string]any{"target_type": "agent", "target_id": pa, "consent_to_charge": true, "direction": "inbound"})
-		require.Equal(t, 502, r.Status, string(r.Body))
-		failed := a.Do("GET", "/v1/simulations", poor.OwnerK, nil).List(t)
-		require.Len(t, failed, 1)
-		require.Equal(t, "failed", failed[0]["status"])
-		require.Contains(t, failed[0]["error_message"], "Inbound simulations")
-		require.NotNil(t, failed[0]["completed_at"])
-		require.Len(t, events(t, a, poor.Org.ID, "test-call.completed"), 1, "a run that ends, even at once, is announced")
+		require.Equal(t, 201, r.Status, string(r.Body))
+		in := r.Obj(t)
+		require.Equal(t, "inbound", in["direction"])
+		require.Equal(t, "queued", in["status"])
+		require.Empty(t, events(t, a, poor.Org.ID, "test-call.completed"), "nothing ended yet")
 	})
 }
 
@@ -205,6 +204,17 @@ func TestSimulationNoSimulator(t *testing.T) {
 			require.Equal(t, 502, r.Status, string(r.Body))
 			b := a.Do("GET", "/v1/simulations/batches", w.OwnerK, nil).List(t)
 			require.Equal(t, "failed", b[0]["status"])
+			// An inbound run is a phone call whatever the target: 502
+			// when telephony is off, and the run is failed and announced.
+			r = a.Do("POST", "/v1/simulations", w.OwnerK, map[string]any{"target_type": "agent", "target_id": agent, "consent_to_charge": true, "direction": "inbound"})
+			require.Equal(t, 502, r.Status, string(r.Body))
+			l = a.Do("GET", "/v1/simulations", w.OwnerK, nil).List(t)
+			require.Equal(t, "failed", l[0]["status"])
+			require.Equal(t, "inbound", l[0]["direction"])
+			if sim != nil {
+				require.Contains(t, l[0]["error_message"], "telephony is off")
+			}
+			require.Len(t, events(t, a, w.Org.ID, "test-call.completed"), 4, "a run that ends, even at once, is announced")
 		}
 	})
 }

@@ -173,18 +173,17 @@ func TestExecuteTestRun(t *testing.T) {
 		ppath := fmt.Sprintf("/v1/agents/%d/test-runs/execute", pa)
 		require.Equal(t, 402, a.Do("POST", ppath, poor.OwnerK, base).Status)
 
-		// 502: an outbound scenario (the agent would call out) cannot start
-		// here; the test run is kept, failed and finished.
+		// An outbound scenario (the agent calls out) is an inbound run.
 		a.Credit(poor.Org.ID, 100)
 		require.Equal(t, 201, a.Do("POST", fmt.Sprintf("/v1/agents/%d/test-scenarios", pa), poor.OwnerK, map[string]any{"title": "out", "scenario_prompt": "z", "direction": "outbound"}).Status)
 		ls := a.Do("GET", fmt.Sprintf("/v1/agents/%d/test-scenarios", pa), poor.OwnerK, nil).List(t)
 		r = a.Do("POST", ppath, poor.OwnerK, with("scenario_ids", []int64{controltest.ID(ls[1])}))
-		require.Equal(t, 502, r.Status, string(r.Body))
-		trs := a.Do("GET", fmt.Sprintf("/v1/agents/%d/test-runs", pa), poor.OwnerK, nil).List(t)
-		require.Len(t, trs, 1)
-		require.Equal(t, "completed", trs[0]["status"])
-		require.Equal(t, "unknown", trs[0]["verdict"], "no call was made: the harness failed, not the agent")
-		require.NotNil(t, trs[0]["completed_at"])
+		require.Equal(t, 201, r.Status, string(r.Body))
+		require.Equal(t, "in_progress", r.Obj(t)["status"])
+		sims := a.Do("GET", "/v1/simulations", poor.OwnerK, nil).List(t)
+		require.Len(t, sims, 1)
+		require.Equal(t, "inbound", sims[0]["direction"])
+		require.Equal(t, "queued", sims[0]["status"])
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"sync"
@@ -43,6 +44,16 @@ type Call struct {
 	// Caller is the simulated caller's settings (a test run's scenario
 	// and matrix combination; zero for a plain run: the defaults).
 	Caller Caller
+	// Direction is the run's: "outbound" (the simulated caller rings
+	// the target) or "inbound" (the agent calls the simulated caller,
+	// always over telephony). An inbound call is recorded already:
+	// Outbound is the agent's outbound call as a node dials it
+	// (control.OutboundCall as JSON, no trunk), Number the number it
+	// calls. The simulator answers Number on its own user agent, sets
+	// the call's trunk to that user agent and dials it from the node
+	// whose SIP stack it sits next to.
+	Direction string          `json:"direction,omitempty"`
+	Outbound  json.RawMessage `json:"outbound,omitempty"`
 }
 
 // Outcome is a simulated call that happened.
@@ -133,7 +144,7 @@ func (w *Worker) simulate(ctx context.Context, r storage.SimulationRun) storage.
 	if w.Simulator == nil {
 		return fail("No simulated caller is available on this deployment.", nil)
 	}
-	c := Call{RunID: r.ID, OrgID: r.OrgID, Channel: channelOf(r.Mode), Prompt: r.ScenarioPrompt, Language: r.Language}
+	c := Call{RunID: r.ID, OrgID: r.OrgID, Channel: channelOf(r), Prompt: r.ScenarioPrompt, Language: r.Language, Direction: r.Direction}
 	if len(r.Caller) > 0 {
 		if err := json.Unmarshal(r.Caller, &c.Caller); err != nil {
 			return fail("The run's caller settings are unreadable: "+err.Error(), nil)
@@ -149,6 +160,20 @@ func (w *Worker) simulate(ctx context.Context, r storage.SimulationRun) storage.
 		}
 	}
 	var webCall int64
+	if r.Direction == "inbound" {
+		if r.AgentID == nil {
+			return fail("The target has no agent to place the call.", nil)
+		}
+		if w.PlaceSimulated == nil {
+			return fail("Inbound simulations (the agent calls the simulated caller) are not supported by this deployment.", nil)
+		}
+		from, to := inboundNumbers(r)
+		var err error
+		if webCall, c.Outbound, err = w.PlaceSimulated(ctx, r.OrgID, c.AgentID, from, to); err != nil {
+			return fail("The agent's call could not be placed: "+err.Error(), nil)
+		}
+		c.Number = to
+	}
 	if c.Channel == "web" {
 		if w.WebToken == nil {
 			return fail("Realtime sessions are not available to the simulated caller.", nil)
@@ -160,6 +185,13 @@ func (w *Worker) simulate(ctx context.Context, r storage.SimulationRun) storage.
 	}
 	out, err := w.Simulator.Simulate(ctx, c)
 	if err != nil {
+		if c.Outbound != nil && w.FailCall != nil {
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			if ferr := w.FailCall(fctx, webCall, err.Error()); ferr != nil {
+				w.Log.Warn("simulation: call not ended", "call_id", webCall, "err", ferr.Error())
+			}
+			cancel()
+		}
 		e := fail("The simulated call could not start: "+err.Error(), nil)
 		if webCall != 0 {
 			e.CallID = &webCall
@@ -173,7 +205,7 @@ func (w *Worker) simulate(ctx context.Context, r storage.SimulationRun) storage.
 	if meta == nil {
 		meta = map[string]any{}
 	}
-	meta["channel"], meta["caller_end"] = c.Channel, out.End
+	meta["channel"], meta["caller_end"], meta["direction"] = c.Channel, out.End, c.Direction
 	callID := out.CallID
 	if callID == 0 && out.Execution != "" {
 		callID, _ = w.Store.CallIDByExecution(ctx, r.OrgID, out.Execution)
@@ -181,7 +213,7 @@ func (w *Worker) simulate(ctx context.Context, r storage.SimulationRun) storage.
 	if callID == 0 {
 		return fail("The simulated call was not answered: "+out.End, meta)
 	}
-	if c.Channel == "telephony" {
+	if c.Channel == "telephony" && c.Outbound == nil {
 		if err := w.Store.MarkCallSimulation(ctx, callID); err != nil {
 			w.Log.Warn("simulation: call not marked", "call_id", callID, "err", err.Error())
 		}
@@ -213,6 +245,31 @@ func (w *Worker) simulate(ctx context.Context, r storage.SimulationRun) storage.
 	}
 	e.Metadata, _ = json.Marshal(meta)
 	return e
+}
+
+// Numbers of inbound runs (the agent calls the simulated caller).
+const (
+	// SimulationLine is the caller ID of an agent target's calls (an
+	// agent has no number of its own).
+	SimulationLine = "+15550000001"
+	// callerPrefix makes the number the agent calls when the run names
+	// none: unique per run (its id), so concurrent runs answering on
+	// one user agent are never crossed.
+	callerPrefix = "+1555"
+)
+
+// inboundNumbers are the caller ID and the dialed number of an inbound
+// run's call: the target number (or the line, for an agent) calls
+// target_number, else a number of the run's own.
+func inboundNumbers(r storage.SimulationRun) (from, to string) {
+	from = SimulationLine
+	if r.Mode == "sip" && r.TargetName != "" {
+		from = r.TargetName
+	}
+	if to = r.TargetNumber; to == "" {
+		to = fmt.Sprintf("%s%07d", callerPrefix, r.ID%10_000_000)
+	}
+	return from, to
 }
 
 // transcript is the call's turns as {role, content, timestamp}.
