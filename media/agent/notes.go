@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/voiced/voiced/ai/llm"
 	"github.com/voiced/voiced/ai/stt"
@@ -53,8 +55,9 @@ type note struct {
 type sttJob struct {
 	itemID string
 	pcm    []int16
-	rate   int    // pcm's rate: the input rate
-	live   uint32 // the turn's number in the live feed (0: transcribe pcm whole)
+	rate   int       // pcm's rate: the input rate
+	live   uint32    // the turn's number in the live feed (0: transcribe pcm whole)
+	at     time.Time // when the loop committed it
 }
 
 // transcriber is the session's STT worker: turns are transcribed one at a
@@ -76,6 +79,11 @@ func (s *Session) transcriber() {
 		case <-wake:
 			w.pump()
 		case j := <-s.sttJobs:
+			t0 := time.Now()
+			var backlog int
+			if w != nil {
+				backlog = w.f.ring.Len()
+			}
 			var res stt.Result
 			var err error
 			done := false
@@ -96,6 +104,9 @@ func (s *Session) transcriber() {
 			// pcm is j.pcm or a copy of it.
 			s.recycleTurn(j.pcm)
 			text := res.Text
+			s.log.Debug("turn transcribed", "item_id", j.itemID, "live", done,
+				"turn_ms", len(j.pcm)*1000/j.rate, "queued_ms", t0.Sub(j.at).Milliseconds(),
+				"backlog_ms", backlog*1000/j.rate, "decode_ms", time.Since(t0).Milliseconds(), "words", len(strings.Fields(text)))
 			if errors.Is(err, context.Canceled) && s.ctx.Err() != nil {
 				return
 			}
