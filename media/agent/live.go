@@ -225,8 +225,18 @@ func (w *liveWorker) pump() {
 		if w.next == nil || w.read < w.next.pos {
 			return
 		}
-		w.apply(*w.next)
+		m := *w.next
 		w.next = nil
+		w.apply(m)
+		if m.kind == markEnd {
+			// The turn's transcript is ready: hand the worker back to
+			// its commit (the transcriber serves jobs first) before
+			// decoding on into the next turn, which a worker behind the
+			// caller would otherwise do for seconds. The wake brings it
+			// back for the rest.
+			w.f.signal()
+			return
+		}
 	}
 }
 
