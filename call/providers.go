@@ -138,8 +138,15 @@ type lazySphinx struct {
 // without the second (flat-lexicon) search pass, which runs over the whole
 // turn when it ends: with it, ending a streamed turn took 584 ms on
 // average (24 espeak turns, the shared 2-core machine), without it 34-72
-// ms, for 51-53% word accuracy instead of 56% (docs/decisions.md).
-var sphinxConfig = pocketsphinx.Config{Args: []string{"-fwdflat", "no"}}
+// ms, for 51-53% word accuracy instead of 56% (docs/decisions.md). And at
+// most 3000 HMMs active per frame (the library's default is 30000): in
+// babble or pink noise nothing scores well, the beam keeps far more of the
+// search alive, and a stream took 0.8 of a core per second of audio (0.4
+// clean), so on a busy node the live decoders fell behind the callers and
+// an interrupted response waited seconds for its turn's words. The cap
+// halves that (0.4 in noise, 0.29 clean) at the same clean word accuracy
+// (38.9% on the noise-test set; 8 points less in pink noise).
+var sphinxConfig = pocketsphinx.Config{Args: []string{"-fwdflat", "no", "-maxhmmpf", "3000"}}
 
 // sphinxPerCore is how many decoders the pool may load per core. A
 // streamed turn holds its decoder while the caller speaks, mostly idle

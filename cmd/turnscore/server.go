@@ -29,12 +29,16 @@ type server struct {
 type tail struct {
 	mu    sync.Mutex
 	lines []string
+	file  *os.File // all lines, when TURNSCORE_SERVER_LOG names one
 }
 
 func (t *tail) add(s string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.lines = append(t.lines, s)
+	if t.file != nil {
+		_, _ = t.file.WriteString(s + "\n")
+	}
 	if len(t.lines) > 40 {
 		t.lines = t.lines[len(t.lines)-40:]
 	}
@@ -78,6 +82,12 @@ func startServer(ctx context.Context, bin, sipAddr string, extra []string) (*ser
 		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
 	s := &server{cmd: cmd, dir: dir, log: &tail{}, done: make(chan error, 1)}
+	if p := os.Getenv("TURNSCORE_SERVER_LOG"); p != "" {
+		// Debugging: every line the server writes, appended to this file.
+		if s.log.file, err = os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
+			return nil, err
+		}
+	}
 	addrc, keyc := make(chan string, 1), make(chan string, 1)
 	scan := func(r io.Reader, re *regexp.Regexp, group int, c chan string) {
 		sc := bufio.NewScanner(r)

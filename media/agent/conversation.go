@@ -69,7 +69,7 @@ func (s *Session) commit(n note) {
 	it.Content[0].AudioMS = n.b - n.a
 	s.spans[id] = [2]int64{n.a, n.b}
 	select {
-	case s.sttJobs <- sttJob{itemID: id, pcm: n.pcm, rate: s.cfg.InputRate, live: n.live}:
+	case s.sttJobs <- sttJob{itemID: id, pcm: n.pcm, rate: s.cfg.InputRate, live: n.live, at: time.Now()}:
 	default:
 		s.emit(Transcription{ItemID: id, Failed: true, Err: "transcription queue full"})
 	}

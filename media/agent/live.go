@@ -2,6 +2,7 @@ package agent
 
 import (
 	"sync/atomic"
+	"time"
 
 	"github.com/voiced/voiced/ai/stt"
 	"github.com/voiced/voiced/codecs/resample"
@@ -176,8 +177,14 @@ type liveWorker struct {
 type liveTurn struct {
 	turn uint32
 	fed  int        // samples fed, at the input rate
-	s    stt.Stream // nil: the stream failed; the turn is transcribed whole
+	s    stt.Stream // nil: the stream failed or finished
 	rs   *resample.Resampler
+	// The transcript, once the stream finished at the turn's end mark:
+	// ok is false when there is none (the stream failed; the turn is
+	// transcribed whole).
+	res stt.Result
+	err error
+	ok  bool
 }
 
 func (t *liveTurn) close() {
@@ -218,8 +225,18 @@ func (w *liveWorker) pump() {
 		if w.next == nil || w.read < w.next.pos {
 			return
 		}
-		w.apply(*w.next)
+		m := *w.next
 		w.next = nil
+		w.apply(m)
+		if m.kind == markEnd {
+			// The turn's transcript is ready: hand the worker back to
+			// its commit (the transcriber serves jobs first) before
+			// decoding on into the next turn, which a worker behind the
+			// caller would otherwise do for seconds. The wake brings it
+			// back for the rest.
+			w.f.signal()
+			return
+		}
 	}
 }
 
@@ -247,8 +264,25 @@ func (w *liveWorker) apply(m liveMark) {
 		w.f.hint.Store(packHint(m.turn, 0, turn.HintUnknown))
 	case markEnd:
 		if w.cur != nil && w.cur.turn == m.turn {
-			w.ended = append(w.ended, w.cur)
+			// The turn's transcript is made now, as soon as its last
+			// audio is decoded, not when its commit reaches the worker:
+			// the commit goes through the session's loop, and by then
+			// the marks may have started the next turn (babble or noise
+			// opens one at once), whose stream would take a decoder,
+			// possibly load one (0.5-1 s), before this turn's words.
+			t := w.cur
 			w.cur = nil
+			if t.s != nil {
+				st := t.s
+				t.s = nil
+				t0 := time.Now()
+				t.res, t.err = st.Finish(w.s.ctx)
+				t.ok = t.err == nil
+				w.s.log.Debug("live turn finished", "turn", t.turn, "finish_ms", time.Since(t0).Milliseconds(),
+					"behind_ms", int64(w.f.ring.Len())*1000/int64(w.rate), "ok", t.ok)
+			}
+			t.close()
+			w.ended = append(w.ended, t)
 		}
 	case markAbort:
 		if w.cur != nil && w.cur.turn == m.turn {
@@ -291,27 +325,15 @@ func (w *liveWorker) feed(pcm []int16) {
 // when its stream broke and the turn must be transcribed whole.
 func (w *liveWorker) finish(turn uint32) (res stt.Result, ok bool, err error) {
 	w.pump()
-	var t *liveTurn
 	for len(w.ended) > 0 {
 		e := w.ended[0]
 		w.ended = w.ended[1:]
 		if e.turn == turn {
-			t = e
-			break
+			return e.res, e.ok, e.err
 		}
-		e.close() // a turn whose commit never came
+		// A turn whose commit never came: its result is dropped.
 	}
-	if t == nil || t.s == nil {
-		if t != nil {
-			t.close()
-		}
-		return stt.Result{}, false, nil
-	}
-	defer t.close()
-	s := t.s
-	t.s = nil
-	res, err = s.Finish(w.s.ctx)
-	return res, err == nil, err
+	return stt.Result{}, false, nil
 }
 
 func (w *liveWorker) close() {

@@ -24,6 +24,10 @@ type fakeStreamer struct {
 	final   string
 	streams []*fakeSTTStream
 	fail    bool // Stream fails
+	// gate, if set, holds the first stream's writes until it is closed
+	// (a worker decoding behind the caller).
+	gate chan struct{}
+	most int // streams open at once, at most
 }
 
 func (f *fakeStreamer) Stream(_ context.Context, r stt.Request) (stt.Stream, error) {
@@ -32,8 +36,15 @@ func (f *fakeStreamer) Stream(_ context.Context, r stt.Request) (stt.Stream, err
 	if f.fail {
 		return nil, errors.New("no decoder")
 	}
-	s := &fakeSTTStream{f: f}
+	s := &fakeSTTStream{f: f, first: len(f.streams) == 0}
 	f.streams = append(f.streams, s)
+	open := 0
+	for _, x := range f.streams {
+		if !x.closed && !x.finished {
+			open++
+		}
+	}
+	f.most = max(f.most, open)
 	return s, nil
 }
 
@@ -59,9 +70,13 @@ type fakeSTTStream struct {
 	written  int
 	finished bool
 	closed   bool
+	first    bool
 }
 
 func (s *fakeSTTStream) Write(pcm []int16) error {
+	if s.first && s.f.gate != nil {
+		<-s.f.gate
+	}
 	s.f.mu.Lock()
 	s.written += len(pcm)
 	s.f.mu.Unlock()
@@ -134,6 +149,41 @@ func TestLiveTranscription(t *testing.T) {
 	require.LessOrEqual(t, w, turnSamples+500*16+320)
 	require.Empty(t, st.calls(), "no whole-turn pass")
 	m.untilDone(500)
+}
+
+// TestLiveTurnFinishedAtItsEnd: a turn's stream is finished, and its
+// decoder freed, as soon as the worker reaches the turn's end, before the
+// next turn's stream starts. In babble or noise a new turn starts as soon
+// as one ends; the ended turn's words must not wait for its commit to come
+// round through the session's loop while the next turn takes (or loads) a
+// decoder (issue 31: interrupted responses waited past the scorer's 6 s
+// for their transcript). The worker is held behind the caller (decoding
+// slower than real time, as in noise on a busy node) so that both marks
+// are waiting when it catches up.
+func TestLiveTurnFinishedAtItsEnd(t *testing.T) {
+	checkGoroutines(t)
+	caller := loadWAV(t, "caller16k.wav")
+	st := &fakeStreamer{final: "I would like to book a table.", gate: make(chan struct{})}
+	m := newSim(t, Config{OutputRate: media.Rate16k, TurnDetection: &TurnDetection{}}, Deps{LLM: &fakeLLM{}, STT: st, TTS: &fakeTTS{}})
+	m.ticks(25)
+	short := caller[:min(len(caller), 2*media.Rate16k)]
+	m.speak(short)
+	for count[SpeechStopped](m.k) == 0 {
+		m.tick(nil)
+	}
+	m.speak(short[:media.Rate16k/2])
+	waitFor[SpeechStarted](t, m.k, func(SpeechStarted) bool { return count[SpeechStarted](m.k) == 2 })
+	close(st.gate)
+	tr := waitFor[Transcription](t, m.k, nil)
+	require.Equal(t, "I would like to book a table.", tr.Transcript)
+	require.Empty(t, st.calls(), "no whole-turn pass")
+	settle(t, m, st)
+	st.mu.Lock()
+	streams, most := len(st.streams), st.most
+	st.mu.Unlock()
+	require.Equal(t, 2, streams)
+	require.Equal(t, 1, most, "streams open at once")
+	m.ticks(30)
 }
 
 // TestLiveTranscriptionFallsBack: a turn whose stream could not start is

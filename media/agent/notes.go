@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/voiced/voiced/ai/llm"
 	"github.com/voiced/voiced/ai/stt"
@@ -53,8 +55,9 @@ type note struct {
 type sttJob struct {
 	itemID string
 	pcm    []int16
-	rate   int    // pcm's rate: the input rate
-	live   uint32 // the turn's number in the live feed (0: transcribe pcm whole)
+	rate   int       // pcm's rate: the input rate
+	live   uint32    // the turn's number in the live feed (0: transcribe pcm whole)
+	at     time.Time // when the loop committed it
 }
 
 // transcriber is the session's STT worker: turns are transcribed one at a
@@ -70,37 +73,54 @@ func (s *Session) transcriber() {
 		defer w.close()
 	}
 	for {
+		var j sttJob
+		// A committed turn goes before more decoding: its transcript is
+		// usually ready (the live feed finished it at its end), and
+		// the wake comes back every 20 ms while a caller speaks.
 		select {
-		case <-s.ctx.Done():
-			return
-		case <-wake:
-			w.pump()
-		case j := <-s.sttJobs:
-			var res stt.Result
-			var err error
-			done := false
-			if j.live != 0 && w != nil {
-				res, done, err = w.finish(j.live)
-				if err != nil && s.ctx.Err() == nil {
-					s.log.Warn("live transcription failed; transcribing the turn whole", "item_id", j.itemID, "err", err)
-				}
-			}
-			if !done {
-				var pcm []int16
-				pcm, err = to16k(j.pcm, j.rate)
-				if err == nil {
-					res, err = s.deps.STT.Transcribe(s.ctx, stt.Request{PCM: pcm, Language: s.cfg.Language})
-				}
-			}
-			// Providers keep no PCM after Transcribe (stt.Request), and
-			// pcm is j.pcm or a copy of it.
-			s.recycleTurn(j.pcm)
-			text := res.Text
-			if errors.Is(err, context.Canceled) && s.ctx.Err() != nil {
+		case j = <-s.sttJobs:
+		default:
+			select {
+			case <-s.ctx.Done():
 				return
+			case <-wake:
+				w.pump()
+				continue
+			case j = <-s.sttJobs:
 			}
-			s.post(note{kind: nTranscribed, itemID: j.itemID, text: text, err: err})
 		}
+		t0 := time.Now()
+		var backlog int
+		if w != nil {
+			backlog = w.f.ring.Len()
+		}
+		var res stt.Result
+		var err error
+		done := false
+		if j.live != 0 && w != nil {
+			res, done, err = w.finish(j.live)
+			if err != nil && s.ctx.Err() == nil {
+				s.log.Warn("live transcription failed; transcribing the turn whole", "item_id", j.itemID, "err", err)
+			}
+		}
+		if !done {
+			var pcm []int16
+			pcm, err = to16k(j.pcm, j.rate)
+			if err == nil {
+				res, err = s.deps.STT.Transcribe(s.ctx, stt.Request{PCM: pcm, Language: s.cfg.Language})
+			}
+		}
+		// Providers keep no PCM after Transcribe (stt.Request), and
+		// pcm is j.pcm or a copy of it.
+		s.recycleTurn(j.pcm)
+		text := res.Text
+		s.log.Debug("turn transcribed", "item_id", j.itemID, "live", done,
+			"turn_ms", len(j.pcm)*1000/j.rate, "queued_ms", t0.Sub(j.at).Milliseconds(),
+			"backlog_ms", backlog*1000/j.rate, "decode_ms", time.Since(t0).Milliseconds(), "words", len(strings.Fields(text)))
+		if errors.Is(err, context.Canceled) && s.ctx.Err() != nil {
+			return
+		}
+		s.post(note{kind: nTranscribed, itemID: j.itemID, text: text, err: err})
 	}
 }
 

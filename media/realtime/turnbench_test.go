@@ -54,7 +54,7 @@ import (
 
 // offlineDecoder mirrors call's offline transcriber (call/providers.go:
 // sphinxConfig, sphinxPerCore decoders per core).
-var offlineDecoder = pocketsphinx.Config{Args: []string{"-fwdflat", "no"}}
+var offlineDecoder = pocketsphinx.Config{Args: []string{"-fwdflat", "no", "-maxhmmpf", "3000"}}
 
 // anyVoice is espeak-ng with the session's voice ignored (the sessions ask
 // for OpenAI voice names; call maps catalog names the same way).
