@@ -9,9 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pressly/goose/v3"
 	"github.com/stretchr/testify/require"
 
 	"github.com/voiced/voiced/storage"
+	"github.com/voiced/voiced/storage/migrations"
 	"github.com/voiced/voiced/storage/sqltest"
 )
 
@@ -340,5 +342,51 @@ func TestKnowledgePostingsNotOrphaned(t *testing.T) {
 		require.Zero(t, orphans())
 		require.Equal(t, before, cells(kept))
 		require.Equal(t, []string{kept}, found(keep.ID, "otter"))
+	})
+}
+
+// TestKnowledgePostingsMigration moves migration 00020 down and up again
+// over stored postings: down restores the foreign key (dropping postings
+// whose document is gone, which would break it), up removes it again,
+// and the stored index keeps answering searches throughout.
+func TestKnowledgePostingsMigration(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		s, org := billingOrg(t, db, nil, 0)
+		docs, err := s.Knowledge.CreateDocuments(ctx, org, 0, []storage.KnowledgeDocument{textDoc("a", "x")})
+		require.NoError(t, err)
+		ingest(t, s, "puffin burrows", "puffin colonies")
+		orphan := func() error {
+			_, err := db.ExecContext(ctx, `INSERT INTO knowledge_postings (org_id, document_id, term, block, max_weight, n, postings)
+				VALUES ($1, 'no-such-document', 'puffin', 0, 1, 0, $2)`, org, []byte{})
+			return err
+		}
+		require.NoError(t, orphan(), "no foreign key after 00020")
+
+		fsys, err := migrations.FS(db.Dialect)
+		require.NoError(t, err)
+		gd := goose.DialectSQLite3
+		if db.Dialect == migrations.Postgres {
+			gd = goose.DialectPostgres
+		}
+		p, err := goose.NewProvider(gd, db.DB, fsys)
+		require.NoError(t, err)
+		_, err = p.DownTo(ctx, 19)
+		require.NoError(t, err)
+		var n int
+		require.NoError(t, db.QueryRowContext(ctx, `SELECT COUNT(*) FROM knowledge_postings WHERE document_id = 'no-such-document'`).Scan(&n))
+		require.Zero(t, n, "going down drops orphans")
+		require.Error(t, orphan(), "the foreign key is back")
+		hits, err := s.Knowledge.Search(ctx, org, storage.KnowledgeQuery{Text: "puffin", Limit: 10})
+		require.NoError(t, err)
+		require.Len(t, hits, 2)
+
+		_, err = p.Up(ctx)
+		require.NoError(t, err)
+		hits, err = s.Knowledge.Search(ctx, org, storage.KnowledgeQuery{Text: "puffin burrows", Limit: 10})
+		require.NoError(t, err)
+		require.Len(t, hits, 2)
+		require.Equal(t, docs[0].ID, hits[0].DocumentID)
+		require.NoError(t, orphan(), "no foreign key after 00020 again")
 	})
 }
