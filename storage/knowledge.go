@@ -424,12 +424,23 @@ func (s *KnowledgeStore) CompleteIngestion(ctx context.Context, job IngestJob, c
 	})
 }
 
-// deleteChunks removes a document's chunks and their postings.
+// deleteChunks removes a document's chunks and their postings. Every
+// path that removes or re-indexes a document goes through it: postings
+// have no foreign key to cascade from their document (migration 00020).
 func deleteChunks(ctx context.Context, tx *sql.Tx, docID string) error {
 	if _, err := tx.ExecContext(ctx, `DELETE FROM knowledge_postings WHERE document_id = $1`, docID); err != nil {
 		return translate(err)
 	}
 	_, err := tx.ExecContext(ctx, `DELETE FROM knowledge_chunks WHERE document_id = $1`, docID)
+	return translate(err)
+}
+
+// deleteOrgPostings removes all knowledge postings of an org, which is
+// about to be deleted. knowledge_postings has no foreign key (migration
+// 00020), so the cascade that removes the org's documents and chunks does
+// not reach them.
+func deleteOrgPostings(ctx context.Context, tx *sql.Tx, orgID int64) error {
+	_, err := tx.ExecContext(ctx, `DELETE FROM knowledge_postings WHERE org_id = $1`, orgID)
 	return translate(err)
 }
 

@@ -9,9 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pressly/goose/v3"
 	"github.com/stretchr/testify/require"
 
 	"github.com/voiced/voiced/storage"
+	"github.com/voiced/voiced/storage/migrations"
 	"github.com/voiced/voiced/storage/sqltest"
 )
 
@@ -232,5 +234,159 @@ func TestKnowledgeSearchPruning(t *testing.T) {
 			}
 		}
 		require.Greater(t, found, 500, "the queries find chunks")
+	})
+}
+
+// TestKnowledgePostingsNotOrphaned follows every path that removes or
+// re-indexes a document and checks that its postings go with it:
+// knowledge_postings has no foreign key to cascade from (migration 00020),
+// so the store deletes them itself.
+func TestKnowledgePostingsNotOrphaned(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		s, err := storage.NewStore(db, storage.StoreConfig{SecretKey: make([]byte, 32)})
+		require.NoError(t, err)
+		u, err := s.Orgs.CreateUser(ctx, "postings-"+storage.NewUUID()+"@example.com", "P", "Ostings")
+		require.NoError(t, err)
+		keep, err := s.Orgs.CreateOrg(ctx, u.ID, "Keep")
+		require.NoError(t, err)
+		doomed, err := s.Orgs.CreateOrg(ctx, u.ID, "Doomed")
+		require.NoError(t, err)
+
+		count := func(q string, args ...any) int {
+			t.Helper()
+			var n int
+			require.NoError(t, db.QueryRowContext(ctx, q, args...).Scan(&n))
+			return n
+		}
+		// Postings whose document or chunk is gone, anywhere in the database.
+		orphans := func() int {
+			t.Helper()
+			return count(`SELECT COUNT(*) FROM knowledge_postings p
+				WHERE NOT EXISTS (SELECT 1 FROM knowledge_documents d WHERE d.id = p.document_id)
+				OR (p.term <> '' AND NOT EXISTS (SELECT 1 FROM knowledge_chunks c WHERE c.document_id = p.document_id))`)
+		}
+		cells := func(docID string) int {
+			t.Helper()
+			return count(`SELECT COUNT(*) FROM knowledge_postings WHERE document_id = $1`, docID)
+		}
+		found := func(org int64, text string) []string {
+			t.Helper()
+			hits, err := s.Knowledge.Search(ctx, org, storage.KnowledgeQuery{Text: text, Limit: 10})
+			require.NoError(t, err)
+			var ids []string
+			for _, h := range hits {
+				ids = append(ids, h.DocumentID)
+			}
+			return ids
+		}
+
+		docs, err := s.Knowledge.CreateDocuments(ctx, keep.ID, 0, []storage.KnowledgeDocument{
+			textDoc("deleted", "a"), textDoc("replaced", "b"), textDoc("failed", "c"), textDoc("kept", "d")})
+		require.NoError(t, err)
+		deleted, replaced, failed, kept := docs[0].ID, docs[1].ID, docs[2].ID, docs[3].ID
+		ingest(t, s, "walrus tusks", "walrus herds")
+		ingest(t, s, "pelican beaks")
+		ingest(t, s, "heron legs")
+		ingest(t, s, "otter dens")
+		other, err := s.Knowledge.CreateDocuments(ctx, doomed.ID, 0, []storage.KnowledgeDocument{textDoc("doomed", "e")})
+		require.NoError(t, err)
+		ingest(t, s, "otter whiskers")
+		for _, id := range []string{deleted, replaced, failed, kept, other[0].ID} {
+			require.Positive(t, cells(id), "every ingested document has postings")
+		}
+		require.Zero(t, orphans())
+
+		// Document delete.
+		_, err = s.Knowledge.DeleteDocument(ctx, keep.ID, deleted)
+		require.NoError(t, err)
+		require.Zero(t, cells(deleted))
+		require.Empty(t, found(keep.ID, "walrus"))
+
+		// Replace and re-ingest: the old text's postings go, the new text's
+		// come. Until then the old chunks stay searchable.
+		content := "cormorant wings"
+		_, _, err = s.Knowledge.UpdateDocument(ctx, keep.ID, replaced, storage.DocumentChange{Content: &content, Replaced: true})
+		require.NoError(t, err)
+		require.Equal(t, []string{replaced}, found(keep.ID, "pelican"))
+		ingest(t, s, content)
+		require.Empty(t, found(keep.ID, "pelican"))
+		require.Equal(t, []string{replaced}, found(keep.ID, "cormorant"))
+		require.Zero(t, count(`SELECT COUNT(*) FROM knowledge_postings WHERE document_id = $1 AND term = 'pelican'`, replaced))
+
+		// Re-ingestion that fails for good removes chunks and postings.
+		content = "heron again"
+		_, _, err = s.Knowledge.UpdateDocument(ctx, keep.ID, failed, storage.DocumentChange{Content: &content})
+		require.NoError(t, err)
+		job, ok, err := s.Knowledge.ClaimIngestion(ctx, "w1", time.Minute)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, failed, job.DocumentID)
+		require.NoError(t, s.Knowledge.FailIngestion(ctx, job, "unreadable", nil))
+		require.Zero(t, cells(failed))
+		require.Empty(t, found(keep.ID, "heron"))
+
+		// Deleting a base detaches its documents: their postings stay.
+		kb, err := s.Knowledge.CreateBase(ctx, keep.ID, "Animals", "")
+		require.NoError(t, err)
+		require.NoError(t, s.Knowledge.AttachDocument(ctx, keep.ID, kb.ID, kept))
+		before := cells(kept)
+		require.NoError(t, s.Knowledge.DeleteBase(ctx, keep.ID, kb.ID))
+		require.Equal(t, before, cells(kept))
+		require.Equal(t, []string{kept}, found(keep.ID, "otter"))
+
+		// Org delete: the org's postings go with its documents; the other
+		// org's stay.
+		require.NoError(t, s.Orgs.DeleteOrg(ctx, doomed.ID, u.ID))
+		require.Zero(t, count(`SELECT COUNT(*) FROM knowledge_postings WHERE org_id = $1`, doomed.ID))
+		require.Zero(t, orphans())
+		require.Equal(t, before, cells(kept))
+		require.Equal(t, []string{kept}, found(keep.ID, "otter"))
+	})
+}
+
+// TestKnowledgePostingsMigration moves migration 00020 down and up again
+// over stored postings: down restores the foreign key (dropping postings
+// whose document is gone, which would break it), up removes it again,
+// and the stored index keeps answering searches throughout.
+func TestKnowledgePostingsMigration(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, db *storage.DB) {
+		ctx := context.Background()
+		s, org := billingOrg(t, db, nil, 0)
+		docs, err := s.Knowledge.CreateDocuments(ctx, org, 0, []storage.KnowledgeDocument{textDoc("a", "x")})
+		require.NoError(t, err)
+		ingest(t, s, "puffin burrows", "puffin colonies")
+		orphan := func() error {
+			_, err := db.ExecContext(ctx, `INSERT INTO knowledge_postings (org_id, document_id, term, block, max_weight, n, postings)
+				VALUES ($1, 'no-such-document', 'puffin', 0, 1, 0, $2)`, org, []byte{})
+			return err
+		}
+		require.NoError(t, orphan(), "no foreign key after 00020")
+
+		fsys, err := migrations.FS(db.Dialect)
+		require.NoError(t, err)
+		gd := goose.DialectSQLite3
+		if db.Dialect == migrations.Postgres {
+			gd = goose.DialectPostgres
+		}
+		p, err := goose.NewProvider(gd, db.DB, fsys)
+		require.NoError(t, err)
+		_, err = p.DownTo(ctx, 19)
+		require.NoError(t, err)
+		var n int
+		require.NoError(t, db.QueryRowContext(ctx, `SELECT COUNT(*) FROM knowledge_postings WHERE document_id = 'no-such-document'`).Scan(&n))
+		require.Zero(t, n, "going down drops orphans")
+		require.Error(t, orphan(), "the foreign key is back")
+		hits, err := s.Knowledge.Search(ctx, org, storage.KnowledgeQuery{Text: "puffin", Limit: 10})
+		require.NoError(t, err)
+		require.Len(t, hits, 2)
+
+		_, err = p.Up(ctx)
+		require.NoError(t, err)
+		hits, err = s.Knowledge.Search(ctx, org, storage.KnowledgeQuery{Text: "puffin burrows", Limit: 10})
+		require.NoError(t, err)
+		require.Len(t, hits, 2)
+		require.Equal(t, docs[0].ID, hits[0].DocumentID)
+		require.NoError(t, orphan(), "no foreign key after 00020 again")
 	})
 }

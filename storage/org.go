@@ -205,6 +205,11 @@ func (s *OrgStore) DeleteOrg(ctx context.Context, orgID, userID int64) error {
 		if orgs <= 1 {
 			return ErrOnlyOrg
 		}
+		// Knowledge postings have no foreign key (migration 00020): the
+		// cascade from orgs does not reach them.
+		if err := deleteOrgPostings(ctx, tx, orgID); err != nil {
+			return err
+		}
 		_, err := tx.ExecContext(ctx, `DELETE FROM orgs WHERE id = $1`, orgID)
 		return translate(err)
 	})
