@@ -192,6 +192,7 @@ func TestMediaNodeLoss(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, ringingOnA, "an outbound call placed on A")
+	t.Logf("%d outbound calls ringing, %d of them on A", len(ringing), len(ringingOnA))
 	time.Sleep(3 * time.Second) // calls in progress for a while
 
 	// kill -9 node A.
@@ -280,6 +281,11 @@ func TestMediaNodeLoss(t *testing.T) {
 			return c["status"] == "completed" && c["billed_at"] != nil
 		}, 10*time.Second, 50*time.Millisecond, "outbound call %d: %v", id, c)
 		require.Equal(t, "callee_hangup", c["end_reason"], "outbound call %d: %v", id, c)
+		// B reported the callee's answer: the call lasted from it.
+		var start, answeredAt sql.NullInt64
+		require.NoError(t, db.QueryRow(`SELECT start_time, answered_at FROM calls WHERE id = $1`, id).Scan(&start, &answeredAt))
+		require.True(t, answeredAt.Valid, "outbound call %d: answer recorded", id)
+		require.GreaterOrEqual(t, answeredAt.Int64, start.Int64)
 	}
 	require.Contains(t, kam.log.String(), "node sip:127.0.0.1:"+strconv.Itoa(ports[0])+" refused or timed out", "Kamailio failed over from the dead node")
 
