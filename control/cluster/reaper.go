@@ -28,9 +28,9 @@ type ReaperStore interface {
 // registry (its heartbeats stopped for the registry's TTL) as completed,
 // end reason node_lost, at the node's last heartbeat, through the call
 // log's Finish (an outbound call from its callee's answer; one never
-// answered as failed, at no charge): billed once and reported with one *.complete webhook,
-// whoever else finishes it (a second reaper, the node itself coming
-// back).
+// answered as failed, at no charge): billed once and reported with one
+// *.complete webhook, whoever else finishes it (a second reaper, the node
+// itself coming back).
 //
 // Run sweeps every second on the control replica that holds the reaper's
 // lock; the others stand by and take over within the lock's TTL.
