@@ -3,7 +3,6 @@ package calllog
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -127,29 +126,25 @@ func (l *Log[C]) Finish(ctx context.Context, callID int64, end CallEnd) error {
 // start, one in the future as now. An inbound, web or test call has no
 // callee to answer: ErrBadEvent.
 func (l *Log[C]) Answered(ctx context.Context, callID int64, at time.Time) error {
-	now := time.Now()
-	if at.IsZero() {
+	if now := time.Now(); at.IsZero() || at.After(now) {
 		at = now
 	}
-	_, _, err := l.st.Calls.UpdateCall(ctx, callID, func(c *storage.Call) error {
-		if c.Direction != storage.DirectionOutbound {
-			return fmt.Errorf("%w: call %d is %s: only an outbound call is answered by its callee", ErrBadEvent, callID, c.Direction)
-		}
-		if c.Status != storage.CallInProgress || c.AnsweredAt != nil {
-			return errUnchanged
-		}
-		a := clampTime(at, c.StartTime, now)
-		c.AnsweredAt = &a
-		return nil
-	})
-	if errors.Is(err, errUnchanged) {
-		return nil
+	// One statement (an outbound call is answered once, on its media
+	// node's word); only when it changed nothing is the call read, to
+	// tell a repeat or a late report from a mistake.
+	done, err := l.st.Calls.AnswerCall(ctx, callID, at)
+	if err != nil || done {
+		return err
 	}
-	return err
+	c, err := l.st.Calls.CallByID(ctx, callID)
+	if err != nil {
+		return err
+	}
+	if c.Direction != storage.DirectionOutbound {
+		return fmt.Errorf("%w: call %d is %s: only an outbound call is answered by its callee", ErrBadEvent, callID, c.Direction)
+	}
+	return nil
 }
-
-// errUnchanged aborts an UpdateCall that has nothing to write.
-var errUnchanged = errors.New("calllog: unchanged")
 
 // clampTime is t within [lo, hi].
 func clampTime(t, lo, hi time.Time) time.Time {
