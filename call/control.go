@@ -28,6 +28,10 @@ type Recorder interface {
 	Append(ctx context.Context, callID int64, events []calllog.CallEvent) error
 	// ToolEvent emits the call's tool webhook event of one tool run.
 	ToolEvent(ctx context.Context, callID int64, r calllog.ToolRun) error
+	// Answered records that the callee of an outbound call answered at
+	// at: the call is billed from then, also when its node is lost
+	// before it ends. It applies once.
+	Answered(ctx context.Context, callID int64, at time.Time) error
 }
 
 // Finisher ends a call's record: Finish with how it ended (billing

@@ -61,6 +61,8 @@ func (r heldRecorder) Append(_ context.Context, _ int64, evs []calllog.CallEvent
 
 func (heldRecorder) ToolEvent(context.Context, int64, calllog.ToolRun) error { return nil }
 
+func (heldRecorder) Answered(context.Context, int64, time.Time) error { return nil }
+
 // TestKnowledgeRecordsAreWaitedFor: the tool answers without waiting for
 // the retrieval's record, and Wait (the node's Close) returns only once
 // that record is written.

@@ -68,6 +68,8 @@ type callInfo struct {
 	// maxDur is the funded duration (0: no limit); the agent ends the
 	// call at it, the SIP side a little later as a backstop.
 	maxDur time.Duration
+	// outbound: a call we placed (Dial), billed from its callee's answer.
+	outbound bool
 }
 
 // backstop is how long after the agent's own end at the funded duration
@@ -264,6 +266,9 @@ func (t *Phone) InboundTrunk(ctx context.Context, number string) (sip.InboundTru
 func (t *Phone) Finish(ctx context.Context, id int64, e sip.End) error {
 	t.tools.End(id)
 	end := calllog.CallEnd{Status: e.Status, Reason: e.Reason, Detail: e.Detail, At: e.At}
+	if c, ok := t.pending.Load(id); ok && c.(callInfo).outbound {
+		end.Answered = e.Answered // the callee's answer: billed from it
+	}
 	if e.Code != 0 && !strings.Contains(end.Detail, strconv.Itoa(e.Code)) {
 		end.Detail = strings.TrimSpace(end.Detail + " (SIP " + strconv.Itoa(e.Code) + ")")
 	}
@@ -298,7 +303,7 @@ func (t *Phone) Dial(ctx context.Context, o control.OutboundCall) error {
 	if t.srv == nil {
 		return errors.New("telephony is not running")
 	}
-	info := callInfo{agent: o.Agent, orgID: o.OrgID, agentID: o.AgentID, maxDur: callLimit(o.Agent, o.MaxDuration)}
+	info := callInfo{agent: o.Agent, orgID: o.OrgID, agentID: o.AgentID, maxDur: callLimit(o.Agent, o.MaxDuration), outbound: true}
 	t.pending.Store(o.CallID, info)
 	err := t.srv.Dial(ctx, sip.OutboundCall{CallID: o.CallID, From: o.From, To: o.To, MaxDuration: withBackstop(info.maxDur),
 		Trunk: *sipTrunk(o.Trunk, t.register)})

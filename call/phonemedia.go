@@ -187,6 +187,35 @@ func (m *callMedia) Close() error {
 	return err
 }
 
+// reportAnswer tells the control plane that the callee answered at at,
+// so the call is billed from its answer even if this node is lost before
+// the call ends (docs/decisions.md, "Loss of a media node"). On a
+// goroutine of the call's, which Close waits for: the report comes
+// before the end, and one still under way when the call ends is dropped
+// (the end carries the answer too).
+func (m *callMedia) reportAnswer(at time.Time) {
+	ctl := m.t.link.get()
+	if ctl == nil || ctl.Record == nil {
+		return
+	}
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		go func() {
+			select {
+			case <-m.stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		if err := ctl.Record.Answered(ctx, m.call.ID(), at); err != nil && ctx.Err() == nil {
+			m.log.Warn("answer not reported (the call's end carries it)", "err", err)
+		}
+	}()
+}
+
 // recording returns the recording's blob key and start, empty when no
 // file was written.
 func (m *callMedia) recording() (string, time.Time) {

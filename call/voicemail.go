@@ -95,11 +95,13 @@ func (s *screening) holdConfig(cfg agent.Config) agent.Config {
 	return cfg
 }
 
-// Answered implements sip.Answerer: detection starts with the next frame.
-func (m *callMedia) Answered() {
+// Answered implements sip.Answerer: detection starts with the next
+// frame, and the control plane learns of the answer (reportAnswer).
+func (m *callMedia) Answered(at time.Time) {
 	if m.vm != nil {
 		m.vm.answered.Store(time.Now().UnixNano())
 	}
+	m.reportAnswer(at)
 }
 
 // frame takes the caller frame the agent just took; input goroutine.

@@ -68,7 +68,17 @@ start() {
   local name=$1
   shift
   setsid "$@" </dev/null >>"$DIR/$name.out" 2>>"$DIR/$name.log" &
-  echo $! >"$DIR/$name.pid"
+  local pid=$!
+  echo "$pid" >"$DIR/$name.pid"
+  # Until it has exec'd, the child's command line is this script's, which
+  # does not mention $DIR: alive would call it gone (a loaded machine
+  # showed "exited while starting" with an empty log). Wait for the exec,
+  # or for the child to die.
+  for _ in $(seq 250); do
+    ours "$pid" && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.02
+  done
 }
 
 # wait_log NAME REGEX: until the log has a line matching REGEX (30 s).

@@ -21,8 +21,9 @@ type answerPort struct {
 }
 
 type answerNote struct {
-	at      time.Time
-	updates int
+	// at is when Answered was called, reported the time it was given.
+	at, reported time.Time
+	updates      int
 }
 
 type answerMedia struct {
@@ -38,10 +39,10 @@ func (p *answerPort) Open(ctx context.Context, c *sip.Call) (sip.Media, error) {
 	return answerMedia{m.(*siptest.EchoSession), p}, nil
 }
 
-func (m answerMedia) Answered() {
+func (m answerMedia) Answered(at time.Time) {
 	m.p.mu.Lock()
 	defer m.p.mu.Unlock()
-	m.p.answered = append(m.p.answered, answerNote{time.Now(), len(m.Updates())})
+	m.p.answered = append(m.p.answered, answerNote{time.Now(), at, len(m.Updates())})
 }
 
 // TestSippAnswered: an outbound call's media hears Answered once, at the
@@ -50,7 +51,8 @@ func (m answerMedia) Answered() {
 func TestSippAnswered(t *testing.T) {
 	siptest.CheckLeaks(t)
 	port := &answerPort{}
-	srv, err := sip.New(sip.Config{}, testLogger(t), sip.Deps{Admitter: siptest.AdmitFunc(nil), Media: port, Calls: siptest.NewLog()})
+	log := siptest.NewLog()
+	srv, err := sip.New(sip.Config{}, testLogger(t), sip.Deps{Admitter: siptest.AdmitFunc(nil), Media: port, Calls: log})
 	require.NoError(t, err)
 	t.Cleanup(func() { srv.Close() })
 	_, err = srv.ListenUDP("127.0.0.1:0")
@@ -76,4 +78,8 @@ func TestSippAnswered(t *testing.T) {
 	require.Len(t, port.answered, 1)
 	require.Greater(t, port.answered[0].at.Sub(early), 300*time.Millisecond, "not at the 183")
 	require.GreaterOrEqual(t, port.answered[0].updates, 2, "the answer's SDP is applied first")
+	// The time it is told is the call's answer, as its end says.
+	end := log.Wait(t, 900, 5*time.Second)
+	require.False(t, end.Answered.IsZero())
+	require.Equal(t, end.Answered, port.answered[0].reported, "Answered(at) is End.Answered")
 }

@@ -247,7 +247,7 @@ func (c *Call) dialOut(dua *sipgo.DialogUA, req *sip.Request, sess *sipgo.Dialog
 	c.acceptResponseSE(res)
 	c.log.Info("call answered", "from", c.from, "to", c.to)
 	if a, ok := c.media.(Answerer); ok {
-		a.Answered()
+		a.Answered(answered)
 	}
 	reason := c.run(o.MaxDuration)
 	return End{Status: StatusCompleted, Reason: reason, At: s.now(), Answered: answered}

@@ -71,22 +71,25 @@ type Call struct {
 	Quality json.RawMessage
 	// NodeID is the media node that holds the call in a scaled-out
 	// deployment (nil: the all-in-one serve's own).
-	NodeID    *string
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	NodeID *string
+	// AnsweredAt is when the callee answered an outbound call (nil: not
+	// answered, or not an outbound call); its duration runs from it.
+	AnsweredAt *time.Time
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
 }
 
 const callColumns = `id, org_id, agent_id, agent_variant_id, agent_variant_label, phone_number_id, direction, from_number, to_number,
 	start_time, end_time, duration_seconds, status, end_reason, end_detail, recording_url, recording_key, recording_started_at,
 	is_simulation, is_scenario_call, prompt_snapshot, tool_snapshot, worker_execution_name, media_room_name, media_room_sid,
 	product, voice, billable_minutes, billing_total_cents, billed_at, grade_score, grade_status, grade_updated_at, call_outcome,
-	issue_count, critical_issue_count, quality, node_id, created_at, updated_at`
+	issue_count, critical_issue_count, quality, node_id, answered_at, created_at, updated_at`
 
 const callSelect = `SELECT ` + callColumns + ` FROM calls`
 
 func scanCall(row rowScanner) (Call, error) {
 	var c Call
-	var agent, variant, number, end, dur, recStart, billCents, billedAt, score, gradedAt sql.NullInt64
+	var agent, variant, number, end, dur, recStart, billCents, billedAt, score, gradedAt, answered sql.NullInt64
 	var variantLabel, endReason, recURL, prompt, tools, worker, room, roomSID, product, voice, gradeStatus, outcome, qual, node sql.NullString
 	var minutes sql.NullFloat64
 	var start, created, updated int64
@@ -94,7 +97,7 @@ func scanCall(row rowScanner) (Call, error) {
 		&start, &end, &dur, &c.Status, &endReason, &c.EndDetail, &recURL, &c.RecordingKey, &recStart,
 		&c.IsSimulation, &c.IsScenarioCall, &prompt, &tools, &worker, &room, &roomSID,
 		&product, &voice, &minutes, &billCents, &billedAt, &score, &gradeStatus, &gradedAt, &outcome,
-		&c.IssueCount, &c.CriticalIssueCount, &qual, &node, &created, &updated)
+		&c.IssueCount, &c.CriticalIssueCount, &qual, &node, &answered, &created, &updated)
 	if err != nil {
 		return Call{}, translate(err)
 	}
@@ -115,7 +118,7 @@ func scanCall(row rowScanner) (Call, error) {
 	}
 	c.StartTime, c.EndTime, c.RecordingStartedAt = fromMS(start), fromNullMS(end), fromNullMS(recStart)
 	c.DurationSeconds, c.BillingTotalCents, c.GradeScore = ptrInt(dur), ptrInt(billCents), ptrInt(score)
-	c.BilledAt, c.GradeUpdatedAt = fromNullMS(billedAt), fromNullMS(gradedAt)
+	c.BilledAt, c.GradeUpdatedAt, c.AnsweredAt = fromNullMS(billedAt), fromNullMS(gradedAt), fromNullMS(answered)
 	c.CreatedAt, c.UpdatedAt = fromMS(created), fromMS(updated)
 	return c, nil
 }
@@ -140,7 +143,8 @@ func callArgs(c Call) []any {
 		c.IsSimulation, c.IsScenarioCall, nullStr(c.PromptSnapshot), tools, nullStr(c.WorkerExecutionName),
 		nullStr(c.MediaRoomName), nullStr(c.MediaRoomSID), nullStr(c.Product), nullStr(c.Voice), minutes,
 		nullInt(c.BillingTotalCents), nullMS(c.BilledAt), nullInt(c.GradeScore), nullStr(c.GradeStatus),
-		nullMS(c.GradeUpdatedAt), nullStr(c.CallOutcome), c.IssueCount, c.CriticalIssueCount, qual, nullStr(c.NodeID), ms(c.CreatedAt), ms(c.UpdatedAt)}
+		nullMS(c.GradeUpdatedAt), nullStr(c.CallOutcome), c.IssueCount, c.CriticalIssueCount, qual, nullStr(c.NodeID), nullMS(c.AnsweredAt),
+		ms(c.CreatedAt), ms(c.UpdatedAt)}
 }
 
 // CreateCall inserts c and returns it with its id. A zero StartTime is now.

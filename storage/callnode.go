@@ -15,6 +15,19 @@ func (s *CallStore) SetCallNode(ctx context.Context, id int64, node string) erro
 	return translate(err)
 }
 
+// AnswerCall records that outbound call id was answered at at (a time
+// before its start counts as its start) if it is in progress and not yet
+// answered, in one statement; it reports whether it did.
+func (s *CallStore) AnswerCall(ctx context.Context, id int64, at time.Time) (bool, error) {
+	res, err := s.db.ExecContext(ctx, `UPDATE calls SET answered_at = CASE WHEN $1 < start_time THEN start_time ELSE $1 END, updated_at = $2
+		WHERE id = $3 AND direction = 'outbound' AND status = 'in_progress' AND answered_at IS NULL`, ms(at), s.nowMS(), id)
+	if err != nil {
+		return false, translate(err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
 // NodesSeen records the last heartbeat of each node in seen (by id),
 // keeping the later of what is stored and what is given.
 func (s *CallStore) NodesSeen(ctx context.Context, seen map[string]time.Time) error {

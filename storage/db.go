@@ -177,7 +177,11 @@ func (db *DB) Migrate(ctx context.Context, log *slog.Logger) error {
 	if db.Dialect == migrations.Postgres {
 		gd = goose.DialectPostgres
 	}
-	p, err := goose.NewProvider(gd, db.DB, fsys)
+	// Migration numbers are handed out to work in progress side by side,
+	// so one may land after a higher one is applied (00017 after 00019):
+	// apply it rather than refuse to start. Each migration is written to
+	// apply in any order relative to the others in flight.
+	p, err := goose.NewProvider(gd, db.DB, fsys, goose.WithAllowOutofOrder(true))
 	if err != nil {
 		return fmt.Errorf("migrations: %w", err)
 	}

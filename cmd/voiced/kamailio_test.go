@@ -14,10 +14,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/emiago/sipgo"
+	gosip "github.com/emiago/sipgo/sip"
 	"github.com/stretchr/testify/require"
 
 	"github.com/voiced/voiced/sip/siptest"
@@ -357,4 +360,80 @@ func sipOptions(t *testing.T, addr string) int {
 			return code
 		}
 	}
+}
+
+// TestKamailioDispatchSlowBye: only a new INVITE is held to
+// INVITE_TIMEOUT. Behind Kamailio, a node that answers a caller's BYE
+// late (2 s: past INVITE_TIMEOUT, 1 s here, and inside FR_TIMEOUT, 5 s)
+// still gets its 200 to the caller, not a 408 of Kamailio's own. The node is a sipgo user agent
+// standing in for a media node slowed down by load (voiced answers a BYE
+// at once when it has the CPU). With tm's fr_timer at INVITE_TIMEOUT, the
+// configuration before (-A FR_TIMEOUT=1000 here), the caller gets 408
+// and the test fails.
+func TestKamailioDispatchSlowBye(t *testing.T) {
+	siptest.Binary(t, "sipp", "sip-tester")
+	kamBin := siptest.Binary(t, "kamailio", "kamailio")
+	const late = 2 * time.Second
+	node := startSlowNode(t, late)
+	kam := startKamailio(t, kamBin, []int{node.port})
+	sc := siptest.Scenario(t, "../../sip/testdata/sipp/uac_proxied.xml.tmpl", struct {
+		Proxy  string
+		HoldMs int64
+	}{kam.addr, 300})
+	start := time.Now()
+	require.NoError(t, siptest.Sipp(t, sc, 30*time.Second, "-s", "+14155550100", "-m", "2", "-r", "10", "-l", "2", kam.addr).Wait(),
+		"each caller gets the node's late 200 to its BYE through Kamailio")
+	took := time.Since(start)
+	require.EqualValues(t, 2, node.byes.Load(), "the node got each BYE once (Kamailio's retransmissions absorbed)")
+	require.GreaterOrEqual(t, took, late, "the BYEs were answered late")
+	require.NotContains(t, kam.log.String(), "refused or timed out", "no failover: the INVITEs were answered in time")
+	t.Logf("two calls whose BYE the node answered %v late: done in %v", late, took.Round(time.Millisecond))
+}
+
+// slowNode is a SIP user agent that answers INVITEs at once (with SDP,
+// copying Kamailio's Record-Route) and BYEs late.
+type slowNode struct {
+	port int
+	byes atomic.Int32
+}
+
+// startSlowNode serves a slowNode on a free loopback UDP port until the
+// test ends; it answers each BYE after late.
+func startSlowNode(t *testing.T, late time.Duration) *slowNode {
+	t.Helper()
+	ua, err := sipgo.NewUA(sipgo.WithUserAgent("slow-node"))
+	require.NoError(t, err)
+	srv, err := sipgo.NewServer(ua)
+	require.NoError(t, err)
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	require.NoError(t, err)
+	n := &slowNode{port: pc.LocalAddr().(*net.UDPAddr).Port}
+	contact := gosip.ContactHeader{Address: gosip.Uri{Scheme: "sip", User: "node", Host: "127.0.0.1", Port: n.port}}
+	srv.OnInvite(func(req *gosip.Request, tx gosip.ServerTransaction) {
+		sdp := "v=0\r\no=node 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 9 RTP/AVP 0\r\na=rtpmap:0 PCMU/8000\r\n"
+		res := gosip.NewResponseFromRequest(req, 200, "OK", []byte(sdp))
+		res.AppendHeader(contact.Clone())
+		res.AppendHeader(gosip.NewHeader("Content-Type", "application/sdp"))
+		_ = tx.Respond(res)
+	})
+	srv.OnAck(func(*gosip.Request, gosip.ServerTransaction) {})
+	srv.OnOptions(func(req *gosip.Request, tx gosip.ServerTransaction) {
+		_ = tx.Respond(gosip.NewResponseFromRequest(req, 200, "OK", nil))
+	})
+	srv.OnBye(func(req *gosip.Request, tx gosip.ServerTransaction) {
+		n.byes.Add(1)
+		time.Sleep(late)
+		_ = tx.Respond(gosip.NewResponseFromRequest(req, 200, "OK", nil))
+	})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.ServeUDP(pc)
+	}()
+	t.Cleanup(func() {
+		pc.Close()
+		<-done
+		ua.Close()
+	})
+	return n
 }

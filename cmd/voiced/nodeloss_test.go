@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -60,6 +61,8 @@ func startProcess(t *testing.T, args ...string) (r *role, kill func()) {
 //     15 s, its duration that of the call up to A's last heartbeat (within
 //     a few seconds of the real one, billed within one 15 s increment),
 //     with one ledger entry and one telephony.complete webhook;
+//   - an outbound call (POST /v1/call) ringing on A when it dies ends
+//     failed with node_lost, at no charge (billing runs from the answer);
 //   - B's calls run on and end normally;
 //   - calls started within 5 s of the kill all complete on B: inbound
 //     ones through Kamailio, and outbound ones (POST /v1/call) that the
@@ -161,6 +164,33 @@ func TestMediaNodeLoss(t *testing.T) {
 		return out
 	}
 
+	// Outbound calls (POST /v1/call) to a callee that rings and never
+	// answers, placed until one is on A: placement picks the node with
+	// fewer calls by their last heartbeats, so a second apart.
+	ring := siptest.Sipp(t, "../../sip/testdata/sipp/uas_noanswer.xml", 2*time.Minute)
+	st, conn := api("PATCH", fmt.Sprintf("/v1/voip-connections/%d", connID), fmt.Sprintf(`{"port":%d}`, ring.Port))
+	require.Equal(t, 200, st, "%v", conn)
+	db, err := sql.Open("pgx", dbURL)
+	require.NoError(t, err)
+	defer db.Close()
+	var ringing, ringingOnA []int64
+	for len(ringingOnA) == 0 && len(ringing) < 4 {
+		if len(ringing) > 0 {
+			time.Sleep(1100 * time.Millisecond) // a heartbeat with the last call
+		}
+		st, out := api("POST", "/v1/call", fmt.Sprintf(`{"agent_id":%d,"from_number":"+14155550100","to_number":"+14155550124"}`, agentID))
+		require.Equal(t, 201, st, "%v", out)
+		id := int64(out["call_id"].(float64))
+		ringing = append(ringing, id)
+		var node sql.NullString
+		require.NoError(t, db.QueryRow(`SELECT node_id FROM calls WHERE id = $1`, id).Scan(&node))
+		if node.String == ids[0] {
+			ringingOnA = append(ringingOnA, id)
+		}
+	}
+	require.NotEmpty(t, ringingOnA, "an outbound call placed on A")
+	t.Logf("%d outbound calls ringing, %d of them on A", len(ringing), len(ringingOnA))
+
 	// Eight calls held 8 s, round-robin over both nodes.
 	const hold = 8 * time.Second
 	calls(8, 20, hold)
@@ -194,7 +224,7 @@ func TestMediaNodeLoss(t *testing.T) {
 	// Outbound calls placed now, within 5 s of the kill, go to B: a trunk
 	// (sipp) that challenges, answers and hangs up after a second.
 	uas := siptest.Sipp(t, "../../sip/testdata/sipp/uas_auth.xml", 30*time.Second, "-m", "3")
-	st, conn := api("PATCH", fmt.Sprintf("/v1/voip-connections/%d", connID), fmt.Sprintf(`{"port":%d,"username":"alice","password":"secret"}`, uas.Port))
+	st, conn = api("PATCH", fmt.Sprintf("/v1/voip-connections/%d", connID), fmt.Sprintf(`{"port":%d,"username":"alice","password":"secret"}`, uas.Port))
 	require.Equal(t, 200, st, "%v", conn)
 	require.Less(t, time.Since(killed), 5*time.Second, "placed within 5 s of the kill")
 	var outbound []int64
@@ -205,18 +235,25 @@ func TestMediaNodeLoss(t *testing.T) {
 	}
 
 	// A's calls end with node_lost within 15 s of the kill, billed up to
-	// its last heartbeat.
+	// its last heartbeat; an outbound call still ringing there ends
+	// failed, at no charge.
 	byID := map[int64]map[string]any{}
 	require.Eventually(t, func() bool {
-		for _, id := range onA {
+		for _, id := range append(slices.Clone(onA), ringingOnA...) {
 			_, c := api("GET", fmt.Sprintf("/v1/calls/%d", id), "")
-			if c["status"] != "completed" || c["billed_at"] == nil {
+			if c["status"] == "in_progress" || c["billed_at"] == nil {
 				return false
 			}
 			byID[id] = c
 		}
 		return true
 	}, 15*time.Second-time.Since(killed), 50*time.Millisecond, "A's calls end within 15 s of the kill")
+	for _, id := range ringingOnA {
+		c := byID[id]
+		require.Equal(t, "failed", c["status"], "outbound call %d lost while ringing: %v", id, c)
+		require.Equal(t, "node_lost", c["end_reason"], "%v", c)
+		require.Zero(t, c["billing_total_cents"].(float64), "never answered: no charge")
+	}
 	ended := time.Since(killed)
 	for _, id := range onA {
 		c := byID[id]
@@ -249,6 +286,11 @@ func TestMediaNodeLoss(t *testing.T) {
 			return c["status"] == "completed" && c["billed_at"] != nil
 		}, 10*time.Second, 50*time.Millisecond, "outbound call %d: %v", id, c)
 		require.Equal(t, "callee_hangup", c["end_reason"], "outbound call %d: %v", id, c)
+		// B reported the callee's answer: the call lasted from it.
+		var start, answeredAt sql.NullInt64
+		require.NoError(t, db.QueryRow(`SELECT start_time, answered_at FROM calls WHERE id = $1`, id).Scan(&start, &answeredAt))
+		require.True(t, answeredAt.Valid, "outbound call %d: answer recorded", id)
+		require.GreaterOrEqual(t, answeredAt.Int64, start.Int64)
 	}
 	require.Contains(t, kam.log.String(), "node sip:127.0.0.1:"+strconv.Itoa(ports[0])+" refused or timed out", "Kamailio failed over from the dead node")
 
@@ -301,6 +343,19 @@ func TestMediaNodeLoss(t *testing.T) {
 		}
 	}
 	all := append(append(append(slices.Clone(onA), onB...), newOnB...), append(outbound, held)...)
+	// The outbound calls left ringing on B ended when B restarted (or at
+	// the ring timeout): failed, not charged.
+	for _, id := range ringing {
+		if slices.Contains(ringingOnA, id) {
+			continue
+		}
+		var c map[string]any
+		require.Eventually(t, func() bool {
+			_, c = api("GET", fmt.Sprintf("/v1/calls/%d", id), "")
+			return c["status"] == "failed" && c["billed_at"] != nil
+		}, 10*time.Second, 50*time.Millisecond, "outbound call %d ringing on B: %v", id, c)
+		require.Zero(t, c["billing_total_cents"].(float64))
+	}
 	require.Eventually(t, func() bool {
 		hookMu.Lock()
 		defer hookMu.Unlock()
@@ -318,10 +373,14 @@ func TestMediaNodeLoss(t *testing.T) {
 		require.Equal(t, 1, refs["call:"+strconv.FormatInt(id, 10)], "call %d: one ledger entry", id)
 		require.Len(t, completes[id], 1, "call %d: one telephony.complete", id)
 	}
+	for _, id := range ringing {
+		require.Zero(t, refs["call:"+strconv.FormatInt(id, 10)], "call %d, never answered: no ledger entry", id)
+		require.Len(t, completes[id], 1, "call %d: one telephony.complete", id)
+	}
 	for _, id := range onA {
 		ev := completes[id][0].Data
 		require.Equal(t, "node_lost", ev.EndReason)
 		require.EqualValues(t, byID[id]["duration_seconds"], ev.DurationSeconds)
 	}
-	require.Len(t, completes, len(all), "no other call was reported")
+	require.Len(t, completes, len(all)+len(ringing), "no other call was reported")
 }

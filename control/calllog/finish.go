@@ -81,7 +81,17 @@ func (l *Log[C]) Finish(ctx context.Context, callID int64, end CallEnd) error {
 		if at.Before(c.StartTime) {
 			at = c.StartTime
 		}
-		dur := int64(math.Round(at.Sub(c.StartTime).Seconds()))
+		if c.AnsweredAt == nil && !end.Answered.IsZero() && c.Direction == storage.DirectionOutbound {
+			a := clampTime(end.Answered, c.StartTime, at)
+			c.AnsweredAt = &a
+		}
+		// An outbound call lasts from the callee's answer: its ringing is
+		// not billed.
+		from := c.StartTime
+		if c.AnsweredAt != nil {
+			from = *c.AnsweredAt
+		}
+		dur := int64(math.Round(max(at.Sub(from), 0).Seconds()))
 		c.Status, c.EndTime, c.DurationSeconds = end.Status, &at, &dur
 		c.EndReason, c.EndDetail, c.CallOutcome = optStr(end.Reason), end.Detail, optStr(end.Outcome)
 		if end.RecordingKey != "" {
@@ -104,6 +114,47 @@ func (l *Log[C]) Finish(ctx context.Context, callID int64, end CallEnd) error {
 	// Billing (and the completion event) once, also when this is a
 	// redelivery of an end whose billing did not happen.
 	return l.bill(ctx, callID)
+}
+
+// Answered records that the callee answered outbound call callID at at
+// (zero: now): the call's duration, so its bill, runs from then. The
+// live call reports it the moment the callee answers, so that a call
+// whose media node is lost is billed from its answer, and one never
+// answered not at all (Reaper). It applies once, to a call in progress:
+// a repeat, or an answer reported after the end, changes nothing. A time
+// before the call was placed (another host's clock) is taken as its
+// start, one in the future as now. An inbound, web or test call has no
+// callee to answer: ErrBadEvent.
+func (l *Log[C]) Answered(ctx context.Context, callID int64, at time.Time) error {
+	if now := time.Now(); at.IsZero() || at.After(now) {
+		at = now
+	}
+	// One statement (an outbound call is answered once, on its media
+	// node's word); only when it changed nothing is the call read, to
+	// tell a repeat or a late report from a mistake.
+	done, err := l.st.Calls.AnswerCall(ctx, callID, at)
+	if err != nil || done {
+		return err
+	}
+	c, err := l.st.Calls.CallByID(ctx, callID)
+	if err != nil {
+		return err
+	}
+	if c.Direction != storage.DirectionOutbound {
+		return fmt.Errorf("%w: call %d is %s: only an outbound call is answered by its callee", ErrBadEvent, callID, c.Direction)
+	}
+	return nil
+}
+
+// clampTime is t within [lo, hi].
+func clampTime(t, lo, hi time.Time) time.Time {
+	if t.Before(lo) {
+		return lo
+	}
+	if t.After(hi) {
+		return hi
+	}
+	return t
 }
 
 // EndReasonNodeLost is the end_reason of a call whose media node

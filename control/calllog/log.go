@@ -25,6 +25,7 @@ type CallStore interface {
 	BillCall(ctx context.Context, id int64, ch storage.CallCharge) (storage.CallBill, error)
 	UnbilledCalls(ctx context.Context, limit int) ([]storage.Call, error)
 	SetCallNode(ctx context.Context, id int64, node string) error
+	AnswerCall(ctx context.Context, id int64, at time.Time) (bool, error)
 }
 
 // AgentLookup reads an organization's agent.

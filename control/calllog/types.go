@@ -136,6 +136,11 @@ type CallEnd struct {
 	// Quality is the call's media quality, stored with the end; nil for a
 	// call that had no media.
 	Quality *CallQuality
+	// Answered is when the callee answered an outbound call (zero: never,
+	// or not an outbound call). The live call reports it as it happens
+	// (Log.Answered); the end carries it too, in case that report was
+	// lost. Absent from the JSON when zero.
+	Answered time.Time `json:",omitzero"`
 }
 
 // CallQuality is a call's media quality, measured by the media side over

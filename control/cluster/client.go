@@ -217,6 +217,12 @@ func (c *Client) ToolEvent(ctx context.Context, callID int64, r calllog.ToolRun)
 	return c.do(ctx, pathToolEvent, false, c.timeout, toolEventReq{CallID: callID, Run: r}, nil)
 }
 
+// Answered implements call.Recorder: the callee of an outbound call
+// answered at at. It applies once, so it is retried.
+func (c *Client) Answered(ctx context.Context, callID int64, at time.Time) error {
+	return c.do(ctx, pathAnswered, true, c.timeout, answeredReq{CallID: callID, At: at}, nil)
+}
+
 // Finish implements call.Finisher: the call's recording goes to the
 // control plane's blob store first (and leaves the node), then the end,
 // which applies once and so is retried. A recording that cannot be

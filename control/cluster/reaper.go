@@ -27,9 +27,10 @@ type ReaperStore interface {
 // node and ends each call in progress on a node that is no longer in the
 // registry (its heartbeats stopped for the registry's TTL) as completed,
 // end reason node_lost, at the node's last heartbeat, through the call
-// log's Finish: billed once and reported with one *.complete webhook,
-// whoever else finishes it (a second reaper, the node itself coming
-// back).
+// log's Finish (an outbound call from its callee's answer; one never
+// answered as failed, at no charge): billed once and reported with one
+// *.complete webhook, whoever else finishes it (a second reaper, the node
+// itself coming back).
 //
 // Run sweeps every second on the control replica that holds the reaper's
 // lock; the others stand by and take over within the lock's TTL.
@@ -203,6 +204,13 @@ func (r *Reaper) reap(ctx context.Context, o storage.CallNode, grace time.Durati
 		}
 		end := calllog.CallEnd{Status: storage.CallCompleted, Reason: calllog.EndReasonNodeLost, At: at,
 			Detail: fmt.Sprintf("media node %s stopped heartbeating (%s)", o.ID, last)}
+		if c.Direction == storage.DirectionOutbound && c.AnsweredAt == nil {
+			// Still ringing (or its answer never reported): it ends failed,
+			// at no charge. An answered one is billed from its answer
+			// (Finish).
+			end.Status = storage.CallFailed
+			end.Detail += ", before the callee answered"
+		}
 		if err := r.fin.Finish(ctx, c.ID, end); err != nil {
 			if ctx.Err() != nil {
 				return ended, err

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/voiced/voiced/control"
 	"github.com/voiced/voiced/control/calllog"
 	"github.com/voiced/voiced/control/cluster"
 	"github.com/voiced/voiced/storage"
@@ -322,4 +323,111 @@ func (l *syncLog) has(s string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return strings.Contains(string(l.buf), s)
+}
+
+// TestReaperOutbound: outbound calls (POST /v1/call) the control plane
+// placed on a media node that is then lost. The node reported one call's
+// answer through the internal API (Client.Answered, as the live call
+// does when the callee answers): it ends completed with node_lost,
+// billed from its answer (not from when it was placed) up to the node's
+// last heartbeat. The other was still ringing: it ends failed with
+// node_lost, at no charge. Each gets one telephony.complete.
+func TestReaperOutbound(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, db *storage.DB) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		log := slog.New(slog.NewTextHandler(io.Discard, nil))
+		reg := coord.NewLocal(coord.Config{})
+		defer reg.Close()
+		d := cluster.NewDialer(reg, reg, secret)
+		p := newPlane(t, db, control.WithDialer(d))
+		d.SetOwners(p.api.Srv.CallLog())
+		co := p.api.CallOrg("+14155550149")
+		node, err := cluster.NewClient(cluster.ClientConfig{URL: p.url, Secret: secret, SpoolDir: p.spool, NodeID: "media-o"}, log)
+		require.NoError(t, err)
+		defer node.Close()
+		require.NoError(t, reg.Heartbeat(ctx, coord.Node{ID: "media-o", Addr: "127.0.0.1:1"}))
+		dials := make(chan int64, 2)
+		require.NoError(t, cluster.FollowDials(ctx, reg, "media-o", secret, func(_ context.Context, o control.OutboundCall) error {
+			dials <- o.CallID
+			return nil
+		}, node, log))
+		call := func(id int64) storage.Call {
+			c, err := p.api.Store.Calls.CallByID(ctx, id)
+			require.NoError(t, err)
+			return c
+		}
+		// Two calls placed on media-o 60 s ago (they have rung since).
+		var ids []int64
+		for range 2 {
+			r := p.api.Do("POST", "/v1/call", co.OwnerK, map[string]any{"agent_id": co.AgentID, "from_number": co.Number, "to_number": "+14155550123"})
+			require.Equal(t, 201, r.Status, string(r.Body))
+			select {
+			case id := <-dials:
+				ids = append(ids, id)
+			case <-time.After(10 * time.Second):
+				t.Fatal("the node got no dial command")
+			}
+			_, err := db.ExecContext(ctx, `UPDATE calls SET start_time = start_time - 60000 WHERE id = $1`, ids[len(ids)-1])
+			require.NoError(t, err)
+		}
+		answered, ringing := ids[0], ids[1]
+		require.Equal(t, "media-o", *call(answered).NodeID)
+
+		// The callee of the first answered 20 s ago; the node says so.
+		answerAt := time.Now().Add(-20 * time.Second).Truncate(time.Millisecond)
+		require.NoError(t, node.Answered(ctx, answered, answerAt))
+		require.True(t, answerAt.Equal(*call(answered).AnsweredAt))
+		require.Nil(t, call(ringing).AnsweredAt)
+		// An inbound call has no callee to answer: refused through the API
+		// as in process.
+		adm, err := node.Admit(ctx, calllog.AdmitRequest{Direction: calllog.DirectionInbound, To: co.Number, From: "+14155550199", At: time.Now().Add(-30 * time.Second)})
+		require.NoError(t, err)
+		require.ErrorIs(t, node.Answered(ctx, adm.CallID, time.Now()), calllog.ErrBadEvent)
+
+		// media-o's last heartbeat is recorded, then it dies.
+		r := cluster.NewReaper(reg, reg, p.api.Store.Calls, p.api.Srv.CallLog(), log)
+		_, err = r.Sweep(ctx)
+		require.NoError(t, err)
+		nodes, err := p.api.Store.Calls.CallNodes(ctx)
+		require.NoError(t, err)
+		require.Len(t, nodes, 1)
+		last := *nodes[0].LastSeen
+		require.NoError(t, reg.Leave(ctx, "media-o"))
+		n, err := r.Sweep(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 3, n)
+
+		count := func(q string, args ...any) int {
+			var n int
+			require.NoError(t, db.QueryRowContext(ctx, q, args...).Scan(&n))
+			return n
+		}
+		for _, id := range []int64{answered, ringing} {
+			require.Equal(t, 1, count(`SELECT count(*) FROM webhook_events WHERE type = 'telephony.complete' AND data LIKE $1`, fmt.Sprintf(`%%"call_id":%d,%%`, id)),
+				"call %d: one telephony.complete", id)
+			require.NotNil(t, call(id).BilledAt)
+		}
+		c := call(answered)
+		require.Equal(t, storage.CallCompleted, c.Status)
+		require.Equal(t, calllog.EndReasonNodeLost, *c.EndReason)
+		require.InDelta(t, last.Sub(answerAt).Seconds(), float64(*c.DurationSeconds), 1, "from the answer to the last heartbeat")
+		require.InDelta(t, 20, float64(*c.DurationSeconds), 2)
+		require.Equal(t, 0.25, *c.BillableMinutes, "20 s, not the 60 s since it was placed")
+		require.Positive(t, *c.BillingTotalCents)
+		require.Equal(t, 1, count(`SELECT count(*) FROM billing_transactions WHERE reference = $1`, fmt.Sprintf("call:%d", answered)))
+
+		c = call(ringing)
+		require.Equal(t, storage.CallFailed, c.Status, "never answered")
+		require.Equal(t, calllog.EndReasonNodeLost, *c.EndReason)
+		require.Contains(t, c.EndDetail, "before the callee answered")
+		require.Zero(t, *c.BillingTotalCents)
+		require.Zero(t, *c.BillableMinutes)
+		require.Zero(t, count(`SELECT count(*) FROM billing_transactions WHERE reference = $1`, fmt.Sprintf("call:%d", ringing)), "nothing debited")
+
+		// The inbound call of the same node: billed from its start, as before.
+		c = call(adm.CallID)
+		require.Equal(t, storage.CallCompleted, c.Status)
+		require.InDelta(t, last.Sub(c.StartTime).Seconds(), float64(*c.DurationSeconds), 1)
+	})
 }

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -54,6 +55,7 @@ type Calls interface {
 	AdmitInline(ctx context.Context, orgID int64, cfg json.RawMessage, room string) (control.Admission, error)
 	Append(ctx context.Context, callID int64, events []calllog.CallEvent) error
 	ToolEvent(ctx context.Context, callID int64, r calllog.ToolRun) error
+	Answered(ctx context.Context, callID int64, at time.Time) error
 	Finish(ctx context.Context, callID int64, end calllog.CallEnd) error
 	Fail(ctx context.Context, callID int64, reason, detail string) error
 	InboundTrunk(ctx context.Context, number string) (calllog.InboundTrunk, bool, error)
@@ -92,7 +94,8 @@ func NewServer(cfg ServerConfig, b Backend, log *slog.Logger) http.Handler {
 	mux := http.NewServeMux()
 	for p, h := range map[string]func(*http.Request) (any, error){
 		pathAdmit: s.admit, pathAdmitInline: s.admitInline, pathAppend: s.append, pathToolEvent: s.toolEvent,
-		pathFinish: s.finish, pathFail: s.fail, pathTool: s.tool, pathTrunk: s.trunk, pathAPIKey: s.apiKey,
+		pathAnswered: s.answered,
+		pathFinish:   s.finish, pathFail: s.fail, pathTool: s.tool, pathTrunk: s.trunk, pathAPIKey: s.apiKey,
 		pathClaim: s.claim, pathPing: func(*http.Request) (any, error) { return nil, nil }, pathMCPServers: s.mcpServers, pathKnowledge: s.knowledge,
 		pathNodeStart: s.nodeStart,
 	} {
@@ -248,6 +251,17 @@ func (s *server) toolEvent(r *http.Request) (any, error) {
 		return nil, err
 	}
 	return nil, s.b.Calls.ToolEvent(r.Context(), req.CallID, req.Run)
+}
+
+func (s *server) answered(r *http.Request) (any, error) {
+	req, err := decode[answeredReq](r)
+	if err != nil {
+		return nil, err
+	}
+	if req.CallID <= 0 {
+		return nil, badRequest{errors.New("answered needs a call_id")}
+	}
+	return nil, s.b.Calls.Answered(r.Context(), req.CallID, req.At)
 }
 
 func (s *server) finish(r *http.Request) (any, error) {

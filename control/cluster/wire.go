@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/voiced/voiced/control"
 	"github.com/voiced/voiced/control/api"
@@ -28,6 +29,7 @@ const (
 	pathAdmitInline = "admit-inline"
 	pathAppend      = "append"
 	pathToolEvent   = "tool-event"
+	pathAnswered    = "answered"
 	pathFinish      = "finish"
 	pathFail        = "fail"
 	pathTool        = "tool"
@@ -55,6 +57,10 @@ type (
 	toolEventReq struct {
 		CallID int64           `json:"call_id"`
 		Run    calllog.ToolRun `json:"run"`
+	}
+	answeredReq struct {
+		CallID int64     `json:"call_id"`
+		At     time.Time `json:"at"`
 	}
 	finishReq struct {
 		CallID int64           `json:"call_id"`
