@@ -333,7 +333,7 @@ func (s *Session) Update(p Params) error {
 		}
 		s.rxc = rxc
 		s.rxGen.Add(1)
-		s.rx = rxStats{}
+		s.rx = rxStats{dev: s.rx.dev}
 	}
 	if old.Remote != p.Remote || old.RemoteRTCP != p.RemoteRTCP || old.RTCPMux != p.RTCPMux {
 		s.latched = false
