@@ -22,10 +22,17 @@ import (
 // street noise mixed at 10 dB, a line and then 8 s of silence) ring one
 // node's loopback agent at once, in the same process as the node (as
 // voiced serve runs them). Every call must complete with the node's own
-// loss under 0.1%; it logs the callers' jitter and the node pacer's
-// tick lateness. make test runs 8 against the loopback agent; the
-// issue's goal is VOICED_SIM_CALLS=50 VOICED_SIM_ENGINE=offline (the
-// agent on PocketSphinx, the echo model and espeak-ng).
+// loss under 0.1%, and each caller must lose under 0.1% of the agent's
+// packets. It logs the agent's pacing per call as each caller received
+// it (the p99 of the per-packet transit differences |D|, kernel arrival
+// stamps: the agent's side, not the callers' own pacing, which is the
+// "caller jitter" the node measured), the node pacer's tick lateness
+// and, in the long run, one call alone placed just before as the
+// reference for the shared machine. VOICED_SIM_STRICT=1 also fails a
+// call whose pacing p99 reaches 2 ms. make test runs 8 against the
+// loopback agent; the goal is VOICED_SIM_CALLS=50
+// VOICED_SIM_ENGINE=offline (the agent on PocketSphinx, the echo model
+// and espeak-ng; make bench).
 func TestSimulatedCallsAtOnce(t *testing.T) {
 	siptest.Binary(t, "espeak-ng", "espeak-ng")
 	calls := 8
@@ -74,9 +81,14 @@ func TestSimulatedCallsAtOnce(t *testing.T) {
 		return res, ends
 	}
 	// The reference, on the same machine in the same minute: one call
-	// alone.
-	ref, refEnds := batch(1)
-	require.Equal(t, "caller_hangup", refEnds[0])
+	// alone (the long run only: make test stays short).
+	var ref *sim.Result
+	refs := 0
+	if os.Getenv("VOICED_SIM_CALLS") != "" {
+		res, ends := batch(1)
+		require.Equal(t, "caller_hangup", ends[0])
+		ref, refs = res[0], 1
+	}
 	cpu0, wall0 := processCPU(t), time.Now()
 	res, ends := batch(calls)
 	cpu, wall := processCPU(t)-cpu0, time.Since(wall0)
@@ -99,8 +111,8 @@ func TestSimulatedCallsAtOnce(t *testing.T) {
 			}
 			results = append(results, c)
 		}
-		return len(results) == calls+1
-	}, 120*time.Second, 500*time.Millisecond, "calls ended on the node: %d of %d, %d in progress", len(results), calls, inProgress)
+		return len(results) == calls+refs
+	}, max(120*time.Second, time.Duration(calls)*4*time.Second), 500*time.Millisecond, "calls ended on the node: %d of %d, %d in progress", len(results), calls, inProgress)
 	t.Logf("the node recorded every call's end %v after the callers hung up", time.Since(wall0)-wall)
 	var expected, lost, callSeconds float64
 	var jitters []float64
@@ -134,8 +146,12 @@ func TestSimulatedCallsAtOnce(t *testing.T) {
 		require.Less(t, 100*float64(r.Lost)/float64(r.Packets+r.Lost), 0.1, "call %d: the agent's packets lost on the way", i)
 	}
 	slices.Sort(p99s)
-	t.Logf("the agent's pacing per call, at the callers: |D| p99 over calls: min %v, p50 %v, max %v; %d of %d calls at or over 2 ms; reference (one call alone just before): |D| p50 %v, p99 %v; the agent's packets lost %d of %d",
-		p99s[0], p99s[len(p99s)/2], p99s[len(p99s)-1], over, calls, ref[0].PacingP50, ref[0].PacingP99, gone, sent)
+	t.Logf("the agent's pacing per call, at the callers: |D| p99 over calls: min %v, p50 %v, max %v; %d of %d calls at or over 2 ms; the agent's packets lost %d of %d",
+		p99s[0], p99s[len(p99s)/2], p99s[len(p99s)-1], over, calls, gone, sent)
+	if ref != nil {
+		t.Logf("reference, one call alone just before: |D| p50 %v, p99 %v (ratio of the calls' median p99 to it: %.2f)",
+			ref.PacingP50, ref.PacingP99, float64(p99s[len(p99s)/2])/float64(max(ref.PacingP99, 1)))
+	}
 	if os.Getenv("VOICED_SIM_STRICT") != "" {
 		require.Zero(t, over, "calls whose pacing p99 reached 2 ms")
 	}
