@@ -95,6 +95,12 @@ type Result struct {
 	Rate   int
 	Sent   []int16
 	Speech []bool
+	// Telephony: the agent's pacing as the caller received it (arrival
+	// times stamped by the kernel), the p50 and p99 of the per-packet
+	// transit differences |D| (RFC 3550 A.8, 125 µs steps) over
+	// Packets audio packets, and the packets lost on the way.
+	PacingP50, PacingP99 time.Duration
+	Packets, Lost        uint64
 }
 
 // bot is the caller's audio and ears: ReadFrame produces what it sends

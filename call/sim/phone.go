@@ -155,6 +155,12 @@ func (p *Phone) Call(ctx context.Context, t Target, cfg Config) (*Result, error)
 		res.End = "agent_hangup"
 	}
 	res.Duration = time.Since(res.Start)
+	if pc.rtp != nil {
+		res.PacingP50, _ = pc.rtp.TransitDeviation(0.5)
+		res.PacingP99, _ = pc.rtp.TransitDeviation(0.99)
+		m := pc.rtp.Metrics()
+		res.Packets, res.Lost = m.PacketsReceived.Load(), m.PacketsLost.Load()
+	}
 	if cfg.KeepAudio {
 		b.mu.Lock()
 		res.Sent, res.Speech = b.sent, b.speech
@@ -281,7 +287,7 @@ func (p *Phone) Open(_ context.Context, c *sip.Call) (sip.Media, error) {
 		return nil, errors.New("sim: no such call")
 	}
 	pc := v.(*phoneCall)
-	s, err := rtp.NewSession(rtp.Config{Local: p.bind, MediaTimeout: -1}, p.log, p.pacer, p.ports)
+	s, err := rtp.NewSession(rtp.Config{Local: p.bind, MediaTimeout: -1, TransitStats: true}, p.log, p.pacer, p.ports)
 	if err != nil {
 		return nil, err
 	}

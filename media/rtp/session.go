@@ -47,6 +47,12 @@ type Config struct {
 	// silence. CNLevel is in -dBov; 0 means 70.
 	SendCN  bool
 	CNLevel int
+	// TransitStats keeps the distribution of the per-packet transit
+	// differences |D| of the peer's audio (RFC 3550 A.8, before its
+	// smoothing into the jitter), for TransitDeviation: the peer's pacing
+	// as this end sees it, arrival times stamped by the kernel. Off
+	// (a nil check per packet) unless a prober asks.
+	TransitStats bool
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -200,6 +206,9 @@ func NewSession(cfg Config, log *slog.Logger, pacer *pace.Pacer, ports *Ports) (
 	if rconn != nil {
 		s.rsock = sockOf(rconn)
 	}
+	if cfg.TransitStats {
+		s.rx.dev = new(devHist)
+	}
 	s.tx.init(s)
 	s.lastRecv.Store(time.Now().UnixNano())
 	s.sock.enableTimestamps()
@@ -239,6 +248,16 @@ func (s *Session) SSRC() uint32 { return s.ssrc }
 
 // Metrics returns the call's live counters; they stay readable after Close.
 func (s *Session) Metrics() *quality.Metrics { return &s.m }
+
+// TransitDeviation returns the q-quantile (0 < q <= 1) of the per-packet
+// transit differences |D| of the peer's audio and how many there were,
+// when Config.TransitStats is on (else 0, 0). Values are upper edges of
+// 125 µs buckets; 50 ms and more fall in the last.
+func (s *Session) TransitDeviation(q float64) (time.Duration, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rx.dev.quantile(q)
+}
 
 // Snapshot returns the counters and the MOS estimate for the current codec.
 func (s *Session) Snapshot() quality.Snapshot {
@@ -314,7 +333,7 @@ func (s *Session) Update(p Params) error {
 		}
 		s.rxc = rxc
 		s.rxGen.Add(1)
-		s.rx = rxStats{}
+		s.rx = rxStats{dev: s.rx.dev}
 	}
 	if old.Remote != p.Remote || old.RemoteRTCP != p.RemoteRTCP || old.RTCPMux != p.RTCPMux {
 		s.latched = false

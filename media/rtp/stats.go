@@ -30,6 +30,9 @@ type rxStats struct {
 	lastTransit int64
 	haveTransit bool
 	jitter      int64 // RFC 3550 A.8 estimate, in timestamp units times 16
+	// dev counts |D| per packet (Config.TransitStats); nil when off. It
+	// survives reset: it describes the call, not one SSRC.
+	dev *devHist
 
 	// From the peer's last sender report (for our receiver reports).
 	lastSR   uint32 // middle 32 bits of its NTP timestamp
@@ -38,6 +41,7 @@ type rxStats struct {
 
 func (r *rxStats) reset(ssrc uint32, seq uint16, clock int, now time.Time) {
 	*r = rxStats{
+		dev:      r.dev,
 		started:  true,
 		ssrc:     ssrc,
 		clock:    int64(clock),
@@ -95,6 +99,9 @@ func (r *rxStats) transit(ts uint32, now time.Time) {
 			d = -d
 		}
 		r.jitter += d - (r.jitter+8)>>4
+		if r.dev != nil {
+			r.dev.add(d, r.clock)
+		}
 	}
 	r.lastTransit, r.haveTransit = transit, true
 }
@@ -132,4 +139,44 @@ func (r *rxStats) interval() uint8 {
 		return 0
 	}
 	return uint8((expI - recI) << 8 / expI)
+}
+
+// devWidth is the width of a devHist bucket; devBuckets of them reach 50
+// ms.
+const (
+	devWidth   = 125 * time.Microsecond
+	devBuckets = 400
+)
+
+// devHist counts transit differences |D| in devWidth buckets.
+type devHist struct {
+	n      int
+	counts [devBuckets]uint32
+}
+
+// add counts d, in timestamp units of clock.
+func (h *devHist) add(d, clock int64) {
+	if clock <= 0 {
+		return
+	}
+	i := min(d*int64(time.Second)/clock/int64(devWidth), devBuckets-1)
+	h.counts[i]++
+	h.n++
+}
+
+// quantile returns the upper edge of the bucket holding the q-quantile
+// and the count; 0, 0 for a nil or empty histogram.
+func (h *devHist) quantile(q float64) (time.Duration, int) {
+	if h == nil || h.n == 0 {
+		return 0, 0
+	}
+	rank := max(int(q*float64(h.n)+0.5), 1)
+	seen := 0
+	for i, c := range h.counts {
+		seen += int(c)
+		if seen >= rank {
+			return time.Duration(i+1) * devWidth, h.n
+		}
+	}
+	return devBuckets * devWidth, h.n
 }

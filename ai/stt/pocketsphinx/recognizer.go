@@ -143,7 +143,8 @@ func New(cfg Config) (*Recognizer, error) {
 	// (its configuration and logging are process-wide): two loads in
 	// parallel hang in ps_init. Loads are serialized; decoding is not.
 	initMu.Lock()
-	ps := C.voiced_ps_init(C.int(len(argv)), cargv)
+	var ps *C.ps_decoder_t
+	onDecodeThread(func() { ps = C.voiced_ps_init(C.int(len(argv)), cargv) })
 	initMu.Unlock()
 	if ps == nil {
 		return nil, fmt.Errorf("%w: model %s, dictionary %s, language model %q", ErrModel, cfg.ModelDir, cfg.Dict, cfg.LM)
@@ -218,16 +219,24 @@ func (p *Recognizer) Transcribe(ctx context.Context, r stt.Request) (stt.Result,
 		return p.transcribeStreamed(ctx, r.PCM)
 	}
 	p.buf = padded(p.buf, r.PCM, p.dither)
-	if C.ps_start_utt(p.ps) != 0 {
-		return stt.Result{}, fmt.Errorf("%w: start of utterance", ErrDecode)
-	}
-	// The samples are Go memory without pointers, only read during the call.
-	if C.ps_process_raw(p.ps, (*C.int16)(unsafe.Pointer(&p.buf[0])), C.size_t(len(p.buf)), 0, 1) < 0 {
-		C.ps_end_utt(p.ps)
-		return stt.Result{}, fmt.Errorf("%w: %d samples", ErrDecode, len(r.PCM))
-	}
-	if C.ps_end_utt(p.ps) != 0 {
-		return stt.Result{}, fmt.Errorf("%w: end of utterance", ErrDecode)
+	var err error
+	onDecodeThread(func() {
+		if C.ps_start_utt(p.ps) != 0 {
+			err = fmt.Errorf("%w: start of utterance", ErrDecode)
+			return
+		}
+		// The samples are Go memory without pointers, only read during the call.
+		if C.ps_process_raw(p.ps, (*C.int16)(unsafe.Pointer(&p.buf[0])), C.size_t(len(p.buf)), 0, 1) < 0 {
+			C.ps_end_utt(p.ps)
+			err = fmt.Errorf("%w: %d samples", ErrDecode, len(r.PCM))
+			return
+		}
+		if C.ps_end_utt(p.ps) != 0 {
+			err = fmt.Errorf("%w: end of utterance", ErrDecode)
+		}
+	})
+	if err != nil {
+		return stt.Result{}, err
 	}
 	return p.result(), nil
 }
@@ -307,7 +316,7 @@ func (p *Recognizer) Close() error {
 	p.sem <- struct{}{}
 	defer func() { <-p.sem }()
 	if p.ps != nil {
-		C.ps_free(p.ps)
+		onDecodeThread(func() { C.ps_free(p.ps) })
 		p.ps = nil
 	}
 	return nil

@@ -84,15 +84,21 @@ func (p *Recognizer) begin() (*stream, error) {
 	if p.ps == nil {
 		return nil, ErrClosed
 	}
-	if C.ps_start_utt(p.ps) != 0 {
-		return nil, fmt.Errorf("%w: start of utterance", ErrDecode)
-	}
-	p.cmnBegin()
 	s := &stream{rec: p, g: newNoise()}
 	s.grow(padSamples)
 	s.g.pad(s.buf[:padSamples], nil)
-	if err := s.process(s.buf[:padSamples]); err != nil {
-		C.ps_end_utt(p.ps)
+	var err error
+	onDecodeThread(func() {
+		if C.ps_start_utt(p.ps) != 0 {
+			err = fmt.Errorf("%w: start of utterance", ErrDecode)
+			return
+		}
+		p.cmnBegin()
+		if err = s.process(s.buf[:padSamples]); err != nil {
+			C.ps_end_utt(p.ps)
+		}
+	})
+	if err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -175,6 +181,16 @@ func (s *stream) Write(pcm []int16) error {
 	if s.done {
 		return ErrClosed
 	}
+	if len(pcm) == 0 {
+		return nil
+	}
+	var err error
+	onDecodeThread(func() { err = s.write(pcm) })
+	return err
+}
+
+// write decodes pcm; it runs on a decoding thread.
+func (s *stream) write(pcm []int16) error {
 	for len(pcm) > 0 {
 		// The running mean follows at fixed points of the segment
 		// (every cmnEvery samples), so the words do not depend on how
@@ -227,12 +243,18 @@ func (s *stream) Finish(ctx context.Context) (stt.Result, error) {
 	}
 	s.grow(padSamples)
 	s.g.pad(s.buf, nil)
-	if err := s.process(s.buf); err != nil {
+	var err error
+	onDecodeThread(func() {
+		if err = s.process(s.buf); err != nil {
+			return
+		}
+		s.finished = true
+		if C.ps_end_utt(s.rec.ps) != 0 {
+			err = fmt.Errorf("%w: end of utterance", ErrDecode)
+		}
+	})
+	if err != nil {
 		return stt.Result{}, err
-	}
-	s.finished = true
-	if C.ps_end_utt(s.rec.ps) != 0 {
-		return stt.Result{}, fmt.Errorf("%w: end of utterance", ErrDecode)
 	}
 	return s.rec.result(), nil
 }
@@ -243,7 +265,7 @@ func (s *stream) Close() error {
 	}
 	s.done = true
 	if !s.finished {
-		C.ps_end_utt(s.rec.ps)
+		onDecodeThread(func() { C.ps_end_utt(s.rec.ps) })
 	}
 	if s.release != nil {
 		s.release()
