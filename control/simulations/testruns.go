@@ -363,9 +363,16 @@ func (d TestRunDeps) Verdicts(ctx context.Context, orgID, id int64, wait time.Du
 	}
 	deadline := time.Now().Add(wait)
 	for _, r := range rs {
-		for r.CallID != nil && time.Now().Before(deadline) {
-			cl, err := d.Calls.Call(ctx, orgID, *r.CallID)
-			if err != nil || cl.GradeStatus == nil || *cl.GradeStatus != "pending" {
+		for r.CallID != nil {
+			if !d.gradeComing(ctx, orgID, *r.CallID) {
+				break
+			}
+			if !time.Now().Before(deadline) {
+				if wait == 0 && r.CompletedAt != nil && time.Since(*r.CompletedAt) < GradeWait {
+					// A read (Settle) does not finish the test run
+					// under its worker, which waits for this grade.
+					return nil
+				}
 				break
 			}
 			select {
@@ -417,9 +424,18 @@ func (d TestRunDeps) Verdicts(ctx context.Context, orgID, id int64, wait time.Du
 	return err
 }
 
+// gradeComing says whether call id's grade is still to come (pending).
+func (d TestRunDeps) gradeComing(ctx context.Context, orgID, id int64) bool {
+	cl, err := d.Calls.Call(ctx, orgID, id)
+	return err == nil && cl.GradeStatus != nil && *cl.GradeStatus == "pending"
+}
+
 // Settle marks the org's lost runs failed (as the run list does) and
 // finishes test run id if all its runs have now ended, without waiting
-// for grades (scenarios.SuiteDeps.Settle).
+// for grades (scenarios.SuiteDeps.Settle): a read. While a run's grade
+// is still to come and the run ended less than GradeWait ago, the
+// worker finishes the test run when the grade is in (TestRunDone);
+// settling it then would give that run the verdict unknown.
 func (d TestRunDeps) Settle(ctx context.Context, orgID, id int64) error {
 	now := time.Now()
 	if _, err := d.Store.FailStaleSimulationRuns(ctx, orgID, now.Add(-StaleQueued), now.Add(-StaleLease), staleMessage); err != nil {
