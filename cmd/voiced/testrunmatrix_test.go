@@ -140,7 +140,8 @@ func TestTestRunMatrixEndToEnd(t *testing.T) {
 // (caller_speech_ms, caller_tone_ms: when it sent speech and keys'
 // tones, from its first frame). The spans are aligned on the recording
 // by the contrast of its frames' amplitude inside and outside them, each
-// utterance again within 100 ms (a jitter buffer's delay may move); then
+// utterance again within 500 ms (a jitter buffer's delay may move, and a
+// telephony caller's audio pauses while RFC 4733 events go out); then
 // speech power is the mean over the utterances' inner frames, noise
 // power the mean over frames at least 100 ms from any speech or tone
 // while the caller was on. It returns the SNR, the noise's dBFS and how
@@ -223,6 +224,7 @@ func spanSNR(t *testing.T, sv *served, c map[string]any, meta map[string]any) (s
 	for i := range lags {
 		lags[i] = lag
 	}
+	var utter []int // each utterance's lag
 	near := func(x []bool, i, d int) bool {
 		for k := max(0, i-d); k <= min(n-1, i+d); k++ {
 			if x[k] {
@@ -242,7 +244,7 @@ func spanSNR(t *testing.T, sv *served, c map[string]any, meta map[string]any) (s
 		}
 		from, to := max(0, i-10), min(n, end)
 		b, local := math.Inf(-1), lag
-		for l := lag - 5; l <= lag+5; l++ {
+		for l := lag - 25; l <= lag+25; l++ {
 			if s := contrast(from, to, l); s > b {
 				b, local = s, l
 			}
@@ -250,6 +252,7 @@ func spanSNR(t *testing.T, sv *served, c map[string]any, meta map[string]any) (s
 		for k := from; k < to; k++ {
 			lags[k] = local
 		}
+		utter = append(utter, local)
 		i = end
 	}
 	var ps, pn float64
@@ -272,6 +275,6 @@ func spanSNR(t *testing.T, sv *served, c map[string]any, meta map[string]any) (s
 	require.Greater(t, ns, 50, "at least 1 s of speech")
 	ps, pn = ps/float64(ns), pn/float64(nn)
 	full := 32768.0 * 32768.0
-	t.Logf("lag %d frames; %d noise frames at %.1f dBFS, %d speech frames at %.1f dBFS", lag, nn, 10*math.Log10(pn/full+1e-13), ns, 10*math.Log10(ps/full))
+	t.Logf("lag %d frames (utterances %v); %d noise frames at %.1f dBFS, %d speech frames at %.1f dBFS", lag, utter, nn, 10*math.Log10(pn/full+1e-13), ns, 10*math.Log10(ps/full))
 	return 10 * math.Log10((ps-pn)/max(pn, 1e-3)), 10 * math.Log10(pn/full+1e-13), nn
 }
