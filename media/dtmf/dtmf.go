@@ -3,6 +3,13 @@
 // WebSocket, a browser's microphone): the Goertzel algorithm on the eight
 // ITU-T Q.23 frequencies, with the checks of a Q.24 receiver.
 //
+// Audio at 16 kHz is first brought to 8 kHz by averaging sample pairs
+// (the keys' tones are all below 1.7 kHz, where the average loses under
+// 0.5 dB; what folds down from 4-8 kHz is 10 dB or more down where it
+// lands on the keys' frequencies): the analysis then costs the same at
+// either rate. A 10 ms half quieter than a quarter of the weakest key
+// has its energy summed and no bins computed.
+//
 // Each 20 ms frame is analysed as two 10 ms halves: one Goertzel pass
 // over the frame's samples gives every half's eight complex bins, and a
 // 20 ms window is two consecutive halves combined (the second half's
@@ -68,12 +75,15 @@ const (
 // for concurrent use, allocates nothing after New, and keeps per stream
 // only the last half frame's bins and the press in progress.
 type Detector struct {
-	frame, half int
+	frame, half int // at the analysis rate, 8 kHz
+	in          int // samples per frame Process takes
+	dec         [80]int16
 	coef        [8]float32   // 2 cos(ω) per bin, low group then high
 	cos, sin    [8]float32   // cos ω, sin ω: the last step of a half's bins
 	rotRe       [8]float32   // e^{-jωM}: the second half's bins, turned
 	rotIm       [8]float32   //   to the window's time origin
 	minPower    float32      // MinLevel as |X|² of a half-window (M samples)
+	quietHalf   float32      // a half's energy below which its bins are not computed
 	prev        [8]complex64 // the previous half's bins (its own origin)
 	prevE       float32      // and its energy
 	havePrev    bool
@@ -92,9 +102,10 @@ func New(rate int) (*Detector, error) {
 	if rate != 8000 && rate != 16000 {
 		return nil, fmt.Errorf("%w: %d", ErrRate, rate)
 	}
-	d := &Detector{frame: rate / 50, half: rate / 100}
+	const at = 8000 // the analysis rate
+	d := &Detector{frame: at / 50, half: at / 100, in: rate / 50}
 	for i, f := range append(lowHz[:], highHz[:]...) {
-		w := 2 * math.Pi * f / float64(rate)
+		w := 2 * math.Pi * f / at
 		d.coef[i] = float32(2 * math.Cos(w))
 		d.cos[i], d.sin[i] = float32(math.Cos(w)), float32(math.Sin(w))
 		d.rotRe[i], d.rotIm[i] = float32(math.Cos(w*float64(d.half))), float32(-math.Sin(w*float64(d.half)))
@@ -103,21 +114,37 @@ func New(rate int) (*Detector, error) {
 	// A·N/2 at its frequency.
 	a := 32768 * math.Pow(10, MinLevel/20)
 	d.minPower = float32(a * a * float64(d.half) * float64(d.half))
+	// A half whose energy is under a quarter of what the weakest pair
+	// fills it with (A² per sample) holds no key's tone worth its bins: a
+	// window passes only with the tones in 60% of it, so in 40% or more of
+	// each half.
+	d.quietHalf = float32(a * a * float64(d.half) / 4)
 	return d, nil
 }
 
 // FrameSamples is the frame size Process takes.
-func (d *Detector) FrameSamples() int { return d.frame }
+func (d *Detector) FrameSamples() int { return d.in }
 
 // Process analyses the next 20 ms frame and returns the key (0-9, *, #,
 // A-D) whose press was recognised in it, or 0. pcm must hold
 // FrameSamples samples; it is only read.
 func (d *Detector) Process(pcm []int16) rune {
-	if len(pcm) != d.frame {
+	if len(pcm) != d.in {
 		return 0
 	}
-	d.goertzel(pcm[:d.half], &d.cur[0], &d.curE[0])
-	d.goertzel(pcm[d.half:], &d.cur[1], &d.curE[1])
+	if d.in != d.frame {
+		for h := range 2 {
+			x := pcm[h*d.in/2 : (h+1)*d.in/2]
+			dec := d.dec[:len(x)/2]
+			for i := range dec {
+				dec[i] = int16((int32(x[2*i]) + int32(x[2*i+1])) >> 1)
+			}
+			d.goertzel(dec, &d.cur[h], &d.curE[h])
+		}
+	} else {
+		d.goertzel(pcm[:d.half], &d.cur[0], &d.curE[0])
+		d.goertzel(pcm[d.half:], &d.cur[1], &d.curE[1])
+	}
 	var key rune
 	if d.havePrev {
 		if k := d.window(&d.prev, d.prevE, &d.cur[0], d.curE[0]); k != 0 {
@@ -144,27 +171,34 @@ func (d *Detector) Reset() {
 // (the DTFT at ω times e^{jω(M-1)}, a phase every bin of the half shares
 // with its window partner), and x's energy.
 func (d *Detector) goertzel(x []int16, out *[8]complex64, energy *float32) {
+	var e float32
+	for _, v := range x {
+		f := float32(v)
+		e += f * f
+	}
+	*energy = e
+	if e < d.quietHalf {
+		*out = [8]complex64{}
+		return
+	}
 	var s1, s2 [8]float32
-	s1[0], s2[0], s1[1], s2[1], s1[2], s2[2], s1[3], s2[3], *energy = group(x, d.coef[0], d.coef[1], d.coef[2], d.coef[3], true)
-	s1[4], s2[4], s1[5], s2[5], s1[6], s2[6], s1[7], s2[7], _ = group(x, d.coef[4], d.coef[5], d.coef[6], d.coef[7], false)
+	s1[0], s2[0], s1[1], s2[1], s1[2], s2[2], s1[3], s2[3] = group(x, d.coef[0], d.coef[1], d.coef[2], d.coef[3])
+	s1[4], s2[4], s1[5], s2[5], s1[6], s2[6], s1[7], s2[7] = group(x, d.coef[4], d.coef[5], d.coef[6], d.coef[7])
 	for k := range out {
 		out[k] = complex(s1[k]-d.cos[k]*s2[k], d.sin[k]*s2[k])
 	}
 }
 
-// group runs four Goertzel recurrences (coefficients c0-c3) over x, and
-// sums its energy when asked: one group at a time, their state fits the
-// CPU's registers, and the four independent chains overlap.
-func group(x []int16, c0, c1, c2, c3 float32, withEnergy bool) (a1, a2, b1, b2, c1s, c2s, d1, d2, e float32) {
+// group runs four Goertzel recurrences (coefficients c0-c3) over x: one
+// group at a time, their state fits the CPU's registers, and the four
+// independent chains overlap.
+func group(x []int16, c0, c1, c2, c3 float32) (a1, a2, b1, b2, c1s, c2s, d1, d2 float32) {
 	for _, v := range x {
 		f := float32(v)
 		a1, a2 = f+c0*a1-a2, a1
 		b1, b2 = f+c1*b1-b2, b1
 		c1s, c2s = f+c2*c1s-c2s, c1s
 		d1, d2 = f+c3*d1-d2, d1
-		if withEnergy {
-			e += f * f
-		}
 	}
 	return
 }

@@ -93,9 +93,10 @@ func add(a, b []float64) []float64 {
 }
 
 // TestBins: a half's bins combined into a window are the window's DTFT
-// at the eight frequencies (up to the phase the two halves share).
+// at the eight frequencies (up to the phase the two halves share), at
+// the analysis rate (16 kHz input is averaged down to it first).
 func TestBins(t *testing.T) {
-	for _, rate := range []int{8000, 16000} {
+	for _, rate := range []int{8000} {
 		d, err := New(rate)
 		require.NoError(t, err)
 		r := rand.New(rand.NewPCG(1, 2))
