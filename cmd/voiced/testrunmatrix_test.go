@@ -224,7 +224,8 @@ func spanSNR(t *testing.T, sv *served, c map[string]any, meta map[string]any) (s
 	for i := range lags {
 		lags[i] = lag
 	}
-	var utter []int // each utterance's lag
+	var utter []int                 // each utterance's lag
+	heard := make([]bool, len(rec)) // recording frames within 100 ms of an utterance as aligned
 	near := func(x []bool, i, d int) bool {
 		for k := max(0, i-d); k <= min(n-1, i+d); k++ {
 			if x[k] {
@@ -253,6 +254,19 @@ func spanSNR(t *testing.T, sv *served, c map[string]any, meta map[string]any) (s
 			lags[k] = local
 		}
 		utter = append(utter, local)
+		// Until the next utterance, its lag: a delay changes between
+		// utterances (the keys), not within one.
+		for k := to; k < n; k++ {
+			lags[k] = local
+		}
+		if len(utter) == 1 {
+			for k := 0; k < from; k++ {
+				lags[k] = local
+			}
+		}
+		for k := max(0, from+local-5); k < min(len(rec), to+local+5); k++ {
+			heard[k] = true
+		}
 		i = end
 	}
 	var ps, pn float64
@@ -266,11 +280,12 @@ func spanSNR(t *testing.T, sv *served, c map[string]any, meta map[string]any) (s
 		case speech[i] && i > 0 && i+1 < n && speech[i-1] && speech[i+1]:
 			ps += rec[j]
 			ns++
-		case !near(speech, i, 5) && !near(tone, i, 5):
+		case !near(speech, i, 5) && !near(tone, i, 5) && !heard[j]:
 			pn += rec[j]
 			nn++
 		}
 	}
+	t.Logf("recording %d frames; speech spans %v; tones %v; lags %d %v; %d speech and %d noise frames", len(rec), meta["caller_speech_ms"], meta["caller_tone_ms"], lag, utter, ns, nn)
 	require.Positive(t, nn, "some of the caller without speech or tones")
 	require.Greater(t, ns, 50, "at least 1 s of speech")
 	ps, pn = ps/float64(ns), pn/float64(nn)
