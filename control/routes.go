@@ -174,8 +174,9 @@ func (s *Server) registerRoutes() {
 	sd.Wake = s.sims.Wake
 	s.mount(simulations.Routes(sd))
 	s.mount(simulations.TestRunRoutes(s.testRunDeps(sd)))
+	s.mount(simulations.SuiteRunRoutes(s.testRunDeps(sd)))
 	s.mount(scenarios.SuiteRoutes(scenarios.SuiteDeps{Suites: st.Scenarios, Runs: st.Scenarios, Scenarios: st.Scenarios, Agents: st.Agents, Numbers: st.Numbers,
-		Settle: s.testRunDeps(sd).Settle}))
+		Settle: s.testRunDeps(sd).Settle, Now: s.suites.Now}))
 }
 
 // paymentProvider is the configured payment provider, or nil: without one

@@ -28,8 +28,15 @@ var scenarioSchemas = func() map[string]any {
 	run := obj(map[string]any{"id": i64, "agent_id": i64, "suite_id": map[string]any{"type": []string{"string", "null"}, "format": "uuid"},
 		"status": str, "channel": enum("web", "telephony"), "verdict": enum("pass", "fail", "unknown"), "total_count": i64, "pass_count": i64,
 		"fail_count": i64, "pass_rate": map[string]any{"type": []string{"number", "null"}}, "prompt_hash": str,
-		"regressions": map[string]any{"type": "array", "items": map[string]any{"type": "object"}}, "created_at": dt, "completed_at": dtNull,
-		"runs": map[string]any{"type": "array", "description": "detail only: {scenario_id, call_id, verdict, ...}", "items": map[string]any{"type": "object"}}})
+		"regressions": map[string]any{"type": "array", "description": "suite runs: scenarios that passed in the baseline run and fail now",
+			"items": obj(map[string]any{"scenario_id": i64, "previous": enum("pass"), "current": enum("fail")}, "scenario_id", "previous", "current")},
+		"created_at": dt, "completed_at": dtNull,
+		"trigger": enum("manual", "schedule"), "scheduled_for": map[string]any{"type": []string{"string", "null"}, "format": "date-time", "description": "the schedule slot a scheduled run was started for"},
+		"error_message":          map[string]any{"type": "string", "description": "why a scheduled run could not start (status failed)"},
+		"verdict_reason":         map[string]any{"type": "string", "description": "suite runs: why the suite rule passed or failed"},
+		"critical_failure_count": map[string]any{"type": "integer", "description": "runs whose call has a critical-severity issue report"},
+		"baseline_run_id":        map[string]any{"type": []string{"integer", "null"}, "description": "suite runs: the run regressions were computed against"},
+		"runs":                   map[string]any{"type": "array", "description": "detail only: {scenario_id, call_id, verdict, ...}", "items": map[string]any{"type": "object"}}})
 	suite := map[string]any{"name": map[string]any{"type": "string", "minLength": 1, "maxLength": 120}, "description": strMax(2000), "agent_id": i64,
 		"scenario_ids":         map[string]any{"type": "array", "maxItems": 50, "items": i64, "description": "[] = all of the agent's scenarios"},
 		"min_pass_rate":        map[string]any{"type": "number", "minimum": 0, "maximum": 1, "default": 1, "description": "fraction of runs that must pass"},
@@ -39,7 +46,8 @@ var scenarioSchemas = func() map[string]any {
 		"phone_number_id":      map[string]any{"type": []string{"integer", "null"}, "description": "required for telephony"},
 		"enabled":              map[string]any{"type": "boolean", "default": true, "description": "false pauses the schedule"}}
 	suiteOut := map[string]any{"id": map[string]any{"type": "string", "format": "uuid"}, "created_at": dt, "updated_at": dt,
-		"runs": map[string]any{"type": "array", "description": "detail only: the 50 most recent runs", "items": ref("TestRun")}}
+		"next_run_at": map[string]any{"type": []string{"string", "null"}, "format": "date-time", "description": "when the schedule next runs the suite; null for none or disabled"},
+		"runs":        map[string]any{"type": "array", "description": "detail only: the 50 most recent runs", "items": ref("TestRun")}}
 	for k, v := range suite {
 		suiteOut[k] = v
 	}
@@ -62,7 +70,9 @@ var scenarioSchemas = func() map[string]any {
 				"telephony":       map[string]any{"type": "array", "maxItems": 2, "items": nested["telephony"]}}),
 			"stagger_seconds":   map[string]any{"type": "integer", "minimum": 0, "maximum": 60, "default": 5},
 			"consent_to_charge": map[string]any{"type": "boolean", "description": "required, must be true"}}, "channel", "consent_to_charge"),
-		"Suite":      obj(suiteOut),
+		"Suite": obj(suiteOut),
+		"SuiteRunInput": obj(map[string]any{"stagger_seconds": map[string]any{"type": "integer", "minimum": 0, "maximum": 60, "default": 5},
+			"consent_to_charge": map[string]any{"type": "boolean", "description": "required, must be true"}}, "consent_to_charge"),
 		"SuiteInput": obj(suite),
 	}
 }()

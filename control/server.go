@@ -76,9 +76,21 @@ type Config struct {
 	Model llm.OpenAIConfig
 	// Grading configures the grading worker (its Model is Config.Model).
 	Grading grading.Config
-	// NoSimulationWorker leaves the simulation worker off (API tests):
-	// runs stay queued for a worker elsewhere.
+	// NoSimulationWorker leaves the simulation worker and the suite
+	// scheduler off (API tests): runs stay queued for a worker
+	// elsewhere.
 	NoSimulationWorker bool
+	// Suites configures the suite scheduler (simulations.Scheduler).
+	Suites SuiteScheduleConfig
+}
+
+// SuiteScheduleConfig configures the suite scheduler; zero values mean
+// defaults.
+type SuiteScheduleConfig struct {
+	// Now is the schedule's clock (time.Now); tests accelerate it.
+	Now func() time.Time
+	// Poll is how often it looks for due suites (15 s).
+	Poll time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -137,6 +149,8 @@ type Server struct {
 	model scenarios.Model
 	// sims runs simulation runs' calls (control/simulations).
 	sims *simulations.Worker
+	// suites starts scheduled suites (control/simulations).
+	suites *simulations.Scheduler
 }
 
 // New builds the server and its routes. Call Close to stop its background
@@ -191,6 +205,12 @@ func New(cfg Config, log *slog.Logger, store *storage.Store, limiter Limiter, op
 		return nil, err
 	}
 	s.sims = simulations.NewWorker(s.simulationDeps(), log)
+	sd := s.simulationDeps()
+	sd.Wake = s.sims.Wake
+	s.suites = simulations.NewScheduler(s.testRunDeps(sd), store.Scenarios, cfg.Suites.Now, log)
+	if cfg.Suites.Poll > 0 {
+		s.suites.Poll = cfg.Suites.Poll
+	}
 	s.registerRoutes()
 	s.app.Use(s.unrouted)
 	ictx, cancel := context.WithCancel(context.Background())
@@ -211,7 +231,14 @@ func New(cfg Config, log *slog.Logger, store *storage.Store, limiter Limiter, op
 			_ = s.sims.Run(ictx)
 		}
 	}()
-	s.stopIngest = sync.OnceFunc(func() { cancel(); <-done; <-gdone; <-sdone })
+	schdone := make(chan struct{})
+	go func() {
+		defer close(schdone)
+		if !cfg.NoSimulationWorker {
+			_ = s.suites.Run(ictx)
+		}
+	}()
+	s.stopIngest = sync.OnceFunc(func() { cancel(); <-done; <-gdone; <-sdone; <-schdone })
 	return s, nil
 }
 

@@ -544,7 +544,8 @@ func (s *SimulationStore) MarkCallSimulation(ctx context.Context, id int64) erro
 // CreateTestRunSimulations stores test run tr (in_progress) and its
 // runs (queued, each with the test run's id) in one transaction, unless
 // the org would then have more than limit runs queued or in progress
-// (ErrSimulationLimit). runsJSON builds the test run's runs array from
+// (ErrSimulationLimit); a scheduled test run (ScheduledFor set) whose
+// suite already has a run for that slot is ErrConflict. runsJSON builds the test run's runs array from
 // the stored runs (their ids are known only then).
 func (s *SimulationStore) CreateTestRunSimulations(ctx context.Context, tr TestRun, runs []SimulationRun, limit int,
 	runsJSON func([]SimulationRun) json.RawMessage) (TestRun, []SimulationRun, error) {
@@ -561,8 +562,8 @@ func (s *SimulationStore) CreateTestRunSimulations(ctx context.Context, tr TestR
 			tr.Verdict = "unknown"
 		}
 		if err := tx.QueryRowContext(ctx, `INSERT INTO test_runs (org_id, agent_id, suite_id, status, channel, verdict, total_count, prompt_hash,
-			runs, regressions, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, '[]', '[]', $9) RETURNING id`,
-			tr.OrgID, tr.AgentID, nullStr(tr.SuiteID), tr.Status, tr.Channel, tr.Verdict, tr.TotalCount, tr.PromptHash, now).Scan(&tr.ID); err != nil {
+			runs, regressions, created_at, scheduled_for) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, '[]', '[]', $9, $10) RETURNING id`,
+			tr.OrgID, tr.AgentID, nullStr(tr.SuiteID), tr.Status, tr.Channel, tr.Verdict, tr.TotalCount, tr.PromptHash, now, nullMS(tr.ScheduledFor)).Scan(&tr.ID); err != nil {
 			return translate(err)
 		}
 		var err error
@@ -598,7 +599,8 @@ func (s *SimulationStore) TestRunSimulations(ctx context.Context, orgID, testRun
 }
 
 // FinishTestRun records test run tr's outcome (status, verdict, counts,
-// pass rate, runs array, completed_at) and its scenarios' latest
+// pass rate, runs array, regressions, verdict reason, critical failure
+// count, baseline, completed_at) and its scenarios' latest
 // verdicts, in one transaction, once: a test run already completed is
 // left as it is (false).
 func (s *SimulationStore) FinishTestRun(ctx context.Context, tr TestRun, scenarioVerdicts map[int64]string) (bool, error) {
@@ -610,8 +612,10 @@ func (s *SimulationStore) FinishTestRun(ctx context.Context, tr TestRun, scenari
 			rate = *tr.PassRate
 		}
 		res, err := tx.ExecContext(ctx, `UPDATE test_runs SET status = $1, verdict = $2, total_count = $3, pass_count = $4, fail_count = $5,
-			pass_rate = $6, runs = $7, completed_at = $8 WHERE org_id = $9 AND id = $10 AND completed_at IS NULL`,
-			tr.Status, tr.Verdict, tr.TotalCount, tr.PassCount, tr.FailCount, rate, rawOr(tr.Runs, "[]"), now, tr.OrgID, tr.ID)
+			pass_rate = $6, runs = $7, completed_at = $8, regressions = $11, verdict_reason = $12, critical_failure_count = $13, baseline_test_run_id = $14
+			WHERE org_id = $9 AND id = $10 AND completed_at IS NULL`,
+			tr.Status, tr.Verdict, tr.TotalCount, tr.PassCount, tr.FailCount, rate, rawOr(tr.Runs, "[]"), now, tr.OrgID, tr.ID,
+			rawOr(tr.Regressions, "[]"), tr.VerdictReason, tr.CriticalFailureCount, nullInt(tr.BaselineID))
 		if err != nil {
 			return translate(err)
 		}

@@ -29,6 +29,10 @@ import (
 	"github.com/voiced/voiced/storage/coord"
 )
 
+// suiteSchedule is the suite scheduler's clock and poll: zero (the real
+// clock, 15 s) except in tests that accelerate the schedule.
+var suiteSchedule control.SuiteScheduleConfig
+
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var c config
 	fs, err := parse("serve", "Runs the all-in-one server: the /v1 API and the SIP/RTP, WebRTC and realtime front doors, with SQLite and\nin-process coordination by default, or PostgreSQL and Redis.", args, stdout, &c, nil, flagsExcept(clusterFlags)...)
@@ -122,7 +126,7 @@ func runControl(ctx context.Context, c *config, fs *flag.FlagSet, stdout, stderr
 	srv, err := control.New(control.Config{PublicURL: public, AccessLog: c.AccessLog, Version: version, Resources: control.ResourcesConfig{
 		Products: c.products, DIDPool: c.didPool, BlobDir: blobDir, SigningKey: signingKey(env.key), AudioURLTTL: c.audioURLTTL,
 	}, Payments: c.paymentConfig(), Webhooks: webhook.Config{AllowLoopback: c.WebhookAllowLoopback}, MonitoringToken: c.MonitoringToken, Embed: c.Embed,
-		Model: llm.OpenAIConfig{BaseURL: c.prov.LLMBaseURL, APIKey: c.prov.LLMAPIKey, Model: c.prov.LLMModel}}, log, env.store, env.coord, opts...)
+		Model: llm.OpenAIConfig{BaseURL: c.prov.LLMBaseURL, APIKey: c.prov.LLMAPIKey, Model: c.prov.LLMModel}, Suites: suiteSchedule}, log, env.store, env.coord, opts...)
 	if err != nil {
 		ln.Close()
 		drain(context.Background())

@@ -23,21 +23,26 @@ import (
 // answers by the prompt: the caller's frame gets the caller's lines, the
 // judge's rubric a grade, anything else (the agent) a host's answer.
 func scriptedModel(t *testing.T) string {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		body := string(b)
-		var reply string
+	return scriptedModelBy(t, func(body string) string {
 		switch {
 		case strings.Contains(body, "role-playing a caller") && strings.Contains(body, "Hello, I would like"):
-			reply = "Thank you, goodbye. [END]"
+			return "Thank you, goodbye. [END]"
 		case strings.Contains(body, "role-playing a caller"):
-			reply = "Hello, I would like a table for two tonight."
+			return "Hello, I would like a table for two tonight."
 		case strings.Contains(body, "You grade one finished phone call"):
-			reply = `{"call_outcome":"success","score":90,"outcome_reasoning":"Booked.","summary":"A table was booked.","rubric_breakdown":{"task_completion":9,"accuracy":9,"instruction_following":9,"conversation_flow":9,"tone":9},"detected_issues":[]}`
+			return `{"call_outcome":"success","score":90,"outcome_reasoning":"Booked.","summary":"A table was booked.","rubric_breakdown":{"task_completion":9,"accuracy":9,"instruction_following":9,"conversation_flow":9,"tone":9},"detected_issues":[]}`
 		default:
-			reply = "Certainly, a table for two at seven."
+			return "Certainly, a table for two at seven."
 		}
-		d, _ := json.Marshal(reply)
+	})
+}
+
+// scriptedModelBy is an OpenAI-compatible chat server that streams
+// reply(request body) as the answer.
+func scriptedModelBy(t *testing.T, reply func(body string) string) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		d, _ := json.Marshal(reply(string(b)))
 		w.Header().Set("Content-Type", "text/event-stream")
 		fmt.Fprintf(w, "data: {\"id\":\"x\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":%s},\"finish_reason\":null}]}\n\n", d)
 		_, _ = io.WriteString(w, "data: {\"id\":\"x\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
@@ -51,6 +56,12 @@ func scriptedModel(t *testing.T) string {
 // boundary, with an agent ringing from a VoIP number: the harness of the
 // simulation tests. It returns the node, the agent and the number.
 func startSimulationServe(t *testing.T) (*served, map[string]any, map[string]any) {
+	return startSimulationServeWith(t, scriptedModel(t))
+}
+
+// startSimulationServeWith is startSimulationServe with the model at
+// modelURL.
+func startSimulationServeWith(t *testing.T, modelURL string) (*served, map[string]any, map[string]any) {
 	// Speech-to-text is a fake at the provider boundary too (offline
 	// PocketSphinx on a shared 2-core machine can take longer than the
 	// caller waits): speech is the caller's line, silence nothing.
@@ -73,7 +84,7 @@ func startSimulationServe(t *testing.T) (*served, map[string]any, map[string]any
 		fmt.Fprintf(w, `{"text": %q}`, text)
 	}))
 	t.Cleanup(stt.Close)
-	sv := startTelephonyServe(t, "--call-loopback=false", "--llm-base-url", scriptedModel(t), "--llm-model", "scripted", "--stt-base-url", stt.URL+"/v1")
+	sv := startTelephonyServe(t, "--call-loopback=false", "--llm-base-url", modelURL, "--llm-model", "scripted", "--stt-base-url", stt.URL+"/v1")
 	st, conn := sv.call("POST", "/v1/voip-connections", `{"host":"127.0.0.1","allowed_inbound_addresses":["127.0.0.1"],"codecs":["PCMU"]}`)
 	require.Equal(t, 201, st, "%v", conn)
 	st, ag := sv.call("POST", "/v1/agents", `{"name":"Host","first_message":"Welcome to the shop.","voice":"espeak:en-us"}`)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gofiber/fiber/v3"
 
@@ -30,6 +31,8 @@ type RunStore interface {
 	TestRuns(ctx context.Context, orgID, agentID int64, limit, offset int) ([]storage.TestRun, error)
 	TestRun(ctx context.Context, orgID, agentID, id int64) (storage.TestRun, error)
 	SuiteRuns(ctx context.Context, orgID int64, suiteID string, limit int) ([]storage.TestRun, error)
+	SuiteRunsPage(ctx context.Context, orgID int64, suiteID string, limit, offset int) ([]storage.TestRun, error)
+	SuiteRun(ctx context.Context, orgID int64, suiteID string, id int64) (storage.TestRun, error)
 }
 
 // Numbers checks a suite's phone number.
@@ -49,6 +52,9 @@ type SuiteDeps struct {
 	// runs still in progress, so one whose last run's end was lost still
 	// gets its verdicts.
 	Settle func(ctx context.Context, orgID, testRunID int64) error
+	// Now is the schedule's clock (nil: time.Now): next_run_at is set
+	// from it, and the scheduler (simulations.Scheduler) reads the same.
+	Now func() time.Time
 }
 
 // Limits of suites and test runs.
@@ -63,6 +69,19 @@ const (
 
 // Schedules are a suite's schedule values; none runs it only on demand.
 var Schedules = []string{"none", "hourly", "daily", "weekly"}
+
+// SchedulePeriod is the time between a schedule's runs (0 for none).
+func SchedulePeriod(schedule string) time.Duration {
+	switch schedule {
+	case "hourly":
+		return time.Hour
+	case "daily":
+		return 24 * time.Hour
+	case "weekly":
+		return 7 * 24 * time.Hour
+	}
+	return 0
+}
 
 // Channels are the channels a suite's runs call the agent over.
 var Channels = []string{"web", "telephony"}
@@ -80,6 +99,8 @@ func SuiteRoutes(d SuiteDeps) []api.Route {
 		{Method: "GET", Path: "/v1/suites/:suite_id", Summary: "Get a suite with its 50 most recent runs", Tag: tag, Auth: api.AuthOrg, ResSchema: "Suite", Errors: []int{404}, Handler: h.get},
 		{Method: "PATCH", Path: "/v1/suites/:suite_id", Summary: "Change any subset of a suite's fields", Tag: tag, Auth: api.AuthOrg, ReqSchema: "SuiteInput", ResSchema: "Suite", Errors: []int{400, 404}, Handler: h.patch},
 		{Method: "DELETE", Path: "/v1/suites/:suite_id", Summary: "Delete a suite; its runs stay in the agent's test runs", Tag: tag, Auth: api.AuthOrg, ResStatus: 204, Errors: []int{404}, Handler: h.delete},
+		{Method: "GET", Path: "/v1/suites/:suite_id/runs", Summary: "The suite's runs (manual and scheduled), newest first, without per-run details; limit default 50, max 200, offset", Tag: tag, Auth: api.AuthOrg, ResSchema: "TestRun", ResList: true, Errors: []int{400, 404}, Handler: h.suiteRuns},
+		{Method: "GET", Path: "/v1/suites/:suite_id/runs/:run_id", Summary: "One run of the suite with its runs array, verdict_reason and regressions", Tag: tag, Auth: api.AuthOrg, ResSchema: "TestRun", Errors: []int{404}, Handler: h.suiteRun},
 		{Method: "GET", Path: "/v1/agents/:agent_id/test-runs", Summary: "The agent's test runs, newest first, without per-run details; limit default 50, max 200", Tag: "test-runs", Auth: api.AuthOrg, ResSchema: "TestRun", ResList: true, Errors: []int{400, 404}, Handler: h.runs},
 		{Method: "GET", Path: "/v1/agents/:agent_id/test-runs/:batch_id", Summary: "A test run with its runs array", Tag: "test-runs", Auth: api.AuthOrg, ResSchema: "TestRun", Errors: []int{404}, Handler: h.run},
 	}
@@ -88,7 +109,7 @@ func SuiteRoutes(d SuiteDeps) []api.Route {
 func suiteView(s storage.Suite) map[string]any {
 	return map[string]any{"id": s.ID, "agent_id": s.AgentID, "name": s.Name, "description": s.Description, "scenario_ids": api.NonNil(s.ScenarioIDs),
 		"min_pass_rate": s.MinPassRate, "no_critical_failures": s.NoCriticalFailures, "schedule": s.Schedule, "channel": s.Channel,
-		"phone_number_id": s.PhoneNumberID, "enabled": s.Enabled, "created_at": api.TS(s.CreatedAt), "updated_at": api.TS(s.UpdatedAt)}
+		"phone_number_id": s.PhoneNumberID, "enabled": s.Enabled, "next_run_at": api.TSPtr(s.NextRunAt), "created_at": api.TS(s.CreatedAt), "updated_at": api.TS(s.UpdatedAt)}
 }
 
 // TestRunView is the test-run object; detail adds its runs array.
@@ -98,7 +119,12 @@ func TestRunView(r storage.TestRun, detail bool) map[string]any { return runView
 func runView(r storage.TestRun, detail bool) map[string]any {
 	v := map[string]any{"id": r.ID, "agent_id": r.AgentID, "suite_id": r.SuiteID, "status": r.Status, "channel": r.Channel, "verdict": r.Verdict,
 		"total_count": r.TotalCount, "pass_count": r.PassCount, "fail_count": r.FailCount, "pass_rate": r.PassRate, "prompt_hash": r.PromptHash,
-		"regressions": r.Regressions, "created_at": api.TS(r.CreatedAt), "completed_at": api.TSPtr(r.CompletedAt)}
+		"regressions": r.Regressions, "created_at": api.TS(r.CreatedAt), "completed_at": api.TSPtr(r.CompletedAt),
+		"trigger": "manual", "scheduled_for": api.TSPtr(r.ScheduledFor), "error_message": r.ErrorMessage, "verdict_reason": r.VerdictReason,
+		"critical_failure_count": r.CriticalFailureCount, "baseline_run_id": r.BaselineID}
+	if r.ScheduledFor != nil {
+		v["trigger"] = "schedule"
+	}
 	if detail {
 		v["runs"] = r.Runs
 	}
@@ -123,6 +149,7 @@ var suiteFields = []string{"name", "description", "agent_id", "scenario_ids", "m
 // the references: the agent, its scenarios and the phone number must be
 // the org's.
 func (h *suites) apply(ctx context.Context, b map[string]json.RawMessage, s *storage.Suite, create bool) error {
+	prev := *s
 	f := api.Fields{}
 	for k := range b {
 		if !slices.Contains(suiteFields, k) {
@@ -219,7 +246,30 @@ func (h *suites) apply(ctx context.Context, b map[string]json.RawMessage, s *sto
 		}
 		s.ScenarioIDs = dedupe(s.ScenarioIDs)
 	}
-	return f.Err()
+	if err := f.Err(); err != nil {
+		return err
+	}
+	h.reschedule(s, prev, create)
+	return nil
+}
+
+// reschedule sets s.NextRunAt: none while the schedule is none or the
+// suite disabled; one period from now when the suite is created with a
+// schedule, the schedule changes or the suite is enabled again; else it
+// stays (editing other fields does not move the schedule).
+func (h *suites) reschedule(s *storage.Suite, prev storage.Suite, create bool) {
+	p := SchedulePeriod(s.Schedule)
+	switch {
+	case p == 0 || !s.Enabled:
+		s.NextRunAt = nil
+	case create || s.Schedule != prev.Schedule || !prev.Enabled || s.NextRunAt == nil:
+		now := time.Now
+		if h.Now != nil {
+			now = h.Now
+		}
+		next := now().Add(p)
+		s.NextRunAt = &next
+	}
 }
 
 func dedupe(ids []int64) []int64 {
@@ -374,4 +424,52 @@ func (h *suites) settle(ctx context.Context, r storage.TestRun) (storage.TestRun
 		return r, err
 	}
 	return h.Runs.TestRun(ctx, r.OrgID, r.AgentID, r.ID)
+}
+
+func (h *suites) suiteRuns(c fiber.Ctx, p *storage.Principal) error {
+	s, err := h.load(c, p)
+	if err != nil {
+		return err
+	}
+	limit, err := api.QueryLimit(c, DefaultRunsLimit, MaxRunsLimit)
+	if err != nil {
+		return err
+	}
+	offset := 0
+	if v := c.Query("offset"); v != "" {
+		if offset, err = strconv.Atoi(v); err != nil || offset < 0 {
+			return api.FieldErr("offset", "Must be an integer of at least 0.")
+		}
+	}
+	rs, err := h.Runs.SuiteRunsPage(c.Context(), p.OrgID, s.ID, limit, offset)
+	if err != nil {
+		return err
+	}
+	out := make([]map[string]any, len(rs))
+	for i, r := range rs {
+		if r, err = h.settle(c.Context(), r); err != nil {
+			return err
+		}
+		out[i] = runView(r, false)
+	}
+	return c.JSON(out)
+}
+
+func (h *suites) suiteRun(c fiber.Ctx, p *storage.Principal) error {
+	s, err := h.load(c, p)
+	if err != nil {
+		return err
+	}
+	id, err := api.PathID(c, "run_id")
+	if err != nil {
+		return err
+	}
+	r, err := h.Runs.SuiteRun(c.Context(), p.OrgID, s.ID, id)
+	if err != nil {
+		return api.StoreErr(err)
+	}
+	if r, err = h.settle(c.Context(), r); err != nil {
+		return err
+	}
+	return c.JSON(runView(r, true))
 }

@@ -59,9 +59,16 @@ var MatrixAxes = []struct {
 // verdicts.
 type TestRunDeps struct {
 	Deps
-	Scenarios interface {
-		Scenarios(ctx context.Context, orgID, agentID int64) ([]storage.Scenario, error)
-	}
+	Scenarios ScenarioReader
+}
+
+// ScenarioReader reads the scenarios a test run expands, and the suite
+// and baseline a suite run's verdict needs (storage.ScenarioStore).
+type ScenarioReader interface {
+	Scenarios(ctx context.Context, orgID, agentID int64) ([]storage.Scenario, error)
+	TestRunByID(ctx context.Context, orgID, id int64) (storage.TestRun, error)
+	Suite(ctx context.Context, orgID int64, id string) (storage.Suite, error)
+	BaselineRun(ctx context.Context, orgID int64, suiteID string, id int64) (storage.TestRun, error)
 }
 
 // GradeWait bounds how long a test run's verdicts wait for the grades
@@ -103,7 +110,9 @@ type runItem struct {
 	Verdict      string         `json:"verdict"`
 	Score        *int64         `json:"score"`
 	Outcome      *string        `json:"call_outcome"`
-	ErrorMessage string         `json:"error_message"`
+	// CriticalIssues counts the call's critical issue reports.
+	CriticalIssues int64  `json:"critical_issue_count"`
+	ErrorMessage   string `json:"error_message"`
 }
 
 func itemOf(r storage.SimulationRun) runItem {
@@ -120,8 +129,6 @@ func itemsJSON(rs []storage.SimulationRun) json.RawMessage {
 	b, _ := json.Marshal(items)
 	return b
 }
-
-func (h *testRuns) store() TestRunStore { return h.Store.(TestRunStore) }
 
 func (h *testRuns) execute(c fiber.Ctx, p *storage.Principal) error {
 	ctx := c.Context()
@@ -172,7 +179,6 @@ func (h *testRuns) execute(c fiber.Ctx, p *storage.Principal) error {
 			f.Add("matrix."+k, "Unknown axis; use audio_conditions, speech_style, caller_behavior or telephony.")
 		}
 	}
-	combos := 1
 	for _, ax := range MatrixAxes {
 		entries := in.Matrix[ax.Name]
 		if len(entries) > ax.Max {
@@ -182,49 +188,92 @@ func (h *testRuns) execute(c fiber.Ctx, p *storage.Principal) error {
 			st := scenarios.Defaults()
 			scenarios.MergeNested(ax.Name, fmt.Sprintf("matrix.%s[%d]", ax.Name, i), raw, &st, f)
 		}
-		if len(entries) > 0 {
-			combos *= len(entries)
-		}
 	}
 	if err := f.Err(); err != nil {
 		return err
 	}
-	// The target: the agent over the realtime WebSocket, or the phone
-	// number over SIP.
-	run := storage.SimulationRun{TargetType: "agent", TargetID: &a.ID, SimulatorProduct: "testing", ChargeMultiplier: Multipliers["testing"]}
-	if *in.Channel == "telephony" {
-		n, err := h.Numbers.PhoneNumber(ctx, p.OrgID, *in.PhoneNumberID)
-		if errors.Is(err, storage.ErrNotFound) {
-			return api.Err(http.StatusNotFound, "The phone number does not exist in this organization.")
-		}
-		if err != nil {
-			return err
-		}
-		if n.InboundAgentID == nil || *n.InboundAgentID != a.ID {
-			return api.FieldErr("phone_number_id", "The phone number does not ring agent "+strconv.FormatInt(a.ID, 10)+".")
-		}
-		run.TargetType, run.TargetID = "phone_number", &n.ID
-	}
-	if err := (&handlers{h.Deps}).resolve(ctx, p.OrgID, &run); err != nil {
-		return err
-	}
-	run.RequestedByID = requester(p)
-	// The scenarios.
-	all, err := h.Scenarios.Scenarios(ctx, p.OrgID, a.ID)
+	tr, err := h.Start(ctx, Start{OrgID: p.OrgID, Agent: a, Channel: *in.Channel, PhoneNumberID: in.PhoneNumberID, ScenarioIDs: in.ScenarioIDs,
+		Matrix: in.Matrix, Stagger: stagger, RequestedBy: requester(p)})
 	if err != nil {
 		return err
 	}
+	return c.Status(http.StatusCreated).JSON(scenarios.TestRunView(tr, true))
+}
+
+// Start is a validated request to start a test run: execute's, a suite
+// run's or a schedule's.
+type Start struct {
+	OrgID   int64
+	Agent   storage.Agent
+	Channel string
+	// PhoneNumberID is the number a telephony run dials.
+	PhoneNumberID *int64
+	// ScenarioIDs chooses the agent's scenarios; nil means all of them.
+	ScenarioIDs []int64
+	// Matrix holds axis entries already validated (execute's).
+	Matrix  map[string][]json.RawMessage
+	Stagger int
+	// RequestedBy is the user who asked (nil: an API key or a schedule).
+	RequestedBy *int64
+	// SuiteID makes it a suite run; ScheduledFor the run of a schedule
+	// slot (storage.ErrConflict when the slot has its run already).
+	SuiteID      *string
+	ScheduledFor *time.Time
+}
+
+// Start expands s's scenarios over its matrix into staggered simulation
+// runs and stores them with their test run, as execute does. Its errors
+// are the API's (*api.Error: 404 number, 400 number not ringing the
+// agent or too large an expansion, 422 no scenarios, 402 balance, 429
+// admission, 502 no simulated caller: then the test run is returned too,
+// stored and finished with its runs failed).
+func (d TestRunDeps) Start(ctx context.Context, s Start) (storage.TestRun, error) {
+	a := s.Agent
+	// The target: the agent over the realtime WebSocket, or the phone
+	// number over SIP.
+	run := storage.SimulationRun{TargetType: "agent", TargetID: &a.ID, SimulatorProduct: "testing", ChargeMultiplier: Multipliers["testing"]}
+	if s.Channel == "telephony" {
+		if s.PhoneNumberID == nil {
+			return storage.TestRun{}, api.FieldErr("phone_number_id", "Required when the channel is telephony.")
+		}
+		n, err := d.Numbers.PhoneNumber(ctx, s.OrgID, *s.PhoneNumberID)
+		if errors.Is(err, storage.ErrNotFound) {
+			return storage.TestRun{}, api.Err(http.StatusNotFound, "The phone number does not exist in this organization.")
+		}
+		if err != nil {
+			return storage.TestRun{}, err
+		}
+		if n.InboundAgentID == nil || *n.InboundAgentID != a.ID {
+			return storage.TestRun{}, api.FieldErr("phone_number_id", "The phone number does not ring agent "+strconv.FormatInt(a.ID, 10)+".")
+		}
+		run.TargetType, run.TargetID = "phone_number", &n.ID
+	}
+	if err := (&handlers{d.Deps}).resolve(ctx, s.OrgID, &run); err != nil {
+		return storage.TestRun{}, err
+	}
+	run.RequestedByID = s.RequestedBy
+	// The scenarios.
+	all, err := d.Scenarios.Scenarios(ctx, s.OrgID, a.ID)
+	if err != nil {
+		return storage.TestRun{}, err
+	}
 	var chosen []storage.Scenario
-	for _, s := range all {
-		if in.ScenarioIDs == nil || slices.Contains(in.ScenarioIDs, s.ID) {
-			chosen = append(chosen, s)
+	for _, sc := range all {
+		if s.ScenarioIDs == nil || slices.Contains(s.ScenarioIDs, sc.ID) {
+			chosen = append(chosen, sc)
 		}
 	}
 	if len(chosen) == 0 {
-		return api.Err(http.StatusUnprocessableEntity, "No scenarios of agent "+strconv.FormatInt(a.ID, 10)+" match: create some or check scenario_ids.")
+		return storage.TestRun{}, api.Err(http.StatusUnprocessableEntity, "No scenarios of agent "+strconv.FormatInt(a.ID, 10)+" match: create some or check scenario_ids.")
+	}
+	combos := 1
+	for _, ax := range MatrixAxes {
+		if n := len(s.Matrix[ax.Name]); n > 0 {
+			combos *= n
+		}
 	}
 	if n := len(chosen) * combos; n > MaxExpanded {
-		return api.Err(http.StatusBadRequest, fmt.Sprintf("The matrix expands to %d runs (%d scenarios x %d combinations); at most %d may run at once.", n, len(chosen), combos, MaxExpanded))
+		return storage.TestRun{}, api.Err(http.StatusBadRequest, fmt.Sprintf("The matrix expands to %d runs (%d scenarios x %d combinations); at most %d may run at once.", n, len(chosen), combos, MaxExpanded))
 	}
 	// Expand: each scenario once per combination, axes in MatrixAxes
 	// order, the last axis varying fastest.
@@ -234,7 +283,7 @@ func (h *testRuns) execute(c fiber.Ctx, p *storage.Principal) error {
 		base := scenarios.SettingsOf(sc)
 		sets := []scenarios.Settings{base}
 		for _, ax := range MatrixAxes {
-			entries := in.Matrix[ax.Name]
+			entries := s.Matrix[ax.Name]
 			if len(entries) == 0 {
 				continue
 			}
@@ -259,43 +308,44 @@ func (h *testRuns) execute(c fiber.Ctx, p *storage.Principal) error {
 				r.Direction = "inbound"
 			}
 			r.Caller, _ = json.Marshal(callerOf(st))
-			r.NotBefore = now.Add(time.Duration(len(runs)*stagger) * time.Second)
+			r.NotBefore = now.Add(time.Duration(len(runs)*s.Stagger) * time.Second)
 			runs = append(runs, r)
 		}
 	}
-	bal, err := h.Balances.Balance(ctx, p.OrgID)
+	bal, err := d.Balances.Balance(ctx, s.OrgID)
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {
-		return err
+		return storage.TestRun{}, err
 	}
 	if bal <= 0 {
-		return api.Err(http.StatusPaymentRequired, "Insufficient balance: top up to run tests.")
+		return storage.TestRun{}, api.Err(http.StatusPaymentRequired, "Insufficient balance: top up to run tests.")
 	}
-	tr := storage.TestRun{OrgID: p.OrgID, AgentID: a.ID, Status: "in_progress", Channel: *in.Channel, TotalCount: int64(len(runs)),
-		PromptHash: scenarios.PromptHash(agentPromptOf(a))}
+	tr := storage.TestRun{OrgID: s.OrgID, AgentID: a.ID, SuiteID: s.SuiteID, ScheduledFor: s.ScheduledFor, Status: "in_progress", Channel: s.Channel,
+		TotalCount: int64(len(runs)), PromptHash: scenarios.PromptHash(agentPromptOf(a))}
 	// A test run is admitted while the org has fewer than MaxActive runs
 	// queued or in progress; its own staggered runs may take it past.
-	tr, out, err := h.store().CreateTestRunSimulations(ctx, tr, runs, MaxActive+len(runs)-1, itemsJSON)
+	st := d.Store.(TestRunStore)
+	tr, out, err := st.CreateTestRunSimulations(ctx, tr, runs, MaxActive+len(runs)-1, itemsJSON)
 	if errors.Is(err, storage.ErrSimulationLimit) {
-		return api.Err(http.StatusTooManyRequests, "10 or more simulation runs are queued or in progress in this organization; wait for some to finish.")
+		return storage.TestRun{}, api.Err(http.StatusTooManyRequests, "10 or more simulation runs are queued or in progress in this organization; wait for some to finish.")
 	}
 	if err != nil {
-		return err
+		return storage.TestRun{}, err
 	}
-	if why := (&handlers{h.Deps}).cannotStart(out[0]); why != "" {
+	if why := (&handlers{d.Deps}).cannotStart(out[0]); why != "" {
 		for _, r := range out {
-			if _, err := h.Store.FinishSimulationRun(ctx, r.ID, "", storage.SimulationEnd{Status: storage.SimFailed, ErrorMessage: why, Event: completedEvent}); err != nil {
-				return err
+			if _, err := d.Store.FinishSimulationRun(ctx, r.ID, "", storage.SimulationEnd{Status: storage.SimFailed, ErrorMessage: why, Event: completedEvent}); err != nil {
+				return tr, err
 			}
 		}
-		if err := h.Verdicts(ctx, p.OrgID, tr.ID, 0); err != nil {
-			return err
+		if err := d.Verdicts(ctx, s.OrgID, tr.ID, 0); err != nil {
+			return tr, err
 		}
-		return api.Err(http.StatusBadGateway, "The test run could not start: "+why+" (test run "+strconv.FormatInt(tr.ID, 10)+" and its runs are marked failed).")
+		return tr, api.Err(http.StatusBadGateway, "The test run could not start: "+why+" (test run "+strconv.FormatInt(tr.ID, 10)+" and its runs are marked failed).")
 	}
-	if h.Wake != nil {
-		h.Wake()
+	if d.Wake != nil {
+		d.Wake()
 	}
-	return c.Status(http.StatusCreated).JSON(scenarios.TestRunView(tr, true))
+	return tr, nil
 }
 
 func agentPromptOf(a storage.Agent) string {
@@ -347,8 +397,9 @@ func Verdict(r storage.SimulationRun, g *storage.CallGrade) string {
 
 // Verdicts finishes test run id when all its runs have ended: it waits
 // up to wait for grades still pending on their calls, then records each
-// run's verdict, the counts, pass rate and verdict of the test run, and
-// its scenarios' latest verdicts. It does nothing while a run is queued
+// run's verdict, the counts, pass rate and verdict of the test run (for a
+// suite run: the suite's rule, and its regressions against the
+// baseline), and its scenarios' latest verdicts. It does nothing while a run is queued
 // or in progress, and nothing twice.
 func (d TestRunDeps) Verdicts(ctx context.Context, orgID, id int64, wait time.Duration) error {
 	st := d.Store.(TestRunStore)
@@ -362,17 +413,24 @@ func (d TestRunDeps) Verdicts(ctx context.Context, orgID, id int64, wait time.Du
 		}
 	}
 	deadline := time.Now().Add(wait)
+	critical := map[int64]int64{}
 	for _, r := range rs {
 		for r.CallID != nil {
-			if !d.gradeComing(ctx, orgID, *r.CallID) {
+			cl, err := d.Calls.Call(ctx, orgID, *r.CallID)
+			if err != nil {
 				break
 			}
+			critical[*r.CallID] = cl.CriticalIssueCount
+			if cl.GradeStatus == nil || *cl.GradeStatus != "pending" {
+				break
+			}
+			// A read settling the test run (wait 0) leaves a grade the
+			// worker still waits for to it: finishing now would make
+			// that run unknown for good.
+			if wait == 0 && (cl.EndTime == nil || time.Since(*cl.EndTime) < GradeWait) {
+				return nil
+			}
 			if !time.Now().Before(deadline) {
-				if wait == 0 && r.CompletedAt != nil && time.Since(*r.CompletedAt) < GradeWait {
-					// A read (Settle) does not finish the test run
-					// under its worker, which waits for this grade.
-					return nil
-				}
 				break
 			}
 			select {
@@ -397,6 +455,12 @@ func (d TestRunDeps) Verdicts(ctx context.Context, orgID, id int64, wait time.Du
 			}
 		}
 		it.Verdict = Verdict(r, g)
+		if r.CallID != nil {
+			it.CriticalIssues = critical[*r.CallID]
+			if it.CriticalIssues > 0 {
+				tr.CriticalFailureCount++
+			}
+		}
 		switch it.Verdict {
 		case "pass":
 			tr.PassCount++
@@ -420,22 +484,16 @@ func (d TestRunDeps) Verdicts(ctx context.Context, orgID, id int64, wait time.Du
 		}
 		sv[sid] = combine(its)
 	}
+	if err := d.suiteRule(ctx, &tr, sv); err != nil {
+		return err
+	}
 	_, err = st.FinishTestRun(ctx, tr, sv)
 	return err
 }
 
-// gradeComing says whether call id's grade is still to come (pending).
-func (d TestRunDeps) gradeComing(ctx context.Context, orgID, id int64) bool {
-	cl, err := d.Calls.Call(ctx, orgID, id)
-	return err == nil && cl.GradeStatus != nil && *cl.GradeStatus == "pending"
-}
-
 // Settle marks the org's lost runs failed (as the run list does) and
 // finishes test run id if all its runs have now ended, without waiting
-// for grades (scenarios.SuiteDeps.Settle): a read. While a run's grade
-// is still to come and the run ended less than GradeWait ago, the
-// worker finishes the test run when the grade is in (TestRunDone);
-// settling it then would give that run the verdict unknown.
+// for grades (scenarios.SuiteDeps.Settle).
 func (d TestRunDeps) Settle(ctx context.Context, orgID, id int64) error {
 	now := time.Now()
 	if _, err := d.Store.FailStaleSimulationRuns(ctx, orgID, now.Add(-StaleQueued), now.Add(-StaleLease), staleMessage); err != nil {

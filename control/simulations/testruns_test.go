@@ -221,7 +221,7 @@ func TestTestRunVerdicts(t *testing.T) {
 		runs, err := a.Store.Simulations.TestRunSimulations(ctx, w.Org.ID, trID)
 		require.NoError(t, err)
 		require.Len(t, runs, 8)
-		d := simulations.TestRunDeps{Deps: simulations.Deps{Store: a.Store.Simulations, Calls: a.Store.Calls}}
+		d := simulations.TestRunDeps{Deps: simulations.Deps{Store: a.Store.Simulations, Calls: a.Store.Calls}, Scenarios: a.Store.Scenarios}
 		// outcome, score per run (nil outcome and score: facts-only grade;
 		// "none": no grade; "nocall": the run never reached a call;
 		// "failedcall": the call was not answered).
@@ -287,52 +287,6 @@ func TestTestRunVerdicts(t *testing.T) {
 	})
 }
 
-// TestTestRunReadWaitsForPendingGrade: when the last run has ended but
-// its call's grade is still pending, a read of the test run leaves it in
-// progress (the worker finishes it once the grade is in); settled then,
-// the run would have had the verdict unknown. The worker's finish waits
-// for the grade and gives the verdict from it.
-func TestTestRunReadWaitsForPendingGrade(t *testing.T) {
-	sqltest.Run(t, func(t *testing.T, db *storage.DB) {
-		a := newAPI(t, db, ready{})
-		w := a.World()
-		a.Credit(w.Org.ID, 10_000)
-		k := w.MembK
-		agent := controltest.ID(a.Agent(k, "Booker", nil))
-		r := a.Do("POST", fmt.Sprintf("/v1/agents/%d/test-scenarios", agent), k, map[string]any{"title": "t", "scenario_prompt": "p"})
-		require.Equal(t, 201, r.Status)
-		r = a.Do("POST", fmt.Sprintf("/v1/agents/%d/test-runs/execute", agent), k, map[string]any{"channel": "web", "consent_to_charge": true})
-		require.Equal(t, 201, r.Status, string(r.Body))
-		trID := controltest.ID(r.Obj(t))
-		ctx := context.Background()
-		runs, err := a.Store.Simulations.TestRunSimulations(ctx, w.Org.ID, trID)
-		require.NoError(t, err)
-		require.Len(t, runs, 1)
-		c, err := a.Store.Calls.CreateCall(ctx, storage.Call{OrgID: w.Org.ID, Direction: storage.DirectionWeb, Status: storage.CallCompleted})
-		require.NoError(t, err)
-		_, err = a.Store.DB().ExecContext(ctx, `UPDATE calls SET grade_status = 'pending' WHERE id = $1`, c.ID)
-		require.NoError(t, err)
-		_, err = a.Store.Simulations.FinishSimulationRun(ctx, runs[0].ID, "", storage.SimulationEnd{Status: storage.SimCompleted, CallID: &c.ID})
-		require.NoError(t, err)
-		path := fmt.Sprintf("/v1/agents/%d/test-runs/%d", agent, trID)
-		require.Equal(t, "in_progress", a.Do("GET", path, k, nil).Obj(t)["status"], "a read does not settle it under a pending grade")
-
-		d := simulations.TestRunDeps{Deps: simulations.Deps{Store: a.Store.Simulations, Calls: a.Store.Calls}}
-		finished := make(chan error, 1)
-		go func() { finished <- d.Verdicts(ctx, w.Org.ID, trID, 10*time.Second) }()
-		time.Sleep(300 * time.Millisecond)
-		o, score := "success", int64(90)
-		_, err = a.Store.Calls.AddCallGrade(ctx, storage.CallGrade{CallID: c.ID, Status: "completed", CallOutcome: &o, Score: &score})
-		require.NoError(t, err)
-		_, err = a.Store.DB().ExecContext(ctx, `UPDATE calls SET grade_status = 'completed' WHERE id = $1`, c.ID)
-		require.NoError(t, err)
-		require.NoError(t, <-finished)
-		got := a.Do("GET", path, k, nil).Obj(t)
-		require.Equal(t, "completed", got["status"])
-		require.Equal(t, "pass", got["runs"].([]any)[0].(map[string]any)["verdict"])
-	})
-}
-
 // TestTestRunSettlesLostRuns: a test run whose runs were lost (no worker
 // finished them) is finished by the test-run reads: its runs are marked
 // failed like the run list does, and it gets its verdicts.
@@ -390,4 +344,59 @@ func TestVerdictRule(t *testing.T) {
 	} {
 		require.Equal(t, tc.want, simulations.Verdict(tc.run, tc.g), name)
 	}
+}
+
+// TestTestRunReadWaitsForPendingGrades: a read does not settle a test
+// run whose call's grade is still pending (the worker is waiting for it;
+// settling would make the run unknown for good), unless the call ended
+// longer than GradeWait ago.
+func TestTestRunReadWaitsForPendingGrades(t *testing.T) {
+	sqltest.Run(t, func(t *testing.T, db *storage.DB) {
+		a := newAPI(t, db, ready{})
+		w := a.World()
+		a.Credit(w.Org.ID, 10_000)
+		k := w.MembK
+		ctx := context.Background()
+		agent := controltest.ID(a.Agent(k, "Booker", nil))
+		require.Equal(t, 201, a.Do("POST", fmt.Sprintf("/v1/agents/%d/test-scenarios", agent), k, map[string]any{"title": "t", "scenario_prompt": "p"}).Status)
+		r := a.Do("POST", fmt.Sprintf("/v1/agents/%d/test-runs/execute", agent), k, map[string]any{"channel": "web", "consent_to_charge": true})
+		require.Equal(t, 201, r.Status, string(r.Body))
+		id := controltest.ID(r.Obj(t))
+		runs, err := a.Store.Simulations.TestRunSimulations(ctx, w.Org.ID, id)
+		require.NoError(t, err)
+		c, err := a.Store.Calls.CreateCall(ctx, storage.Call{OrgID: w.Org.ID, Direction: storage.DirectionWeb, Status: storage.CallCompleted})
+		require.NoError(t, err)
+		_, err = db.ExecContext(ctx, `UPDATE calls SET grade_status = 'pending', end_time = $1 WHERE id = $2`, time.Now().UnixMilli(), c.ID)
+		require.NoError(t, err)
+		_, err = a.Store.Simulations.FinishSimulationRun(ctx, runs[0].ID, "", storage.SimulationEnd{Status: storage.SimCompleted, CallID: &c.ID})
+		require.NoError(t, err)
+		detail := fmt.Sprintf("/v1/agents/%d/test-runs/%d", agent, id)
+		require.Equal(t, "in_progress", a.Do("GET", detail, k, nil).Obj(t)["status"], "the grade is on its way")
+		// The grade arrives: the next read settles it with the verdict.
+		o, score := "success", int64(95)
+		_, err = a.Store.Calls.AddCallGrade(ctx, storage.CallGrade{CallID: c.ID, Status: "completed", CallOutcome: &o, Score: &score})
+		require.NoError(t, err)
+		_, err = db.ExecContext(ctx, `UPDATE calls SET grade_status = 'completed' WHERE id = $1`, c.ID)
+		require.NoError(t, err)
+		got := a.Do("GET", detail, k, nil).Obj(t)
+		require.Equal(t, "completed", got["status"])
+		require.Equal(t, "pass", got["verdict"])
+
+		// A grade pending long after the call ended no longer holds a
+		// read back.
+		r = a.Do("POST", fmt.Sprintf("/v1/agents/%d/test-runs/execute", agent), k, map[string]any{"channel": "web", "consent_to_charge": true})
+		require.Equal(t, 201, r.Status, string(r.Body))
+		id = controltest.ID(r.Obj(t))
+		runs, err = a.Store.Simulations.TestRunSimulations(ctx, w.Org.ID, id)
+		require.NoError(t, err)
+		c, err = a.Store.Calls.CreateCall(ctx, storage.Call{OrgID: w.Org.ID, Direction: storage.DirectionWeb, Status: storage.CallCompleted})
+		require.NoError(t, err)
+		_, err = db.ExecContext(ctx, `UPDATE calls SET grade_status = 'pending', end_time = $1 WHERE id = $2`, time.Now().Add(-simulations.GradeWait-time.Second).UnixMilli(), c.ID)
+		require.NoError(t, err)
+		_, err = a.Store.Simulations.FinishSimulationRun(ctx, runs[0].ID, "", storage.SimulationEnd{Status: storage.SimCompleted, CallID: &c.ID})
+		require.NoError(t, err)
+		got = a.Do("GET", fmt.Sprintf("/v1/agents/%d/test-runs/%d", agent, id), k, nil).Obj(t)
+		require.Equal(t, "completed", got["status"])
+		require.Equal(t, "unknown", got["verdict"])
+	})
 }
