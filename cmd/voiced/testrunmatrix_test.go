@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -126,16 +127,19 @@ func TestTestRunMatrixEndToEnd(t *testing.T) {
 			require.Equal(t, keys, historyDigits(t, sv, int64(sim["call_id"].(float64))), "%s: the agent received the keys as DTMF", name)
 
 			// The noise, measured from the recording.
-			snr, noise, quiet := spanSNR(t, sv, c, meta)
+			snr, noise, quiet, median := spanSNR(t, sv, c, meta)
 			if caller["noise_asset"] == "street" {
 				require.GreaterOrEqual(t, quiet, 100, "%s: at least 2 s of noise alone, across its swells", name)
 				t.Logf("%s: requested 5 dB SNR, measured %.2f dB from the recording (noise at %.1f dBFS)", name, snr, noise)
 				require.InDelta(t, 5, snr, 2, name)
 			} else {
-				t.Logf("%s: no noise requested; pauses at %.1f dBFS, speech %.1f dB above them", name, noise, snr)
-				require.GreaterOrEqual(t, quiet, 50, "%s: at least 1 s of pauses", name)
-				require.Less(t, noise, -70.0, "%s: no noise in the recording's pauses", name)
-				require.Greater(t, snr, 40.0, name)
+				// No noise bed: most of the caller's channel is digital
+				// silence (the caller speaks well under half the call; a
+				// noise asset would fill every frame at -35 dBFS or more).
+				// This needs no alignment, which a starved machine's jitter
+				// can upset.
+				t.Logf("%s: no noise requested; median frame %.1f dBFS, aligned pauses %.1f dBFS (%d frames), speech %.1f dB above them", name, median, noise, quiet, snr)
+				require.Less(t, median, -70.0, "%s: no noise in the recording", name)
 			}
 		}
 		require.Len(t, combos, 8, "%s: every combination ran once", ch)
@@ -158,8 +162,9 @@ func TestTestRunMatrixEndToEnd(t *testing.T) {
 // speech power is the mean over the utterances' inner frames, noise
 // power the mean over frames at least 100 ms from any speech or tone
 // while the caller was on. It returns the SNR, the noise's dBFS and how
-// many frames the noise was measured on.
-func spanSNR(t *testing.T, sv *served, c map[string]any, meta map[string]any) (snr, noiseDBFS float64, noiseFrames int) {
+// many frames the noise was measured on, and the median frame's dBFS
+// (alignment-free).
+func spanSNR(t *testing.T, sv *served, c map[string]any, meta map[string]any) (snr, noiseDBFS float64, noiseFrames int, medianDBFS float64) {
 	t.Helper()
 	url, _ := c["recording_url"].(string)
 	require.NotEmpty(t, url, "%v", c)
@@ -233,7 +238,9 @@ func spanSNR(t *testing.T, sv *served, c map[string]any, meta map[string]any) (s
 		return in/float64(nin) - out/float64(nout)
 	}
 	best, lag := math.Inf(-1), 0
-	for l := -100; l <= 500; l++ {
+	// The recording starts as the call is answered, within a few frames of
+	// the caller's first; 2 s later at most on a starved machine.
+	for l := -10; l <= 100; l++ {
 		if s := contrast(0, n, l); s > best {
 			best, lag = s, l
 		}
@@ -263,7 +270,9 @@ func spanSNR(t *testing.T, sv *served, c map[string]any, meta map[string]any) (s
 		}
 		from, to := max(0, i-10), min(n, end)
 		b, local := math.Inf(-1), lag
-		for l := lag - 25; l <= lag+25; l++ {
+		// A delay grows at the keys (the audio paused for them), by up to
+		// their 500 ms; jitter moves it a little either way.
+		for l := lag - 5; l <= lag+30; l++ {
 			if s := contrast(from, to, l); s > b {
 				b, local = s, l
 			}
@@ -309,5 +318,7 @@ func spanSNR(t *testing.T, sv *served, c map[string]any, meta map[string]any) (s
 	ps, pn = ps/float64(ns), pn/float64(nn)
 	full := 32768.0 * 32768.0
 	t.Logf("lag %d frames (utterances %v); %d noise frames at %.1f dBFS, %d speech frames at %.1f dBFS", lag, utter, nn, 10*math.Log10(pn/full+1e-13), ns, 10*math.Log10(ps/full))
-	return 10 * math.Log10((ps-pn)/max(pn, 1e-3)), 10 * math.Log10(pn/full+1e-13), nn
+	sorted := slices.Clone(rec)
+	slices.Sort(sorted)
+	return 10 * math.Log10((ps-pn)/max(pn, 1e-3)), 10 * math.Log10(pn/full+1e-13), nn, 10 * math.Log10(sorted[len(sorted)/2]/full+1e-13)
 }
