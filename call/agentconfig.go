@@ -31,13 +31,17 @@ type Channel struct {
 	// transfer: transfer_call can be offered (a SIP leg to REFER or
 	// bridge).
 	transfer bool
+	// inbandDTMF: key presses come as tones in the caller's audio, the
+	// channel having no out-of-band digits (a phone call has RFC 4733
+	// and SIP INFO), so the engine listens for them (media/dtmf).
+	inbandDTMF bool
 }
 
 // The channels: the per-channel differences, in one place.
 var (
 	ChannelPhone    = Channel{door: doorPhone, hook: webhook.Telephony, rate: media.Rate16k, echo: true, transfer: true}
-	ChannelBrowser  = Channel{door: doorBrowser, hook: webhook.Web, rate: media.Rate16k}
-	ChannelRealtime = Channel{door: doorRealtime, hook: webhook.Web, echo: true}
+	ChannelBrowser  = Channel{door: doorBrowser, hook: webhook.Web, rate: media.Rate16k, inbandDTMF: true}
+	ChannelRealtime = Channel{door: doorRealtime, hook: webhook.Web, echo: true, inbandDTMF: true}
 )
 
 // Speak orders of an agent (control.AgentConfig.InboundSpeakOrder).
@@ -82,7 +86,8 @@ func engineConfig(ch Channel, a control.AgentConfig, c engineCall) agent.Config 
 	if a.Telephony.EndpointingMS > 0 {
 		td.Turn.SilenceDuration = time.Duration(a.Telephony.EndpointingMS) * time.Millisecond
 	}
-	cfg := agent.Config{Loopback: c.loopback, InputRate: ch.rate, OutputRate: ch.rate, TurnDetection: td, RecordPath: c.recPath, MaxDuration: c.maxDur}
+	cfg := agent.Config{Loopback: c.loopback, InputRate: ch.rate, OutputRate: ch.rate, TurnDetection: td, RecordPath: c.recPath, MaxDuration: c.maxDur,
+		InbandDTMF: ch.inbandDTMF}
 	if c.loopback {
 		return cfg
 	}

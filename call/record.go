@@ -54,7 +54,7 @@ func (r *record) take() []calllog.CallEvent {
 }
 
 // eventOf is the call event of an engine event, on every channel: a
-// transcript turn with words, a tool call, a tool result. Turns carry
+// transcript turn with words, a tool call, a tool result, a key press. Turns carry
 // their item's id (a redelivered turn is recorded once); tool events get
 // theirs from the caller.
 func eventOf(e agent.Event) (calllog.CallEvent, bool) {
@@ -74,6 +74,10 @@ func eventOf(e agent.Event) (calllog.CallEvent, bool) {
 	case agent.ToolResult:
 		return calllog.CallEvent{Kind: calllog.EventToolResult, ToolCallID: v.CallID, ToolName: v.Name, Output: v.Output,
 			IsError: v.IsError, At: v.At}, true
+	case agent.DTMF:
+		// A key press heard in-band: the same record as an RFC 4733 or
+		// SIP INFO digit on a phone call (phonemedia.go).
+		return calllog.CallEvent{ID: "dtmf-" + strconv.Itoa(v.Seq), Kind: calllog.EventDTMF, At: v.At, Digits: string(v.Digit)}, true
 	}
 	return calllog.CallEvent{}, false
 }

@@ -90,11 +90,13 @@ type Result struct {
 	// SIPCallID the SIP Call-ID (telephony).
 	CallID    int64
 	SIPCallID string
-	// Rate, Sent and Speech (KeepAudio): every sample sent from the
-	// media's start, and per 20 ms frame whether clean speech was in it.
+	// Rate, Sent, Speech and Tone (KeepAudio): every sample sent from
+	// the media's start, and per 20 ms frame whether clean speech, or an
+	// in-band key's tone, was in it (a tone frame is not speech).
 	Rate   int
 	Sent   []int16
 	Speech []bool
+	Tone   []bool
 	// Telephony: the agent's pacing as the caller received it (arrival
 	// times stamped by the kernel), the p50 and p99 of the per-packet
 	// transit differences |D| (RFC 3550 A.8, 125 µs steps) over
@@ -110,16 +112,20 @@ type Result struct {
 type bot struct {
 	rate, frame int
 
-	mu      sync.Mutex
-	queue   []int16 // speech not yet sent
-	drained chan struct{}
-	noise   []float64
-	gain    float64
-	npos    int
-	keep    bool
-	sent    []int16
-	speech  []bool
-	started time.Time
+	mu    sync.Mutex
+	queue []int16 // speech not yet sent
+	// toneAt and toneLen: the span of queue that is in-band keys' tones
+	// (sayTones), not speech.
+	toneAt, toneLen int
+	drained         chan struct{}
+	noise           []float64
+	gain            float64
+	npos            int
+	keep            bool
+	sent            []int16
+	speech          []bool
+	tone            []bool
+	started         time.Time
 
 	// The agent: lastVoice is when its last voiced audio will have
 	// played (nanoseconds since the Unix epoch), playout when all it sent
@@ -171,8 +177,13 @@ func (b *bot) ReadFrame(dst []int16) bool {
 	n := copy(dst, b.queue)
 	clear(dst[n:])
 	talking := n > 0
-	speech := talking && media.DBFS(dst[:n]) > -60 // as level counts it
+	tone := b.toneLen > 0 && b.toneAt < n
+	speech := talking && !tone && media.DBFS(dst[:n]) > -60 // as level counts it
 	b.queue = b.queue[n:]
+	if b.toneAt -= n; b.toneAt < 0 {
+		b.toneLen = max(0, b.toneLen+b.toneAt)
+		b.toneAt = 0
+	}
 	if talking && len(b.queue) == 0 {
 		close(b.drained)
 	}
@@ -186,6 +197,7 @@ func (b *bot) ReadFrame(dst []int16) bool {
 	if b.keep {
 		b.sent = append(b.sent, dst...)
 		b.speech = append(b.speech, speech)
+		b.tone = append(b.tone, tone)
 	}
 	return talking || b.noise != nil
 }
@@ -194,11 +206,24 @@ func (b *bot) ReadFrame(dst []int16) bool {
 func (b *bot) say(pcm []int16) <-chan struct{} {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	return b.queueLocked(pcm)
+}
+
+// queueLocked is say with b.mu held.
+func (b *bot) queueLocked(pcm []int16) <-chan struct{} {
 	if len(b.queue) == 0 {
 		b.drained = make(chan struct{})
 	}
 	b.queue = append(b.queue, pcm...)
 	return b.drained
+}
+
+// sayTones is say for in-band keys' tones, which are marked as such.
+func (b *bot) sayTones(pcm []int16) <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.toneAt, b.toneLen = len(b.queue), len(pcm)
+	return b.queueLocked(pcm)
 }
 
 // WriteFrame takes the agent's audio as it arrives (rtp.Sink).

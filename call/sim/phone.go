@@ -163,7 +163,7 @@ func (p *Phone) Call(ctx context.Context, t Target, cfg Config) (*Result, error)
 	}
 	if cfg.KeepAudio {
 		b.mu.Lock()
-		res.Sent, res.Speech = b.sent, b.speech
+		res.Sent, res.Speech, res.Tone = b.sent, b.speech, b.tone
 		b.mu.Unlock()
 	}
 	return res, nil

@@ -1,12 +1,17 @@
 package sim
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/voiced/voiced/ai/tts/espeak"
+	"github.com/voiced/voiced/media/dtmf"
+	"github.com/voiced/voiced/sip/siptest"
 )
 
 // Each noise asset is reproducible (the same samples every time), at
@@ -145,4 +150,97 @@ func TestInband(t *testing.T) {
 	hash := pcm[1280 : 1280+800]
 	require.Greater(t, goertzel(hash, 941), 100*goertzel(hash, 697))
 	require.Greater(t, goertzel(hash, 1477), 100*goertzel(hash, 1209))
+}
+
+// keysIn runs pcm (at rate) through the agent's in-band DTMF detector
+// (media/dtmf) in 20 ms frames and returns the keys it recognised.
+func keysIn(t *testing.T, pcm []int16, rate int) string {
+	t.Helper()
+	d, err := dtmf.New(rate)
+	require.NoError(t, err)
+	var keys strings.Builder
+	f := d.FrameSamples()
+	for i := 0; i+f <= len(pcm); i += f {
+		if k := d.Process(pcm[i : i+f]); k != 0 {
+			keys.WriteRune(k)
+		}
+	}
+	return keys.String()
+}
+
+// botSends is everything a bot with sc's noise sends while it says each
+// of pcms in turn, with a second of noise between them.
+func botSends(t *testing.T, sc Scenario, rate int, pcms ...[]int16) []int16 {
+	t.Helper()
+	b, err := newBot(Config{Scenario: sc, KeepAudio: true}, rate)
+	require.NoError(t, err)
+	frame := make([]int16, rate/50)
+	for _, p := range pcms {
+		done := b.say(p)
+		for sent := false; !sent; {
+			b.ReadFrame(frame)
+			select {
+			case <-done:
+				sent = true
+			default:
+			}
+		}
+		for range 50 {
+			b.ReadFrame(frame)
+		}
+	}
+	return b.sent
+}
+
+// TestInbandKeysAgainstSpeechAndNoise: the simulated caller's in-band
+// keys are what the agent's detector recognises, every key of the pad,
+// at 16 kHz (the realtime WebSocket) and 8 kHz, clean and under each
+// noise asset at 10 and 5 dB SNR (the tests' street is at 5); and its speech (espeak-ng, in every
+// accent's voice and pace, counting digits aloud included), alone and
+// in each noise asset at 10, 5 and 0 dB, makes no key: no talk-off.
+func TestInbandKeysAgainstSpeechAndNoise(t *testing.T) {
+	siptest.Binary(t, "espeak-ng", "espeak-ng")
+	voice, err := espeak.New(espeak.Config{})
+	require.NoError(t, err)
+	defer voice.Close()
+	lines := []string{
+		"Hello, I would like to book a table for two tonight, at seven if you can.",
+		"One two three four five six seven eight nine zero, star, pound. My number is 415 555 0100.",
+		"Hmm, well, uh, could you tell me whether you have parking nearby? Thank you, goodbye!",
+		"Ooooh, aaaah, eeeee, mmmmm, la la la la laaaa.",
+	}
+	const all = "123A456B789C*0#D"
+	for _, rate := range []int{16000, 8000} {
+		var speech [][]int16
+		for _, accent := range []string{"en-US", "en-GB", "es-MX", "fr-CA"} {
+			for _, pace := range []string{"natural", "slow", "fast"} {
+				for _, line := range lines {
+					pcm, err := synthesize(context.Background(), voice, VoiceFor(accent), Speed(pace), line, rate)
+					require.NoError(t, err)
+					speech = append(speech, pcm)
+				}
+			}
+		}
+		var n int
+		for _, s := range speech {
+			n += len(s)
+		}
+		t.Logf("%d Hz: %.0f s of speech", rate, float64(n)/float64(rate))
+		require.Empty(t, keysIn(t, botSends(t, Scenario{}, rate, speech...), rate), "clean speech at %d Hz", rate)
+		require.Equal(t, all, keysIn(t, botSends(t, Scenario{}, rate, inband(all, rate)), rate), "clean keys at %d Hz", rate)
+		for _, asset := range Assets {
+			for _, snr := range []float64{10, 5, 0} {
+				sc := Scenario{NoiseAsset: asset, SNRDB: snr}
+				require.Empty(t, keysIn(t, botSends(t, sc, rate, speech[:12]...), rate), "speech in %s at %v dB, %d Hz", asset, snr, rate)
+				keys := keysIn(t, botSends(t, sc, rate, inband(all, rate)), rate)
+				if snr < 5 {
+					// Past the tests' conditions: the keys' tones are
+					// then only 4 dB over the noise; say how many passed.
+					t.Logf("keys in %s at %v dB, %d Hz: %q", asset, snr, rate, keys)
+					continue
+				}
+				require.Equal(t, all, keys, "keys in %s at %v dB, %d Hz", asset, snr, rate)
+			}
+		}
+	}
 }

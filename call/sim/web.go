@@ -97,7 +97,7 @@ func CallWeb(ctx context.Context, t WebTarget, cfg Config) (*Result, error) {
 	res.Duration = time.Since(res.Start)
 	if cfg.KeepAudio {
 		b.mu.Lock()
-		res.Sent, res.Speech = b.sent, b.speech
+		res.Sent, res.Speech, res.Tone = b.sent, b.speech, b.tone
 		b.mu.Unlock()
 	}
 	return res, nil
@@ -232,7 +232,7 @@ func (w *webCall) send(rate int) {
 }
 
 func (w *webCall) DTMF(digits string) (string, error) {
-	<-w.bot.say(inband(digits, w.bot.rate))
+	<-w.bot.sayTones(inband(digits, w.bot.rate))
 	return "inband", nil
 }
 

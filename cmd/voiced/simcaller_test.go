@@ -63,7 +63,8 @@ func newCallerModel(t *testing.T) (*callerModel, string) {
 // recording: speech power over noise-only stretches, within 2 dB); on
 // telephony the agent receives the digits as DTMF (RFC 4733) in the
 // call's history; on the web the digits are in-band tones, as the
-// realtime protocol has no DTMF event.
+// realtime protocol has no DTMF event, and the agent's engine hears them
+// as DTMF (media/dtmf): the same digits in the call's history.
 func TestSimulatedCallerNoiseAndDTMF(t *testing.T) {
 	siptest.Binary(t, "espeak-ng", "espeak-ng")
 	sv := startTelephonyServe(t, "--call-loopback=false")
@@ -103,15 +104,7 @@ func TestSimulatedCallerNoiseAndDTMF(t *testing.T) {
 	snr := recordingSNR(t, sv, c, res)
 	t.Logf("telephony: requested 5 dB SNR, measured %.2f dB from the recording", snr)
 	require.InDelta(t, 5, snr, 2)
-	_, hist := sv.call("GET", fmt.Sprintf("/v1/calls/%d/history", int64(c["call_id"].(float64))), "")
-	digits := ""
-	items, _ := hist["items"].([]any)
-	for _, it := range items {
-		if d, _ := it.(map[string]any)["digits"].(string); d != "" {
-			digits += d
-		}
-	}
-	require.Equal(t, "12#", digits, "the agent received the digits as DTMF: %v", hist)
+	require.Equal(t, "12#", historyDigits(t, sv, int64(c["call_id"].(float64))), "the agent received the digits as DTMF")
 
 	// The same caller over the realtime WebSocket.
 	wres, err := sim.CallWeb(context.Background(), sim.WebTarget{URL: "ws" + strings.TrimPrefix(sv.base, "http") + "/v1/realtime", Key: sv.key,
@@ -128,7 +121,23 @@ func TestSimulatedCallerNoiseAndDTMF(t *testing.T) {
 	wsnr := recordingSNR(t, sv, wc, wres)
 	t.Logf("web: requested 5 dB SNR, measured %.2f dB from the recording", wsnr)
 	require.InDelta(t, 5, wsnr, 2)
+	require.Equal(t, "12#", historyDigits(t, sv, wres.CallID), "the agent heard the in-band digits as DTMF")
 	sv.stop(t)
+}
+
+// historyDigits is the DTMF digits in call id's history, in order.
+func historyDigits(t *testing.T, sv *served, id int64) string {
+	t.Helper()
+	st, hist := sv.call("GET", fmt.Sprintf("/v1/calls/%d/history", id), "")
+	require.Equal(t, 200, st, "%v", hist)
+	digits := ""
+	items, _ := hist["items"].([]any)
+	for _, it := range items {
+		if d, _ := it.(map[string]any)["digits"].(string); d != "" {
+			digits += d
+		}
+	}
+	return digits
 }
 
 // simCall waits for the ended call whose worker execution name is exec.
@@ -150,7 +159,7 @@ func simCall(t *testing.T, sv *served, exec string) map[string]any {
 
 // recordingSNR measures the caller's SNR on the caller (left) channel of
 // call c's recording: the frames where the simulated caller sent clean
-// speech against those where it sent only noise, aligned on the audio
+// speech against those where it sent only noise (no key's tone), aligned on the audio
 // it sent (res.Sent, by cross-correlating the frames' power).
 func recordingSNR(t *testing.T, sv *served, c map[string]any, res *sim.Result) float64 {
 	t.Helper()
@@ -233,9 +242,9 @@ func recordingSNR(t *testing.T, sv *served, c map[string]any, res *sim.Result) f
 		i = end
 	}
 	var noise, total []float64
-	speechNear := func(i int) bool {
+	speechNear := func(i int) bool { // speech or a key's tone
 		for k := max(0, i-5); k <= min(len(res.Speech)-1, i+5); k++ {
-			if res.Speech[k] {
+			if res.Speech[k] || k < len(res.Tone) && res.Tone[k] {
 				return true
 			}
 		}

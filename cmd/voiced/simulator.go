@@ -120,8 +120,9 @@ func accentFor(lang string) string {
 	return "default"
 }
 
-// pauseLevel is the dBFS of the frames res sent without speech in them
-// (false when there were none); -120 stands for digital silence.
+// pauseLevel is the dBFS of the frames res sent without speech or a
+// key's tone in them (false when there were none); -120 stands for
+// digital silence.
 func pauseLevel(res *sim.Result) (float64, bool) {
 	if res.Rate == 0 || len(res.Speech) == 0 {
 		return 0, false
@@ -129,7 +130,7 @@ func pauseLevel(res *sim.Result) (float64, bool) {
 	frame := res.Rate / 50
 	var quiet []int16
 	for i, speech := range res.Speech {
-		if speech || (i+1)*frame > len(res.Sent) {
+		if speech || (i < len(res.Tone) && res.Tone[i]) || (i+1)*frame > len(res.Sent) {
 			continue
 		}
 		quiet = append(quiet, res.Sent[i*frame:(i+1)*frame]...)
@@ -138,6 +139,24 @@ func pauseLevel(res *sim.Result) (float64, bool) {
 		return 0, false
 	}
 	return max(media.DBFS(quiet), -120), true
+}
+
+// spans turns per-frame flags (20 ms each) into [from, to) spans in ms.
+func spans(flags []bool) [][2]int64 {
+	out := [][2]int64{}
+	for i := 0; i < len(flags); {
+		if !flags[i] {
+			i++
+			continue
+		}
+		j := i
+		for j < len(flags) && flags[j] {
+			j++
+		}
+		out = append(out, [2]int64{int64(i) * 20, int64(j) * 20})
+		i = j
+	}
+	return out
 }
 
 // scenarioOf is the simulated caller's scenario of a run: its prompt and
@@ -213,6 +232,10 @@ func (s *simulator) Simulate(ctx context.Context, c simulations.Call) (simulatio
 	if lvl, ok := pauseLevel(res); ok {
 		out.Metadata["caller_pause_dbfs"] = math.Round(lvl*10) / 10
 	}
+	// When it spoke and when it sent keys' tones, from its first frame:
+	// where to look in the call's recording for its speech and for the
+	// noise alone.
+	out.Metadata["caller_speech_ms"], out.Metadata["caller_tone_ms"] = spans(res.Speech), spans(res.Tone)
 	if res.DTMF != "" {
 		out.Metadata["dtmf"], out.Metadata["dtmf_via"] = res.DTMF, res.DTMFVia
 	}

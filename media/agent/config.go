@@ -96,6 +96,12 @@ type Config struct {
 	// DSP configures noise reduction and echo cancellation of the caller's
 	// audio (SampleRate is ignored: it is InputRate).
 	DSP dsp.Config
+	// InbandDTMF listens for key presses carried as tones in the caller's
+	// audio (media/dtmf), for transports with no out-of-band digits (the
+	// realtime WebSocket, a browser's microphone): each press is a DTMF
+	// event, and while a key's tone sounds the caller is not speaking
+	// (it neither starts a turn nor barges in).
+	InbandDTMF bool
 	// KeepInterruptedOnSilence is false by default: when an interrupting
 	// turn holds no words (a false interruption), the agent resumes where
 	// it stopped. Set it to cancel the answer anyway.

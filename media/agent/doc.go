@@ -68,6 +68,7 @@
 // # Transcript and recording
 //
 // Turn, ToolCalled and ToolResult events are the call's transcript and
-// history, with wall-clock times; RecordPath records both legs to a
+// history, with wall-clock times, and DTMF events the keys heard in the
+// caller's audio (Config.InbandDTMF); RecordPath records both legs to a
 // stereo WAV in the caller's clock.
 package agent

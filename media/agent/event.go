@@ -205,6 +205,16 @@ type ToolResult struct {
 	At                   time.Time
 }
 
+// DTMF records a key press recognised in the caller's audio
+// (Config.InbandDTMF): Digit is one of 0-9, *, #, A-D; Seq numbers the
+// session's presses from 1; At is when it was recognised (its tone
+// having sounded for 40 ms or so).
+type DTMF struct {
+	Digit rune
+	Seq   int
+	At    time.Time
+}
+
 // Ended reports the session ended the call itself: Reason is agent_end
 // (end_call), timeout (MaxDuration) or silence (check-ins unanswered).
 // Nothing follows it.
@@ -237,4 +247,5 @@ func (Error) event()            {}
 func (Turn) event()             {}
 func (ToolCalled) event()       {}
 func (ToolResult) event()       {}
+func (DTMF) event()             {}
 func (Ended) event()            {}

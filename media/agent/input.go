@@ -8,6 +8,7 @@ import (
 	"github.com/voiced/voiced/codecs/resample"
 	"github.com/voiced/voiced/media"
 	"github.com/voiced/voiced/media/dsp"
+	"github.com/voiced/voiced/media/dtmf"
 	"github.com/voiced/voiced/media/turn"
 )
 
@@ -58,6 +59,37 @@ type input struct {
 	// live feeds detected turns to a streaming STT as they are spoken
 	// (live.go); nil without one.
 	live *liveFeed
+	// keys recognises key presses in the caller's audio
+	// (Config.InbandDTMF); nil when off. keyHang counts the frames after
+	// a tone that the speech probability may still carry it.
+	keys    *dtmf.Detector
+	keyHang int
+}
+
+// keyHangFrames bounds how long after a key's tone the speech detector's
+// probability is taken for the tone's (200 ms): the detector smooths
+// over frames, and a 100 ms tone leaves it above the threshold for
+// about 150 ms of the silence that follows.
+const keyHangFrames = 10
+
+// keyTone reports whether the frame is a key's tone or the speech
+// detector's echo of one (prob, its speech probability, not yet fallen
+// below the threshold since the tone; keyHangFrames at most, so speech
+// right after a key is heard at most that late).
+func (in *input) keyTone(prob float32) bool {
+	if in.keys.Tone() {
+		in.keyHang = keyHangFrames
+		return true
+	}
+	if in.keyHang == 0 {
+		return false
+	}
+	if prob < in.det.Config().Threshold {
+		in.keyHang = 0
+		return false
+	}
+	in.keyHang--
+	return true
 }
 
 func (in *input) init(s *Session) error {
@@ -77,6 +109,12 @@ func (in *input) init(s *Session) error {
 		in.farOut = make([]int16, media.SamplesPerFrame(s.cfg.OutputRate))
 		in.farIn = make([]int16, in.frame)
 		in.echo, in.echoMS = newEchoPath(s.cfg.InputRate), -1
+	}
+	if s.cfg.InbandDTMF {
+		if in.keys, err = dtmf.New(s.cfg.InputRate); err != nil {
+			in.close()
+			return fmt.Errorf("agent: dtmf: %w", err)
+		}
 	}
 	if _, ok := s.deps.STT.(stt.Streamer); ok && !s.cfg.Loopback {
 		in.live = newLiveFeed(s.cfg.InputRate)
@@ -214,6 +252,13 @@ func (s *Session) WriteFrameFrom(pcm, decoded []int16) error {
 	if f := s.tap.Load(); f != nil {
 		f.caller(pcm, decoded)
 	}
+	// Keys are looked for in the frame as it came, before the noise
+	// reduction, which may take a steady tone for noise.
+	if in.keys != nil {
+		if k := in.keys.Process(pcm); k != 0 {
+			s.post(note{kind: nDTMF, a: int64(k)})
+		}
+	}
 	if in.echo != nil {
 		in.echo.Listen(far, pcm)
 		if err := in.followEcho(); err != nil {
@@ -255,6 +300,11 @@ func (s *Session) WriteFrameFrom(pcm, decoded []int16) error {
 		// The agent's own playout explains this frame: whatever the
 		// canceller left of it is not the caller.
 		prob = 0
+	}
+	if in.keys != nil && in.keyTone(prob) {
+		// A key's tone is not the caller speaking, nor loud over the
+		// noise for barge-in.
+		prob, overNoise, overAll = 0, 0, 0
 	}
 	if in.live != nil && in.live.active {
 		in.det.SetHint(in.live.currentHint(in.n-1, in.det.Silence()))

@@ -32,6 +32,7 @@ const (
 	nToolOutput                    // call, text: output, err
 	nPaused                        // playout: paused at the caller's onset; a: played ms
 	nResumed                       // playout: resumed, no barge-in; a: played ms
+	nDTMF                          // a: the key recognised in-band
 )
 
 // note is a message to the loop from the session's other goroutines.
@@ -148,6 +149,9 @@ func (s *Session) handle(n note) {
 		s.emit(InputCleared{EventID: n.eventID})
 	case nTimeout:
 		s.idle(n)
+	case nDTMF:
+		s.dtmfSeq++
+		s.emit(DTMF{Digit: rune(n.a), Seq: s.dtmfSeq, At: s.now()})
 	case nTranscribed:
 		s.transcribed(n)
 	case nSegment:

@@ -58,6 +58,7 @@ type Session struct {
 	spans     map[string][2]int64 // audio span (ms) of items awaiting transcription
 	run       *responseRun
 	interrupt *interruption
+	dtmfSeq   int    // in-band key presses reported (DTMF.Seq)
 	userItem  string // announced with speech_started, used by the commit
 	pending   *responseOpts
 	td        *TurnDetection

@@ -420,7 +420,7 @@ func (c *conn) Tick(time.Time) {
 // the call log; the end of the call closes the socket.
 func (c *conn) Event(ev agent.Event) {
 	switch v := ev.(type) {
-	case agent.Turn, agent.ToolCalled, agent.ToolResult:
+	case agent.Turn, agent.ToolCalled, agent.ToolResult, agent.DTMF:
 		c.record(ev)
 	case agent.Ended:
 		c.setEnd(v.Reason, "")
