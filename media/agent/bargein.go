@@ -66,24 +66,6 @@ const (
 	// speech detector hearing speech after the caller stopped).
 	endMargin   = 6
 	noiseLearnt = 50
-	// endHang frames after the last frame that counted as the caller's
-	// voice within a turn (speech standing endMargin out of the noise)
-	// still count as speech: the speech detector's own release, which
-	// the endMargin rule cut, so that a caller's 300-600 ms pause to
-	// think does not end the turn at server_vad's 500 ms.
-	endHang = 7
-
-	// The noise's spread: ceilUp and ceilDown make a 90th-percentile
-	// tracker of the raw level (less the predicted echo), learnt only
-	// outside the caller's turns and pauses. A frame stands out of the
-	// noise (decideMargin, endMargin) only if it is also ceilMargin over
-	// that: steady noise's 90th percentile is 2-3 dB over its 20th and
-	// changes nothing, babble's (a few talkers rising and falling) is
-	// 8-10 dB over it, and babble stood 6 dB over its 20th percentile in
-	// a fifth of its frames.
-	ceilUp     = 0.45
-	ceilDown   = 0.05
-	ceilMargin = 3
 )
 
 // bargeIn is the input side's pause state. Input goroutine.
@@ -104,39 +86,24 @@ type bargeIn struct {
 	clean        float64
 	cleanStarted bool
 	lastLoud     int64 // last frame decideMargin over the noise
-	lastVoice    int64 // last frame of a turn that counted as the caller's voice
-	// ceil is the noise's 90th percentile (ceilUp, ceilDown).
-	ceil float64
 	// off leaves the agent playing until the detector's decision, as
 	// before the pause existed (the scorecards' "before").
 	off bool
 }
 
 // loud tracks the raw caller frame's level and returns how far (dB) it
-// stands above the noise (the higher of the 20th-percentile level and
-// the 90th percentile less decideMargin-ceilMargin), and above the noise
-// plus echo (the echo the playout predicts, mean square). learn says the
-// frame may teach the 90th percentile: no turn or pause of the caller's
-// is in progress.
-func (b *bargeIn) loud(pcm []int16, echo float32, learn bool) (overNoise, overAll float64) {
+// stands above the noise, and above the noise plus echo (the echo the
+// playout predicts, mean square).
+func (b *bargeIn) loud(pcm []int16, echo float32) (overNoise, overAll float64) {
 	e := energy(pcm)
 	d := float64(level(e))
 	if !b.started {
-		b.level, b.ceil, b.started = d, d, true
+		b.level, b.started = d, true
 	}
 	b.frames++
-	overNoise = d - max(b.level, b.ceil-(decideMargin-ceilMargin))
-	overAll = d - b.level
+	overNoise, overAll = d-b.level, d-b.level
 	if echo > 0 {
 		overAll = d - float64(level(float32(math.Pow(10, b.level/10))-1+echo))
-	}
-	if learn {
-		// What the frame holds besides the echo the playout predicts.
-		if c := float64(level(max(e-echo, 0))); c > b.ceil {
-			b.ceil += ceilUp
-		} else {
-			b.ceil -= ceilDown
-		}
 	}
 	if d > b.level {
 		b.level += levelUp
@@ -188,28 +155,14 @@ func (in *input) barge(prob float32, overNoise, overAll float64) (float32, bool)
 		b.hist |= 1
 	}
 	talking := in.hold()
-	if talking && (b.held == nil || n-b.lastLoud > loudHang) && !in.det.Speaking() {
-		// Over the agent only a paused agent can be interrupted: the
-		// pause stands on the loudest echo the playout can put in the
-		// frame, the gate on the estimated delay, which jumps when the
-		// agent's audio reaches the far end late.
+	if talking && n-b.lastLoud > loudHang && !in.det.Speaking() {
 		prob = 0
 	}
-	if in.det.Speaking() && b.frames > noiseLearnt {
+	if in.det.Speaking() && b.frames > noiseLearnt && overNoise < endMargin {
 		// Within a turn, a frame that does not stand out of the learnt
 		// noise is silence: the turn ends when the caller's voice does,
-		// though babble or noise goes on (issue 31); the endHang frames
-		// after the voice are speech, as the detector's release was.
-		if speech && overNoise >= endMargin {
-			b.lastVoice = n
-		}
-		if n-b.lastVoice <= endHang {
-			prob = max(prob, in.det.Config().Threshold)
-		} else {
-			prob = 0
-		}
-	} else {
-		b.lastVoice = n
+		// though babble or noise goes on (issue 31).
+		prob = 0
 	}
 	return prob, talking
 }

@@ -525,7 +525,7 @@ func BenchmarkBargeInStage(b *testing.B) {
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		overNoise, overAll := in.bi.loud(near[i%500], in.echo.Expected(len(near[i%500])), true)
+		overNoise, overAll := in.bi.loud(near[i%500], in.echo.Expected(len(near[i%500])))
 		in.barge(0.7, overNoise, overAll)
 		in.n++
 		i++

@@ -21,8 +21,7 @@ import (
 //     what the playout at that delay predicts (the reference's energy
 //     there times the echo's measured gain) is explained by the agent's
 //     own audio, and turn detection hears no speech in it. Before the
-//     delay is known, or until it has held for 0.5 s, every lag up to
-//     470 ms counts. With the agent silent
+//     delay is known every lag up to 350 ms counts. With the agent silent
 //     for longer than that nothing is predicted and nothing is gated, so
 //     turns that start while the agent is quiet are untouched.
 //
@@ -33,12 +32,8 @@ import (
 // played would be gated unless the caller is echoMargin louder).
 
 const (
-	// echoLags is the delays considered, in 10 ms blocks: 0-470 ms. An
-	// echo path of 0-300 ms arrives later than that on the input side
-	// by the transport's own delay (over the realtime WebSocket 30-40
-	// ms, the client's playout queue on top), and a 300 ms echo was
-	// estimated at 330-340 ms, against a window that ended at 350.
-	echoLags = 48
+	// echoLags is the delays considered, in 10 ms blocks: 0-350 ms.
+	echoLags = 36
 	// echoHist is the reference history kept, in blocks (a power of two,
 	// more than echoLags plus the gate's spread).
 	echoHist = 64
@@ -52,13 +47,6 @@ const (
 	// echoSwitch how much better another lag must get to replace it.
 	echoMinCorr = 0.5
 	echoSwitch  = 0.05
-	// echoConfirm is how many blocks in a row the correlation's best lag
-	// must stay the estimated delay before the gate narrows to it (0.5 s
-	// of agent audio): until then it gates on every lag. An estimate made
-	// in a call's first second can lock on a lag the echo has not yet
-	// arrived at (a 280 ms echo is in less than half of the first 0.5 s),
-	// and a gate narrowed to the wrong lag lets the echo through.
-	echoConfirm = 50
 	// echoActiveDB is the block level (dB of mean square in int16 units)
 	// above which the reference counts as playing: about -60 dBFS.
 	echoActiveDB = 30
@@ -67,33 +55,18 @@ const (
 	// measured (as loud as played: every echo is under it).
 	echoMargin   = 6
 	echoGainInit = 0
-	// echoGainStep is the residual gain tracker's step per frame (dB).
+	// echoGainStep is the echo gain tracker's step per frame (dB): a
+	// median tracker, fed only frames the gate explained, so a caller
+	// talking over the agent does not teach it to expect a louder echo.
 	echoGainStep = 0.5
-	// The echo gain follows the frames the gate explained (so that a
-	// caller talking over the agent does not teach it to expect a louder
-	// echo) as a peak follower: it rises echoGainRise of the way to a
-	// louder frame's and falls echoGainFall of the way to a quieter one's
-	// (at most echoGainClamp dB away), so it settles near the echo's
-	// loud frames, not their median. Over the wire the echo's level
-	// against the reference swings 10 dB and more from frame to frame
-	// (the playout's jitter moves the delay by tens of milliseconds), and
-	// a median gain 6 dB under the loud frames let them through.
-	echoGainRise  = 0.2
-	echoGainFall  = 0.03
-	echoGainClamp = 12
 	// echoGainLeak is how fast the gain rises on frames too loud to be
 	// echo (dB per frame): an echo that got louder is adopted in seconds,
 	// a caller's sentence moves it by a decibel or two.
 	echoGainLeak = 0.05
 	// echoSpreadBefore and echoSpreadAfter widen the gate around the
 	// estimated delay (blocks): the estimate's error and the room's tail.
-	echoSpreadBefore = 2
-	echoSpreadAfter  = 3
-	// echoWideMargin (dB) lowers Expected's loudest possible echo by the
-	// pause's margin (pauseMargin): that prediction is already the
-	// loudest frame over 470 ms at the gain of the echo's loud frames, so
-	// a frame as loud as it is not the echo.
-	echoWideMargin = 6
+	echoSpreadBefore = 1
+	echoSpreadAfter  = 2
 	// echoHold is how many frames after a frame too loud to be echo (the
 	// caller's) the gate stays open: the speech detector's release.
 	echoHold = 8
@@ -116,10 +89,6 @@ type echoPath struct {
 	sxy            [echoLags]float32
 	seen           int // blocks the correlation has taken
 	delay          int // estimated delay in blocks, -1 before known
-	// held counts the blocks in a row whose best lag was delay; trusted
-	// is set once it reached echoConfirm, until the delay changes.
-	held    int
-	trusted bool
 	// The echo's gain before and after the canceller, dB: caller energy
 	// over the playout's prediction.
 	gain, resGain float32
@@ -128,13 +97,10 @@ type echoPath struct {
 	// gains are learnt on, so that they mean the same before and after),
 	// and the frame's energy before the canceller.
 	pred, predBest, raw float32
-	// predAll is the prediction at every lag: the loudest the echo can
-	// be wherever the delay went (Expected).
-	predAll float32
-	best    int // the best lag so far
-	hold    int // frames left of the hold after the caller's sound
-	loud    int // frames in a row too loud for the echo
-	tail    int // frames left of the tail after the echo
+	best                int // the best lag so far
+	hold                int // frames left of the hold after the caller's sound
+	loud                int // frames in a row too loud for the echo
+	tail                int // frames left of the tail after the echo
 }
 
 func newEchoPath(rate int) *echoPath {
@@ -179,34 +145,28 @@ func level(e float32) float32 { return float32(10 * math.Log10(float64(e)+1)) }
 // it updates the delay estimate and what the playout predicts for the
 // frame. Explained then judges the frame after the canceller.
 func (e *echoPath) Listen(far, near []int16) {
-	e.pred, e.predBest, e.predAll, e.raw = 0, 0, 0, 0
+	e.pred, e.predBest, e.raw = 0, 0, 0
 	for off := 0; off+e.block <= len(near); off += e.block {
 		var f []int16
 		if far != nil {
 			f = far[off : off+e.block]
 		}
 		ne := energy(near[off : off+e.block])
-		p, pb, pa := e.block10(energy(f), ne)
+		p, pb := e.block10(energy(f), ne)
 		e.pred += p
 		e.predBest += pb
-		e.predAll += pa
 		e.raw += ne
 	}
 }
 
-// Expected returns the mean square per sample of the loudest echo the
-// playout can put in the caller frame given to Listen, at the learnt gain
-// and any lag up to 470 ms (0 when nothing played can be coming back). n
-// is the frame's length. The pause stands on it, not on the estimated
-// delay: over the wire the delay jumps when the agent's audio reaches
-// the client late (the client plays it later, and the echo comes back
-// later, by the stall), and until the estimate follows, the gate at the
-// old delay took the echo for the caller and paused the agent.
+// Expected returns the mean square per sample of the echo the playout
+// predicts, at the learnt gain, for the caller frame given to Listen (0
+// when nothing played can be coming back). n is the frame's length.
 func (e *echoPath) Expected(n int) float32 {
-	if e.predAll <= 0 {
+	if e.pred <= 0 {
 		return 0
 	}
-	return e.predAll / float32(n/e.block) * float32(math.Pow(10, float64(e.gain-echoWideMargin)/10))
+	return e.pred / float32(n/e.block) * float32(math.Pow(10, float64(e.gain)/10))
 }
 
 // Explained reports whether the caller frame given to Listen, as the
@@ -260,9 +220,9 @@ func (e *echoPath) Explained(res []int16, noise float32) bool {
 			e.resGain = track(e.resGain, rrb)
 		}
 		if rb > e.gain {
-			e.gain += echoGainRise * (rb - e.gain)
+			e.gain += echoGainStep
 		} else {
-			e.gain -= echoGainFall * min(e.gain-rb, echoGainClamp)
+			e.gain -= echoGainStep
 		}
 	}
 	if rr <= e.resGain+echoMargin {
@@ -285,7 +245,7 @@ func track(g, r float32) float32 {
 // block10 takes one 10 ms block's energies (reference and caller), updates
 // the delay estimate, and returns the energy the reference predicts for
 // the caller's block at gain 0 dB: for the gate, and at the best lag.
-func (e *echoPath) block10(fe, ne float32) (gate, best, all float32) {
+func (e *echoPath) block10(fe, ne float32) (gate, best float32) {
 	i := e.t % echoHist
 	fl, nl := level(fe), level(ne)
 	e.farE[i], e.farL[i] = fe, fl
@@ -294,24 +254,24 @@ func (e *echoPath) block10(fe, ne float32) (gate, best, all float32) {
 	}
 	e.t++
 	if e.t-1-e.lastActive >= echoLags {
-		return 0, 0, 0 // nothing the agent played can still be coming back
+		return 0, 0 // nothing the agent played can still be coming back
 	}
 	e.correlate(i, nl)
 	near := func(d int) float32 {
 		var p float32
-		for l := max(0, d-echoSpreadBefore); l <= min(echoHist-1, d+echoSpreadAfter); l++ {
+		for l := max(0, d-echoSpreadBefore); l <= min(echoLags-1, d+echoSpreadAfter); l++ {
 			p = max(p, e.farE[(i-l+echoHist)%echoHist])
 		}
 		return p
 	}
-	for l := range echoLags {
-		all = max(all, e.farE[(i-l+echoHist)%echoHist])
-	}
 	best = near(e.best)
-	if e.trusted {
-		return near(e.delay), best, all
+	if e.delay >= 0 {
+		return near(e.delay), best
 	}
-	return all, best, all
+	for l := range echoLags {
+		gate = max(gate, e.farE[(i-l+echoHist)%echoHist])
+	}
+	return gate, best
 }
 
 // correlate adds the block at history index i, with the caller's level
@@ -336,13 +296,6 @@ func (e *echoPath) correlate(i int, nl float32) {
 		}
 	}
 	e.best = best
-	if e.delay >= 0 && best == e.delay {
-		if e.held++; e.held >= echoConfirm {
-			e.trusted = true
-		}
-	} else {
-		e.held = 0
-	}
 	if e.seen < echoMinBlocks || e.vx <= 0 || e.vy <= 0 {
 		return
 	}
@@ -354,7 +307,7 @@ func (e *echoPath) correlate(i int, nl float32) {
 		// The canceller's delay changes, and what it leaves of the echo
 		// is learnt again, from the safe side: as much as there was
 		// before it.
-		e.delay, e.held, e.trusted = best, 0, false
+		e.delay = best
 		e.resGain = max(e.resGain, e.gain)
 	}
 }

@@ -167,7 +167,7 @@ func (in *input) followEcho() error {
 	if d < 0 || !in.s.cfg.DSP.EchoCancellation {
 		return nil
 	}
-	ms := min(max(0, int(d/time.Millisecond)-10), int(dsp.MaxEchoDelay/time.Millisecond))
+	ms := max(0, int(d/time.Millisecond)-10)
 	if in.echoMS >= 0 && abs(ms-in.echoMS) < 20 {
 		return nil
 	}
@@ -250,7 +250,7 @@ func (s *Session) WriteFrameFrom(pcm, decoded []int16) error {
 	if in.echo != nil {
 		echo = in.echo.Expected(len(pcm))
 	}
-	overNoise, overAll := in.bi.loud(pcm, echo, !in.det.Speaking() && in.bi.held == nil)
+	overNoise, overAll := in.bi.loud(pcm, echo)
 	if in.echo != nil && in.echo.Explained(in.buf[len(in.buf)-in.frame:], in.bi.noise()) {
 		// The agent's own playout explains this frame: whatever the
 		// canceller left of it is not the caller.
