@@ -163,24 +163,7 @@ func simCall(t *testing.T, sv *served, exec string) map[string]any {
 // it sent (res.Sent, by cross-correlating the frames' power).
 func recordingSNR(t *testing.T, sv *served, c map[string]any, res *sim.Result) float64 {
 	t.Helper()
-	url, _ := c["recording_url"].(string)
-	require.NotEmpty(t, url, "%v", c)
-	f, err := os.Open(filepath.Join(sv.dir, "blobs", strings.TrimPrefix(url, "blob://")))
-	require.NoError(t, err)
-	defer f.Close()
-	format, pcm, err := wav.ReadAll(f)
-	require.NoError(t, err)
-	require.Equal(t, 2, format.Channels)
-	frame := format.SampleRate / 50
-	var rec []float64 // the caller channel's power per 20 ms frame
-	for i := 0; i+2*frame <= len(pcm); i += 2 * frame {
-		var p float64
-		for j := 0; j < frame; j++ {
-			v := float64(pcm[i+2*j])
-			p += v * v
-		}
-		rec = append(rec, p/float64(frame))
-	}
+	rec := callerFramePower(t, sv, c)
 	sf := res.Rate / 50
 	var sent []float64
 	for i := 0; i+sf <= len(res.Sent); i += sf {
@@ -295,4 +278,29 @@ func recordingSNR(t *testing.T, sv *served, c map[string]any, res *sim.Result) f
 	t.Logf("SNR from mean powers %.2f dB; with the channel's median gain on the sent speech %.2f dB", 10*math.Log10((pt-pn)/pn), gained)
 	t.Logf("lag %d frames; %d noise frames at %.1f dBFS, %d speech frames at %.1f dBFS", bestLag, len(noise), 10*math.Log10(pn/(32768*32768)), len(total), 10*math.Log10(pt/(32768*32768)))
 	return gained
+}
+
+// callerFramePower reads call c's stereo recording from sv's blob store
+// and returns the caller (left) channel's mean power per 20 ms frame.
+func callerFramePower(t *testing.T, sv *served, c map[string]any) []float64 {
+	t.Helper()
+	url, _ := c["recording_url"].(string)
+	require.NotEmpty(t, url, "%v", c)
+	f, err := os.Open(filepath.Join(sv.dir, "blobs", strings.TrimPrefix(url, "blob://")))
+	require.NoError(t, err)
+	defer f.Close()
+	format, pcm, err := wav.ReadAll(f)
+	require.NoError(t, err)
+	require.Equal(t, 2, format.Channels)
+	frame := format.SampleRate / 50
+	var rec []float64 // the caller channel's power per 20 ms frame
+	for i := 0; i+2*frame <= len(pcm); i += 2 * frame {
+		var p float64
+		for j := 0; j < frame; j++ {
+			v := float64(pcm[i+2*j])
+			p += v * v
+		}
+		rec = append(rec, p/float64(frame))
+	}
+	return rec
 }

@@ -3,16 +3,12 @@ package main
 import (
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/voiced/voiced/codecs/wav"
 	"github.com/voiced/voiced/sip/siptest"
 )
 
@@ -166,24 +162,7 @@ func TestTestRunMatrixEndToEnd(t *testing.T) {
 // (alignment-free).
 func spanSNR(t *testing.T, sv *served, c map[string]any, meta map[string]any) (snr, noiseDBFS float64, noiseFrames int, medianDBFS float64) {
 	t.Helper()
-	url, _ := c["recording_url"].(string)
-	require.NotEmpty(t, url, "%v", c)
-	f, err := os.Open(filepath.Join(sv.dir, "blobs", strings.TrimPrefix(url, "blob://")))
-	require.NoError(t, err)
-	defer f.Close()
-	format, pcm, err := wav.ReadAll(f)
-	require.NoError(t, err)
-	require.Equal(t, 2, format.Channels)
-	frame := format.SampleRate / 50
-	var rec []float64 // the caller channel's power per 20 ms frame
-	for i := 0; i+2*frame <= len(pcm); i += 2 * frame {
-		var p float64
-		for j := 0; j < frame; j++ {
-			v := float64(pcm[i+2*j])
-			p += v * v
-		}
-		rec = append(rec, p/float64(frame))
-	}
+	rec := callerFramePower(t, sv, c)
 	flags := func(key string) []bool {
 		var out []bool
 		spans, _ := meta[key].([]any)

@@ -56,6 +56,20 @@ func QueryLimit(c fiber.Ctx, def, max int) (int, error) {
 	return n, nil
 }
 
+// QueryOffset reads the "offset" query parameter: 0 when absent, 400 when
+// not an integer of 0 or more.
+func QueryOffset(c fiber.Ctx) (int, error) {
+	q := c.Query("offset")
+	if q == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(q)
+	if err != nil || n < 0 {
+		return 0, FieldErr("offset", "Must be an integer of 0 or more.")
+	}
+	return n, nil
+}
+
 // NonNil returns s, or an empty slice for nil, so a list is [] in JSON,
 // never null.
 func NonNil[T any](s []T) []T {

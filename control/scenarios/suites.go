@@ -373,11 +373,9 @@ func (h *suites) runs(c fiber.Ctx, p *storage.Principal) error {
 	if err != nil {
 		return err
 	}
-	offset := 0
-	if v := c.Query("offset"); v != "" {
-		if offset, err = strconv.Atoi(v); err != nil || offset < 0 {
-			return api.FieldErr("offset", "Must be an integer of at least 0.")
-		}
+	offset, err := api.QueryOffset(c)
+	if err != nil {
+		return err
 	}
 	rs, err := h.Runs.TestRuns(c.Context(), p.OrgID, a.ID, limit, offset)
 	if err != nil {
@@ -435,11 +433,9 @@ func (h *suites) suiteRuns(c fiber.Ctx, p *storage.Principal) error {
 	if err != nil {
 		return err
 	}
-	offset := 0
-	if v := c.Query("offset"); v != "" {
-		if offset, err = strconv.Atoi(v); err != nil || offset < 0 {
-			return api.FieldErr("offset", "Must be an integer of at least 0.")
-		}
+	offset, err := api.QueryOffset(c)
+	if err != nil {
+		return err
 	}
 	rs, err := h.Runs.SuiteRunsPage(c.Context(), p.OrgID, s.ID, limit, offset)
 	if err != nil {

@@ -467,7 +467,7 @@ func (h *handlers) list(c fiber.Ctx, p *storage.Principal) error {
 		return err
 	}
 	fl := storage.SimulationFilter{OrgID: p.OrgID, Limit: limit}
-	if fl.Offset, err = queryOffset(c); err != nil {
+	if fl.Offset, err = api.QueryOffset(c); err != nil {
 		return err
 	}
 	if t := c.Query("target_type"); t != "" {
@@ -506,24 +506,12 @@ func (h *handlers) list(c fiber.Ctx, p *storage.Principal) error {
 	return c.JSON(out)
 }
 
-func queryOffset(c fiber.Ctx) (int, error) {
-	q := c.Query("offset")
-	if q == "" {
-		return 0, nil
-	}
-	n, err := strconv.Atoi(q)
-	if err != nil || n < 0 {
-		return 0, api.FieldErr("offset", "Must be a non-negative integer.")
-	}
-	return n, nil
-}
-
 func (h *handlers) batches(c fiber.Ctx, p *storage.Principal) error {
 	limit, err := api.QueryLimit(c, ListDefault, ListMax)
 	if err != nil {
 		return err
 	}
-	off, err := queryOffset(c)
+	off, err := api.QueryOffset(c)
 	if err != nil {
 		return err
 	}

@@ -52,19 +52,7 @@ func (h *testRuns) runSuite(c fiber.Ctx, p *storage.Principal) error {
 		return err
 	}
 	f := api.Fields{}
-	stagger := DefaultStagger
-	if in.StaggerSeconds != nil {
-		stagger = *in.StaggerSeconds
-		if stagger < 0 || stagger > 60 {
-			f.Add("stagger_seconds", "Must be an integer from 0 to 60.")
-		}
-	}
-	switch {
-	case in.ConsentToCharge == nil:
-		f.Add("consent_to_charge", "This field is required.")
-	case !*in.ConsentToCharge:
-		f.Add("consent_to_charge", "Must be true: suite runs are charged like simulation runs.")
-	}
+	stagger := staggerAndConsent(f, in.StaggerSeconds, in.ConsentToCharge, "suite runs")
 	if err := f.Err(); err != nil {
 		return err
 	}

@@ -156,19 +156,7 @@ func (h *testRuns) execute(c fiber.Ctx, p *storage.Principal) error {
 	if len(in.ScenarioIDs) > MaxExecuteScenarios {
 		f.Add("scenario_ids", fmt.Sprintf("At most %d scenario ids.", MaxExecuteScenarios))
 	}
-	stagger := DefaultStagger
-	if in.StaggerSeconds != nil {
-		stagger = *in.StaggerSeconds
-		if stagger < 0 || stagger > 60 {
-			f.Add("stagger_seconds", "Must be an integer from 0 to 60.")
-		}
-	}
-	switch {
-	case in.ConsentToCharge == nil:
-		f.Add("consent_to_charge", "This field is required.")
-	case !*in.ConsentToCharge:
-		f.Add("consent_to_charge", "Must be true: test runs are charged like simulation runs.")
-	}
+	stagger := staggerAndConsent(f, in.StaggerSeconds, in.ConsentToCharge, "test runs")
 	for k := range in.Matrix {
 		if !slices.ContainsFunc(MatrixAxes, func(ax struct {
 			Name string
@@ -518,4 +506,24 @@ func combine(items []runItem) string {
 		return "pass"
 	}
 	return "unknown"
+}
+
+// staggerAndConsent checks the stagger_seconds and consent_to_charge a
+// test run or suite run is started with (what names them in the error)
+// and returns the stagger, DefaultStagger when none is given.
+func staggerAndConsent(f api.Fields, stagger *int, consent *bool, what string) int {
+	s := DefaultStagger
+	if stagger != nil {
+		s = *stagger
+		if s < 0 || s > 60 {
+			f.Add("stagger_seconds", "Must be an integer from 0 to 60.")
+		}
+	}
+	switch {
+	case consent == nil:
+		f.Add("consent_to_charge", "This field is required.")
+	case !*consent:
+		f.Add("consent_to_charge", "Must be true: "+what+" are charged like simulation runs.")
+	}
+	return s
 }
