@@ -69,7 +69,21 @@ type termSplitter struct {
 
 func newTermSplitter() *termSplitter { return &termSplitter{stems: map[string]string{}} }
 
-func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
+func isWordRune(r rune) bool {
+	if r < utf8.RuneSelf {
+		return asciiWord[r]
+	}
+	return unicode.IsLetter(r) || unicode.IsDigit(r)
+}
+
+// asciiWord marks the ASCII letters and digits, the common case of
+// isWordRune without a unicode table lookup.
+var asciiWord = func() (t [utf8.RuneSelf]bool) {
+	for c := range t {
+		t[c] = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+	}
+	return t
+}()
 
 // terms appends the index terms of text to dst.
 func (s *termSplitter) terms(dst []string, text string) []string {
