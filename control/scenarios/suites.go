@@ -381,16 +381,7 @@ func (h *suites) runs(c fiber.Ctx, p *storage.Principal) error {
 	if err != nil {
 		return err
 	}
-	for i, r := range rs {
-		if rs[i], err = h.settle(c.Context(), r); err != nil {
-			return err
-		}
-	}
-	out := make([]map[string]any, len(rs))
-	for i, r := range rs {
-		out[i] = runView(r, false)
-	}
-	return c.JSON(out)
+	return h.listRuns(c, rs)
 }
 
 func (h *suites) run(c fiber.Ctx, p *storage.Principal) error {
@@ -406,7 +397,26 @@ func (h *suites) run(c fiber.Ctx, p *storage.Principal) error {
 	if err != nil {
 		return api.StoreErr(err)
 	}
-	if r, err = h.settle(c.Context(), r); err != nil {
+	return h.showRun(c, r)
+}
+
+// listRuns answers with the list view of rs, each settled first.
+func (h *suites) listRuns(c fiber.Ctx, rs []storage.TestRun) error {
+	out := make([]map[string]any, len(rs))
+	for i, r := range rs {
+		r, err := h.settle(c.Context(), r)
+		if err != nil {
+			return err
+		}
+		out[i] = runView(r, false)
+	}
+	return c.JSON(out)
+}
+
+// showRun answers with the detail view of r, settled first.
+func (h *suites) showRun(c fiber.Ctx, r storage.TestRun) error {
+	r, err := h.settle(c.Context(), r)
+	if err != nil {
 		return err
 	}
 	return c.JSON(runView(r, true))
@@ -441,14 +451,7 @@ func (h *suites) suiteRuns(c fiber.Ctx, p *storage.Principal) error {
 	if err != nil {
 		return err
 	}
-	out := make([]map[string]any, len(rs))
-	for i, r := range rs {
-		if r, err = h.settle(c.Context(), r); err != nil {
-			return err
-		}
-		out[i] = runView(r, false)
-	}
-	return c.JSON(out)
+	return h.listRuns(c, rs)
 }
 
 func (h *suites) suiteRun(c fiber.Ctx, p *storage.Principal) error {
@@ -464,8 +467,5 @@ func (h *suites) suiteRun(c fiber.Ctx, p *storage.Principal) error {
 	if err != nil {
 		return api.StoreErr(err)
 	}
-	if r, err = h.settle(c.Context(), r); err != nil {
-		return err
-	}
-	return c.JSON(runView(r, true))
+	return h.showRun(c, r)
 }
