@@ -380,20 +380,8 @@ func TestBrowserConversation(t *testing.T) {
 		"voice": "espeak:en-us"}, &ag))
 	var pk map[string]any
 	require.Equal(t, 201, apiCall(t, base, key, "POST", "/v1/publishable-key", map[string]any{"agent_id": ag["id"], "allowed_domains": []string{"shop.example"}}, &pk))
-	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		fmt.Fprintf(w, `<!doctype html><html><body><script src="%s/widget.js" data-key="%s"></script></body></html>`, base, pk["key"])
-	}))
-	defer page.Close()
 	ch := startChromium(t, wavPath)
-	ch.navigate(strings.Replace(page.URL, "127.0.0.1", "localhost", 1) + "/")
-	ch.eval(`voicedWidget.start(); true`, nil)
-	var state string
-	require.Eventually(t, func() bool {
-		ch.eval(`voicedWidget.state`, &state)
-		return state == "connected" || state == "error"
-	}, 15*time.Second, 50*time.Millisecond)
-	require.Equal(t, "connected", state)
+	widgetCall(t, ch, base, pk["key"].(string), "")
 
 	type line struct{ Role, Text string }
 	var lines []line
@@ -417,7 +405,7 @@ func TestBrowserConversation(t *testing.T) {
 	require.Positive(t, transcribed.Load())
 	var callID int64
 	ch.eval(`voicedWidget.callId`, &callID)
-	ch.eval(`voicedWidget.hangup(); voicedWidget.state`, &state)
+	ch.eval(`voicedWidget.hangup(); true`, nil)
 	var call map[string]any
 	require.Eventually(t, func() bool {
 		apiCall(t, base, key, "GET", fmt.Sprintf("/v1/calls/%d", callID), nil, &call)
