@@ -353,27 +353,14 @@ func TestBrowserConversation(t *testing.T) {
 	wavPath := speechWAV(t)
 	const heard = "I would like to book a table for two."
 	var transcribed atomic.Int64
-	stt := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/v1/audio/transcriptions" || r.ParseMultipartForm(10<<20) != nil {
-			http.Error(w, "bad request", 400)
-			return
-		}
-		f, _, err := r.FormFile("file")
-		if err != nil {
-			http.Error(w, "no file", 400)
-			return
-		}
-		_, pcm, _ := wav.ReadAll(f)
+	stt := fakeSTT(t, func(pcm []int16) string {
 		transcribed.Add(1)
-		text := heard
 		if rms(pcm) < 100 {
-			text = "" // silence has no words
+			return "" // silence has no words
 		}
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"text": %q}`, text)
-	}))
-	defer stt.Close()
-	base, key := liveServe(t, "--call-loopback=false", "--stt-base-url", stt.URL+"/v1")
+		return heard
+	})
+	base, key := liveServe(t, "--call-loopback=false", "--stt-base-url", stt)
 
 	var ag map[string]any
 	require.Equal(t, 201, apiCall(t, base, key, "POST", "/v1/agents", map[string]any{"name": "Host", "first_message": "Welcome to the shop.",

@@ -57,6 +57,18 @@ func scriptedSTT(t *testing.T) string {
 	// Speech-to-text is a fake at the provider boundary too (offline
 	// PocketSphinx on a shared 2-core machine can take longer than the
 	// caller waits): speech is the caller's line, silence nothing.
+	return fakeSTT(t, func(pcm []int16) string {
+		if media.DBFS(pcm) < -45 {
+			return ""
+		}
+		return "Hello, I would like a table for two tonight."
+	})
+}
+
+// fakeSTT serves the OpenAI transcription API, the provider boundary of
+// --stt-base-url, answering each request with transcribe of its audio,
+// and returns its base URL (ending in /v1) for the test's life.
+func fakeSTT(t *testing.T, transcribe func(pcm []int16) string) string {
 	stt := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/v1/audio/transcriptions" || r.ParseMultipartForm(10<<20) != nil {
 			http.Error(w, "bad request", 400)
@@ -68,12 +80,8 @@ func scriptedSTT(t *testing.T) string {
 			return
 		}
 		_, pcm, _ := wav.ReadAll(f)
-		text := "Hello, I would like a table for two tonight."
-		if media.DBFS(pcm) < -45 {
-			text = ""
-		}
 		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"text": %q}`, text)
+		fmt.Fprintf(w, `{"text": %q}`, transcribe(pcm))
 	}))
 	t.Cleanup(stt.Close)
 	return stt.URL + "/v1"

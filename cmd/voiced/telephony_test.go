@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -227,26 +226,13 @@ func TestServeBaresipConversation(t *testing.T) {
 	espeak := siptest.Binary(t, "espeak-ng", "espeak-ng")
 	soxBin := siptest.Binary(t, "sox", "sox")
 	const said = "I would like a table for two."
-	stt := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/v1/audio/transcriptions" || r.ParseMultipartForm(10<<20) != nil {
-			http.Error(w, "bad request", 400)
-			return
-		}
-		f, _, err := r.FormFile("file")
-		if err != nil {
-			http.Error(w, "no file", 400)
-			return
-		}
-		_, pcm, _ := wav.ReadAll(f)
-		text := said
+	stt := fakeSTT(t, func(pcm []int16) string {
 		if media.DBFS(pcm) < -45 {
-			text = "" // silence has no words
+			return "" // silence has no words
 		}
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"text": %q}`, text)
-	}))
-	defer stt.Close()
-	sv := startTelephonyServe(t, "--call-loopback=false", "--stt-base-url", stt.URL+"/v1")
+		return said
+	})
+	sv := startTelephonyServe(t, "--call-loopback=false", "--stt-base-url", stt)
 	greeting, answer, texts := baresipConversation(t, sv, espeak, soxBin, said)
 	require.Greater(t, greeting, -30.0, "the greeting is speech, not silence")
 	require.Greater(t, answer, -30.0, "the answer is speech, not silence")
