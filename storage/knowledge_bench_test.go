@@ -34,9 +34,9 @@ func benchVocab(n int) []string {
 }
 
 // benchCorpus stores chunks chunks of ~150 Zipf-distributed words (as
-// ingestion does: 1,000 chunks per document) in a new org and returns the
+// ingestion does), perDoc chunks a document, in a new org and returns the
 // store, the org and the vocabulary.
-func benchCorpus(b *testing.B, db *storage.DB, chunks int) (*storage.Store, int64, []string) {
+func benchCorpus(b *testing.B, db *storage.DB, chunks, perDoc int) (*storage.Store, int64, []string) {
 	b.Helper()
 	ctx := context.Background()
 	s, org := benchOrg(b, db)
@@ -44,12 +44,12 @@ func benchCorpus(b *testing.B, db *storage.DB, chunks int) (*storage.Store, int6
 	r := rand.New(rand.NewPCG(3, 4))
 	z := rand.NewZipf(r, 1.07, 2, uint64(len(vocab)-1))
 	start := time.Now()
-	for done := 0; done < chunks; done += 1000 {
+	for done := 0; done < chunks; done += perDoc {
 		docs, err := s.Knowledge.CreateDocuments(ctx, org, 0, []storage.KnowledgeDocument{{Name: fmt.Sprint("doc ", done), SourceType: "text", MimeType: "text/plain"}})
 		if err != nil {
 			b.Fatal(err)
 		}
-		cs := make([]storage.KnowledgeChunk, min(1000, chunks-done))
+		cs := make([]storage.KnowledgeChunk, min(perDoc, chunks-done))
 		for i := range cs {
 			words := make([]string, 150)
 			for j := range words {
@@ -75,19 +75,24 @@ func benchCorpus(b *testing.B, db *storage.DB, chunks int) (*storage.Store, int6
 }
 
 // BenchmarkKnowledgeSearch measures BM25 search latency (limit 5) over
-// 10,000 and 100,000 chunks on each database. Queries are 1-4 words in two
-// classes, run alternately and reported apart (p50 and p99 of each):
-// "rare" words come from outside the corpus's 500 most frequent words (a
-// few hundred chunks each, like the informative words of a question);
-// "mixed" draws half its words from those 500 (which appear in up to
-// every chunk). The corpus is built once per sub-benchmark (b.Loop runs
-// the body once).
+// 10,000 and 100,000 chunks on each database, in documents of 1,000
+// chunks (a megabyte of text makes about 1,250) and, at 100,000, also of
+// 2,000 (a large PDF's: one block each with cellChunks 2,048, two with
+// 1,024). Queries are 1-4 words in two classes, run alternately and
+// reported apart (p50 and p99 of each): "rare" words come from outside the
+// corpus's 500 most frequent words (a few hundred chunks each, like the
+// informative words of a question); "mixed" draws half its words from
+// those 500 (which appear in up to every chunk). The corpus is built once
+// per sub-benchmark (b.Loop runs the body once).
 func BenchmarkKnowledgeSearch(b *testing.B) {
 	for _, d := range sqltest.Dialects {
-		for _, n := range []int{10_000, 100_000} {
-			b.Run(fmt.Sprintf("%s/%dk", d, n/1000), func(b *testing.B) {
+		for _, c := range []struct {
+			name      string
+			n, perDoc int
+		}{{"10k", 10_000, 1000}, {"100k", 100_000, 1000}, {"100k-docs2000", 100_000, 2000}} {
+			b.Run(fmt.Sprintf("%s/%s", d, c.name), func(b *testing.B) {
 				ctx := context.Background()
-				s, org, vocab := benchCorpus(b, sqltest.New(b, d), n)
+				s, org, vocab := benchCorpus(b, sqltest.New(b, d), c.n, c.perDoc)
 				r := rand.New(rand.NewPCG(5, 6))
 				query := func(mixed bool) string {
 					w := make([]string, 1+r.IntN(4))

@@ -38,8 +38,11 @@ const (
 	weightScale = 16384
 	// cellChunks is how many consecutive chunks of a document share a
 	// cell. Smaller blocks bound a cell's best score more tightly (fewer
-	// postings read) but write more rows per document.
-	cellChunks = 1024
+	// postings read) but write more rows per document. 2048 makes every
+	// text document (at most 1 MiB, about 1,250 chunks) one block: with
+	// 1,024 a term found in both blocks wrote two cells (docs/decisions.md,
+	// issue 27, ingestion).
+	cellChunks = 2048
 	// maxTermBytes drops longer "words" (hashes, base64) from the index.
 	maxTermBytes = 64
 )
