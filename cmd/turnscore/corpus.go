@@ -54,7 +54,14 @@ type condition struct {
 	EchoDB float64 `json:"echo_db,omitempty"` // echo level relative to the agent's audio
 	Noise  string  `json:"noise,omitempty"`   // "babble" or "pink"
 	SNR    float64 `json:"snr_db,omitempty"`
+	// Turn is the sessions' turn_detection object for this row; empty:
+	// -turn-detection's (server_vad's defaults without it).
+	Turn string `json:"turn_detection,omitempty"`
 }
+
+// semanticAuto is semantic_vad with the eagerness OpenAI's clients send
+// by default.
+const semanticAuto = `{"type":"semantic_vad","eagerness":"auto"}`
 
 // conditions are the scorecard's rows, in the order of issue 31's goals.
 var conditions = []condition{
@@ -72,6 +79,8 @@ var conditions = []condition{
 	{Name: "barge-in pink 10 dB", Kind: kindBargeIn, Noise: "pink", SNR: 10},
 	{Name: "hesitation", Kind: kindHesitation},
 	{Name: "latency x10", Kind: kindLatency},
+	{Name: "semantic hesitation", Kind: kindHesitation, Turn: semanticAuto},
+	{Name: "semantic latency x10", Kind: kindLatency, Turn: semanticAuto},
 }
 
 // agentTexts are what the agent says (the echo model repeats a text turn).

@@ -321,7 +321,13 @@ func score(ctx context.Context, o options, conds []condition, bin string, v *voi
 				rs = append(rs, res)
 			}
 		}
-		rep.Rows = append(rep.Rows, summarize(c, rs, o.goals))
+		g := o.goals
+		if c.Turn != "" {
+			if g, err = goalsFor(c.Turn); err != nil {
+				return nil, err
+			}
+		}
+		rep.Rows = append(rep.Rows, summarize(c, rs, g))
 	}
 	rep.Results = results
 	rep.Seconds = time.Since(began).Seconds()

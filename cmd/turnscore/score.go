@@ -61,15 +61,18 @@ func pct(xs []float64, q float64) float64 {
 // goals are issue 31's bounds that depend on the turn detection: end of
 // turn (server_vad: its silence + 200 ms; semantic_vad: 400 ms) and the
 // answer's latency p50 (800 ms; semantic_vad 700 ms) and p99 (1200 ms).
+// Semantic is set for semantic_vad, whose end-of-turn bound also holds
+// for the latency rows' complete sentences.
 type goals struct {
 	EoTMS, LatP50, LatP99 float64
+	Semantic              bool
 }
 
 // goalsFor reads turn, a turn_detection object ("" for server_vad's
 // defaults).
 func goalsFor(turn string) (goals, error) {
 	if turn == "" {
-		return goals{700, 800, 1200}, nil
+		return goals{700, 800, 1200, false}, nil
 	}
 	var td struct {
 		Type              string `json:"type"`
@@ -84,9 +87,9 @@ func goalsFor(turn string) (goals, error) {
 		if td.SilenceDurationMS > 0 {
 			silence = td.SilenceDurationMS
 		}
-		return goals{float64(silence + 200), 800, 1200}, nil
+		return goals{float64(silence + 200), 800, 1200, false}, nil
 	case "semantic_vad":
-		return goals{400, 700, 1200}, nil
+		return goals{400, 700, 1200, true}, nil
 	}
 	return goals{}, fmt.Errorf("-turn-detection type %q: server_vad or semantic_vad", td.Type)
 }
@@ -176,6 +179,10 @@ func summarize(c condition, rs []result, g goals) row {
 		w.Rate = float64(w.Empty) / n
 		w.Goal = fmt.Sprintf("p50 <= %.0f ms, p99 <= %.0f ms, no empty", g.LatP50, g.LatP99)
 		w.Met = w.Empty == 0 && w.LatencyP50 >= 0 && w.LatencyP50 <= g.LatP50 && w.LatencyP99 <= g.LatP99
+		if g.Semantic {
+			w.Goal += fmt.Sprintf(", end of turn p50 <= %.0f ms", g.EoTMS)
+			w.Met = w.Met && w.EoTP50 >= 0 && w.EoTP50 <= g.EoTMS
+		}
 	}
 	if w.Errors > 0 || w.ClosedNoReason > 0 {
 		w.Met = false
@@ -201,7 +208,10 @@ func printTable(out io.Writer, rows []row) {
 		}
 		cut, eot := "-", "-"
 		if w.Kind == kindHesitation {
-			cut, eot = fmt.Sprint(w.CutOffs), ms(w.EoTP50)
+			cut = fmt.Sprint(w.CutOffs)
+		}
+		if w.Kind == kindHesitation || w.Kind == kindLatency {
+			eot = ms(w.EoTP50)
 		}
 		lat, empty := "-", "-"
 		if w.Kind == kindLatency {

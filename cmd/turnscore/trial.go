@@ -81,7 +81,11 @@ func (r *runner) run(ctx context.Context, it item) result {
 	if r.sip != "" {
 		s, err = dialSIP(ctx, r.sip, sipNumber(it.AgentText))
 	} else {
-		s, err = dial(ctx, r.addr, r.key, r.turn)
+		turn := r.turn
+		if it.Cond.Turn != "" {
+			turn = it.Cond.Turn
+		}
+		s, err = dial(ctx, r.addr, r.key, turn)
 	}
 	if err != nil {
 		res.Err = err.Error()
@@ -585,19 +589,19 @@ func (r *runner) callerTurn(ctx context.Context, s *session, it item, res *resul
 		return err
 	}
 	evs, frames := s.snapshot()
-	if it.Cond.Kind == kindHesitation {
-		p2ms := p2on * 1000 / rate
-		for _, e := range evs {
-			if e.Type != "input_audio_buffer.speech_stopped" {
-				continue
-			}
-			if e.At < endAt && e.AudioMS < p2ms {
-				res.CutOff = true
-			}
-			if e.At >= endAt-100*time.Millisecond && res.EoTMS < 0 {
-				res.EoTMS = float64(e.At-endAt) / float64(time.Millisecond)
-			}
+	p2ms := p2on * 1000 / rate
+	for _, e := range evs {
+		if e.Type != "input_audio_buffer.speech_stopped" {
+			continue
 		}
+		if it.Cond.Kind == kindHesitation && e.At < endAt && e.AudioMS < p2ms {
+			res.CutOff = true
+		}
+		if e.At >= endAt-100*time.Millisecond && res.EoTMS < 0 {
+			res.EoTMS = float64(e.At-endAt) / float64(time.Millisecond)
+		}
+	}
+	if it.Cond.Kind == kindHesitation {
 		return nil
 	}
 	// The answer: the first response created after the caller began.

@@ -160,9 +160,9 @@ func TestCompareFlagsRegressions(t *testing.T) {
 // The end-of-turn and latency goals follow the turn detection scored.
 func TestGoalsFollowTurnDetection(t *testing.T) {
 	for turn, want := range map[string]goals{
-		"": {700, 800, 1200},
-		`{"type":"server_vad","silence_duration_ms":300}`: {500, 800, 1200},
-		`{"type":"semantic_vad","eagerness":"high"}`:      {400, 700, 1200},
+		"": {700, 800, 1200, false},
+		`{"type":"server_vad","silence_duration_ms":300}`: {500, 800, 1200, false},
+		`{"type":"semantic_vad","eagerness":"high"}`:      {400, 700, 1200, true},
 	} {
 		g, err := goalsFor(turn)
 		require.NoError(t, err, turn)
@@ -172,4 +172,37 @@ func TestGoalsFollowTurnDetection(t *testing.T) {
 		_, err := goalsFor(bad)
 		require.Error(t, err, bad)
 	}
+}
+
+// The semantic_vad rows carry a valid turn_detection object, and their
+// latency row also holds the end of turn of its complete sentences to
+// 400 ms.
+func TestSemanticRows(t *testing.T) {
+	var lat condition
+	for _, c := range pick("semantic") {
+		g, err := goalsFor(c.Turn)
+		require.NoError(t, err, c.Name)
+		require.True(t, g.Semantic, c.Name)
+		if c.Kind == kindLatency {
+			lat = c
+		}
+	}
+	require.Equal(t, "semantic latency x10", lat.Name)
+	g, err := goalsFor(lat.Turn)
+	require.NoError(t, err)
+	rs := func(eot float64) []result {
+		out := make([]result, 40)
+		for i := range out {
+			out[i] = result{Cond: lat.Name, LatencyMS: 600, EoTMS: eot, QuietMS: -1}
+		}
+		return out
+	}
+	require.True(t, summarize(lat, rs(350), g).Met)
+	slow := summarize(lat, rs(450), g)
+	require.False(t, slow.Met)
+	require.Equal(t, 450.0, slow.EoTP50)
+	// server_vad's latency row has no end-of-turn bound.
+	srv, err := goalsFor("")
+	require.NoError(t, err)
+	require.True(t, summarize(condition{Name: "latency x10", Kind: kindLatency}, rs(450), srv).Met)
 }
