@@ -456,3 +456,41 @@ func BenchmarkInputFrame(b *testing.B) {
 		})
 	}
 }
+
+// TestEchoGainUnderNoise: the echo's gain is learnt while the echo stands
+// above the caller's noise and kept while the agent speaks so softly that
+// its echo is under it (the frame's level is then the noise's, and taken
+// as echo it would teach a gain several dB too low).
+func TestEchoGainUnderNoise(t *testing.T) {
+	const rate, frame = media.Rate16k, 320
+	rng := rand.New(rand.NewPCG(31, 1))
+	gauss := func(rms float64) []int16 {
+		pcm := make([]int16, frame)
+		for i := range pcm {
+			pcm[i] = int16(max(-32768, min(32767, rng.NormFloat64()*rms)))
+		}
+		return pcm
+	}
+	const echoGain = 0.316 // -10 dB in power
+	const noiseRMS = 300
+	noise := float32(noiseRMS * noiseRMS)
+	e := newEchoPath(rate)
+	feed := func(farRMS float64, frames int) {
+		for range frames {
+			far := gauss(farRMS)
+			near := gauss(noiseRMS)
+			for i := range near {
+				near[i] = int16(max(-32768, min(32767, float64(near[i])+float64(far[i])*echoGain)))
+			}
+			e.Listen(far, near)
+			e.Explained(near, noise)
+		}
+	}
+	// Loud playout: the echo (about 60 dB) stands 10 dB over the noise.
+	feed(3000, 150)
+	learnt := e.gain
+	require.InDelta(t, -10, learnt, 3, "gain learnt on an audible echo")
+	// Soft playout: the echo (about 30 dB) is 20 dB under the noise.
+	feed(100, 200)
+	require.InDelta(t, learnt, e.gain, 1, "the gain moved while the echo was under the noise")
+}
