@@ -67,13 +67,6 @@ const (
 	// estimated delay (blocks): the estimate's error and the room's tail.
 	echoSpreadBefore = 1
 	echoSpreadAfter  = 2
-	// echoLearnSNR is how far (dB) the echo the playout predicts at the
-	// learnt gain must stand above the caller side's noise for a frame to
-	// teach the gains: under the noise the frame's level is the noise's,
-	// and with the noise taken off it reads as an echo quieter than it is,
-	// so the gain drifted a few dB low while the agent spoke softly and the
-	// next loud syllable's echo passed for the caller.
-	echoLearnSNR = 3
 	// echoHold is how many frames after a frame too loud to be echo (the
 	// caller's) the gate stays open: the speech detector's release.
 	echoHold = 8
@@ -201,15 +194,11 @@ func (e *echoPath) Explained(res []int16, noise float32) bool {
 	r, rr := level(raw)-p, level(energy(res)*float32(len(res)/e.block))-p
 	pb := level(e.predBest)
 	rb, rrb := r+p-pb, rr+p-pb
-	nb := float32(len(res) / e.block)
-	active := pb-level(nb) > echoActiveDB
-	// The gains are learnt only where the echo can be heard over the
-	// noise.
-	audible := noise <= 0 || pb+e.gain > level(noise*nb)+echoLearnSNR
+	active := pb-level(float32(len(res)/e.block)) > echoActiveDB
 	if r > e.gain+echoMargin {
 		// Too loud for the echo: the caller's (or the echo got louder,
 		// which the gain follows slowly).
-		if active && audible {
+		if active {
 			e.gain += echoGainLeak
 		}
 		e.loud++
@@ -226,7 +215,7 @@ func (e *echoPath) Explained(res []int16, noise float32) bool {
 		e.hold--
 		return false
 	}
-	if active && audible {
+	if active {
 		if rb <= e.gain {
 			e.resGain = track(e.resGain, rrb)
 		}
