@@ -57,6 +57,13 @@ bench: deps-bench
 	bench/voicebench-smoke.sh
 	$(GO) run ./cmd/turnscore -items 40
 
+# Issue 31's "no silent closes" soak: the scorecard's conditions round
+# after round for 30 minutes, 4 sessions at once, over the realtime
+# WebSocket; exits 1 if the server closed any session without a reason
+# (an error event or a WebSocket close reason).
+soak: deps-bench
+	$(GO) run ./cmd/turnscore -duration 30m -parallel 4 -items 10
+
 # Our media node side by side with rtpengine and a Go UDP echo floor,
 # driven by voicebench (about 30 minutes; bench/voicebench-full.sh lists
 # the knobs); writes bench/RESULTS-voicebench.md and bench/results/voicebench/,
