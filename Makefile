@@ -8,7 +8,7 @@ export GOFLAGS := -tags=$(TAGS)
 BIN       := bin/voiced
 ARGS      ?=
 
-.PHONY: run build test bench bench-full lint deps deps-test deps-bench clean
+.PHONY: run build test bench bench-full soak lint deps deps-test deps-bench clean
 
 deps:
 	@deploy/debian-deps.sh build
