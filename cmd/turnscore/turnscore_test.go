@@ -173,3 +173,11 @@ func TestGoalsFollowTurnDetection(t *testing.T) {
 		require.Error(t, err, bad)
 	}
 }
+
+// A negative -duration is refused before anything starts.
+func TestSoakDurationFlag(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code, err := run(context.Background(), []string{"-duration", "-1s", "-cache", t.TempDir()}, &stdout, &stderr)
+	require.Equal(t, 2, code)
+	require.ErrorContains(t, err, "-duration must not be negative")
+}
