@@ -8,7 +8,7 @@ export GOFLAGS := -tags=$(TAGS)
 BIN       := bin/voiced
 ARGS      ?=
 
-.PHONY: run build test bench bench-full lint deps deps-test deps-bench clean
+.PHONY: run build test bench bench-full soak lint deps deps-test deps-bench clean
 
 deps:
 	@deploy/debian-deps.sh build
@@ -56,6 +56,13 @@ bench: deps-bench
 	bench/http.sh
 	bench/voicebench-smoke.sh
 	$(GO) run ./cmd/turnscore -items 40
+
+# Issue 31's "no silent closes" soak: the scorecard's conditions round
+# after round for 30 minutes, 4 sessions at once, over the realtime
+# WebSocket; exits 1 if the server closed any session without a reason
+# (an error event or a WebSocket close reason).
+soak: deps-bench
+	$(GO) run ./cmd/turnscore -duration 30m -parallel 4 -items 10
 
 # Our media node side by side with rtpengine and a Go UDP echo floor,
 # driven by voicebench (about 30 minutes; bench/voicebench-full.sh lists

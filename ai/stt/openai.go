@@ -37,6 +37,13 @@ type OpenAIConfig struct {
 	// Logprobs asks for token log-probabilities (include[]=logprobs, the
 	// gpt-4o-transcribe models with "json"), which give Result.Confidence.
 	Logprobs bool
+	// Stream asks for the transcript as server-sent events
+	// (stream=true: transcript.text.delta, then transcript.text.done) when
+	// a Request has a Partial callback. Default: on for the models OpenAI
+	// streams, the gpt-4o transcription models (whisper-1 ignores the
+	// option and answers JSON). Set StreamSet to choose explicitly.
+	Stream    bool
+	StreamSet bool
 	// HTTPClient sends the requests; default a client on
 	// http.DefaultTransport.
 	HTTPClient *http.Client
@@ -76,6 +83,9 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 30 * time.Second
+	}
+	if !cfg.StreamSet {
+		cfg.Stream = streams(cfg.Model)
 	}
 	opts, err := oai.Options(oai.Config{Service: "stt", BaseURL: cfg.BaseURL, APIKey: cfg.APIKey, HTTPClient: cfg.HTTPClient,
 		MaxRetries: maxRetries, MaxRetryDelay: maxRetryDelay})
@@ -119,6 +129,9 @@ func (c *OpenAI) Transcribe(ctx context.Context, r Request) (Result, error) {
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, c.cfg.Timeout, ErrTimeout)
 	defer cancel()
+	if c.cfg.Stream && r.Partial != nil {
+		return c.stream(ctx, params, r.Partial)
+	}
 	// The body is parsed here (parseTranscription), not into openai-go's
 	// response union: one small decoder for both formats' confidence, and a
 	// body without "text" is ErrMalformed rather than an empty Result.
@@ -139,6 +152,59 @@ func (c *OpenAI) Transcribe(ctx context.Context, r Request) (Result, error) {
 		return Result{}, fmt.Errorf("stt: POST %s: %w", endpoint, err)
 	}
 	return parseTranscription(body)
+}
+
+// streams says whether OpenAI streams model's transcripts
+// (gpt-4o-transcribe, gpt-4o-mini-transcribe and their dated versions).
+func streams(model string) bool {
+	return strings.HasPrefix(model, "gpt-4o") && strings.Contains(model, "transcribe")
+}
+
+// stream posts params with stream=true and hands each
+// transcript.text.delta to partial; transcript.text.done carries the
+// transcript (and, with logprobs, the confidence).
+func (c *OpenAI) stream(ctx context.Context, params openai.AudioTranscriptionNewParams, partial func(string)) (Result, error) {
+	endpoint := c.cfg.BaseURL + "/audio/transcriptions"
+	var res *http.Response
+	st := c.transcriptions.NewStreaming(ctx, params, option.WithResponseInto(&res))
+	defer st.Close()
+	var out *Result
+	for st.Next() {
+		ev := st.Current()
+		switch ev.Type {
+		case "transcript.text.delta":
+			if ev.Delta != "" {
+				partial(ev.Delta)
+			}
+		case "transcript.text.done":
+			done := ev.AsTranscriptTextDone()
+			r := Result{Text: strings.TrimSpace(done.Text)}
+			if lp := done.Logprobs; len(lp) > 0 {
+				var sum float64
+				for _, l := range lp {
+					sum += l.Logprob
+				}
+				r.Confidence = float32(math.Exp(min(0, sum/float64(len(lp)))))
+			}
+			out = &r
+		}
+	}
+	if err := st.Err(); err != nil {
+		if cause := context.Cause(ctx); cause != nil {
+			if errors.Is(cause, ErrTimeout) {
+				return Result{}, fmt.Errorf("stt: POST %s: %w after %v", endpoint, ErrTimeout, c.cfg.Timeout)
+			}
+			return Result{}, fmt.Errorf("stt: POST %s: %w", endpoint, cause)
+		}
+		if ae := oai.HTTPError("stt", res, err); ae != nil {
+			return Result{}, ae
+		}
+		return Result{}, fmt.Errorf("stt: POST %s (stream): %w", endpoint, err)
+	}
+	if out == nil {
+		return Result{}, fmt.Errorf("%w: the stream ended without transcript.text.done", ErrMalformed)
+	}
+	return *out, nil
 }
 
 // isoLanguage returns the primary language subtag of a BCP-47 tag,

@@ -191,3 +191,110 @@ func TestOpenAITranscribeCancellation(t *testing.T) {
 	require.ErrorIs(t, err, stt.ErrTimeout)
 	<-gone
 }
+
+// sseServer is a scripted streaming transcription server: it checks the
+// upload asks for stream=true and writes events one by one, each after
+// next says so (nil: at once).
+func sseServer(t *testing.T, events []string, next <-chan struct{}, got *upload) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := r.ParseMultipartForm(8 << 20); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if got != nil {
+			*got = upload{fields: r.MultipartForm.Value}
+		}
+		if r.FormValue("stream") != "true" {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"text":"not streamed"}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i, e := range events {
+			if i > 0 && next != nil {
+				select {
+				case <-next:
+				case <-time.After(5 * time.Second):
+					t.Errorf("the client did not see event %d before the next was sent", i-1)
+					return
+				}
+			}
+			_, _ = io.WriteString(w, "data: "+e+"\n\n")
+			w.(http.Flusher).Flush()
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestOpenAITranscribeStreams(t *testing.T) {
+	events := []string{
+		`{"type":"transcript.text.delta","delta":"I'd like"}`,
+		`{"type":"transcript.text.delta","delta":" to book"}`,
+		`{"type":"transcript.text.delta","delta":" a table."}`,
+		`{"type":"transcript.text.done","text":"I'd like to book a table.","logprobs":[{"token":"I","logprob":-0.1},{"token":"'d","logprob":-0.3}]}`,
+	}
+	next := make(chan struct{})
+	var got upload
+	srv := sseServer(t, events, next, &got)
+	c, err := stt.NewOpenAI(stt.OpenAIConfig{BaseURL: srv.URL + "/v1", Model: "gpt-4o-mini-transcribe"})
+	require.NoError(t, err)
+	var deltas []string
+	res, err := c.Transcribe(context.Background(), stt.Request{PCM: segment(16000), Partial: func(d string) {
+		deltas = append(deltas, d)
+		// The server sends the next event only now: each delta arrived
+		// while the answer was still being written.
+		next <- struct{}{}
+	}})
+	require.NoError(t, err)
+	require.Equal(t, []string{"I'd like", " to book", " a table."}, deltas)
+	require.Equal(t, "I'd like to book a table.", res.Text)
+	require.InDelta(t, math.Exp(-0.2), res.Confidence, 1e-6)
+	require.Equal(t, []string{"true"}, got.fields["stream"])
+
+	// Without a Partial callback the request is the plain JSON one.
+	srv = sseServer(t, events, nil, nil)
+	c, err = stt.NewOpenAI(stt.OpenAIConfig{BaseURL: srv.URL + "/v1", Model: "gpt-4o-transcribe"})
+	require.NoError(t, err)
+	res, err = c.Transcribe(context.Background(), stt.Request{PCM: segment(16000)})
+	require.NoError(t, err)
+	require.Equal(t, "not streamed", res.Text)
+
+	// whisper-1 is not streamed by default (OpenAI ignores stream for it).
+	c, err = stt.NewOpenAI(stt.OpenAIConfig{BaseURL: srv.URL + "/v1"})
+	require.NoError(t, err)
+	called := false
+	res, err = c.Transcribe(context.Background(), stt.Request{PCM: segment(16000), Partial: func(string) { called = true }})
+	require.NoError(t, err)
+	require.Equal(t, "not streamed", res.Text)
+	require.False(t, called)
+
+	// ... unless asked.
+	c, err = stt.NewOpenAI(stt.OpenAIConfig{BaseURL: srv.URL + "/v1", Stream: true, StreamSet: true})
+	require.NoError(t, err)
+	var n int
+	res, err = c.Transcribe(context.Background(), stt.Request{PCM: segment(16000), Partial: func(string) { n++ }})
+	require.NoError(t, err)
+	require.Equal(t, "I'd like to book a table.", res.Text)
+	require.Equal(t, 3, n)
+}
+
+func TestOpenAITranscribeStreamErrors(t *testing.T) {
+	// A stream cut before transcript.text.done is malformed, not an
+	// empty transcript.
+	srv := sseServer(t, []string{`{"type":"transcript.text.delta","delta":"I'd"}`}, nil, nil)
+	c, err := stt.NewOpenAI(stt.OpenAIConfig{BaseURL: srv.URL + "/v1", Model: "gpt-4o-transcribe"})
+	require.NoError(t, err)
+	_, err = c.Transcribe(context.Background(), stt.Request{PCM: segment(16000), Partial: func(string) {}})
+	require.ErrorIs(t, err, stt.ErrMalformed)
+
+	// An HTTP error status is an *APIError with the server's message.
+	srv = transcriptionServer(t, 400, `{"error":{"message":"stream is not supported","type":"invalid_request_error"}}`, nil)
+	c, err = stt.NewOpenAI(stt.OpenAIConfig{BaseURL: srv.URL + "/v1", Model: "gpt-4o-transcribe"})
+	require.NoError(t, err)
+	_, err = c.Transcribe(context.Background(), stt.Request{PCM: segment(16000), Partial: func(string) {}})
+	var ae *stt.APIError
+	require.ErrorAs(t, err, &ae)
+	require.Equal(t, 400, ae.StatusCode)
+	require.Contains(t, ae.Error(), "stream is not supported")
+}

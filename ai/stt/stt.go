@@ -18,6 +18,12 @@ type Request struct {
 	// names and terms likely to be said. Providers that cannot use it
 	// ignore it.
 	Prompt string
+	// Partial, when set, is called on the caller's goroutine with each
+	// piece of text a provider that streams its answer recognizes, in
+	// order, before Transcribe returns (the pieces concatenated are the
+	// transcript, up to spacing). Providers that do not stream never call
+	// it; the Result is the transcript either way.
+	Partial func(delta string)
 }
 
 // Result is a transcription.

@@ -45,6 +45,7 @@ type options struct {
 	tolMS     float64
 	serveArgs string
 	turn      string
+	duration  time.Duration
 	goals     goals
 }
 
@@ -66,6 +67,7 @@ type report struct {
 	Seed    uint64   `json:"seed"`
 	Started string   `json:"started"`
 	Seconds float64  `json:"seconds"`
+	Rounds  int      `json:"rounds"` // -duration: how many times the conditions ran
 	Rows    []row    `json:"conditions"`
 	Results []result `json:"trials,omitempty"`
 }
@@ -89,6 +91,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 	fs.Float64Var(&o.tolRate, "tol-rate", 0.05, "A/B: how much higher a failure rate B may have (0.05 = 5 points)")
 	fs.Float64Var(&o.tolMS, "tol-ms", 100, "A/B: how many milliseconds slower a latency figure B may be")
 	fs.StringVar(&o.serveArgs, "serve-args", "", "extra flags for voiced serve, space-separated")
+	fs.DurationVar(&o.duration, "duration", 0, "soak: repeat the conditions, each round with the next seed, starting trials until this much time has passed (0: one round of -items)")
 	fs.StringVar(&o.turn, "turn-detection", "", `the sessions' turn_detection object, e.g. {"type":"semantic_vad","eagerness":"high"} (empty: server_vad's defaults); sets the end-of-turn and latency goals`)
 	if err := fs.Parse(args); err != nil {
 		return 2, nil
@@ -105,6 +108,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 		return 2, fmt.Errorf("-items must be at least 1, not %d", o.items)
 	case o.parallel < 1:
 		return 2, fmt.Errorf("-parallel must be at least 1, not %d", o.parallel)
+	case o.duration < 0:
+		return 2, fmt.Errorf("-duration must not be negative, not %s", o.duration)
 	case (o.a == "") != (o.b == ""):
 		return 2, errors.New("-a and -b go together")
 	case o.a != "" && o.bin != "":
@@ -143,9 +148,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (int, err
 			return 1, err
 		}
 		fmt.Fprintf(stdout, "\n%s, %s, %d items per condition, seed %d, %.0f s:\n\n", bin, o.channel, o.items, o.seed, rep.Seconds)
+		if rep.Rounds > 1 {
+			fmt.Fprintf(stdout, "soak: %d rounds (seeds %d-%d), %d sessions, %d closed by the server, %d of them without a reason\n\n",
+				rep.Rounds, o.seed, o.seed+uint64(rep.Rounds)-1, len(rep.Results), rep.closed(), rep.closedNoReason())
+		}
 		printTable(stdout, rep.Rows)
 		if err := writeJSON(o.jsonOut, stdout, rep); err != nil {
 			return 1, err
+		}
+		if o.duration > 0 && rep.closedNoReason() > 0 {
+			// The soak's goal: no session closed without a reason.
+			return 1, nil
 		}
 		return 0, nil
 	}
@@ -282,35 +295,65 @@ func score(ctx context.Context, o options, conds []condition, bin string, v *voi
 		return nil, fmt.Errorf("%w\nserve's log:\n%s", refErr, srv.log)
 	}
 	rep := &report{Binary: bin, Channel: o.channel, Items: o.items, Seed: o.seed, Started: began.UTC().Format(time.RFC3339)}
-	var all []item
-	var lat []item
-	for _, c := range conds {
-		if c.Kind == kindLatency {
-			lat = append(lat, items(c, o.items, o.seed)...)
-		} else {
-			all = append(all, items(c, o.items, o.seed)...)
-		}
-	}
-	results := make([]result, len(all)+len(lat))
+	// A soak (-duration) runs round after round, each from the next seed,
+	// and starts no trial once the time is up; the trials a round did not
+	// start are not scored.
+	deadline := began.Add(o.duration)
+	expired := func() bool { return o.duration > 0 && time.Now().After(deadline) }
+	var results []result
 	var done int
-	progress := func(n int) {
-		mu.Lock()
-		done++
-		if done%20 == 0 || done == n {
-			fmt.Fprintf(log, "turnscore: %s: %d/%d trials, %.0f s\n", filepath.Base(bin), done, n, time.Since(began).Seconds())
+	for round := 0; round == 0 || (o.duration > 0 && !expired()); round++ {
+		if ctx.Err() != nil {
+			break
 		}
-		mu.Unlock()
+		rep.Rounds++
+		seed := o.seed + uint64(round)
+		var all []item
+		var lat []item
+		for _, c := range conds {
+			if c.Kind == kindLatency {
+				lat = append(lat, items(c, o.items, seed)...)
+			} else {
+				all = append(all, items(c, o.items, seed)...)
+			}
+		}
+		rs := make([]result, len(all)+len(lat))
+		ran := make([]bool, len(rs))
+		total := len(all) + len(lat)
+		progress := func() {
+			mu.Lock()
+			done++
+			if done%20 == 0 {
+				fmt.Fprintf(log, "turnscore: %s: round %d, %d trials, %.0f s\n", filepath.Base(bin), round+1, done, time.Since(began).Seconds())
+			}
+			mu.Unlock()
+		}
+		parallel(len(all), o.parallel, func(i int) {
+			if expired() {
+				return
+			}
+			rs[i], ran[i] = r.run(ctx, all[i]), true
+			progress()
+		})
+		// End of speech to first audio: 10 sessions at once, nothing else
+		// (a soak keeps to -parallel).
+		k := 10
+		if o.duration > 0 {
+			k = min(k, o.parallel)
+		}
+		parallel(len(lat), k, func(i int) {
+			if expired() {
+				return
+			}
+			rs[len(all)+i], ran[len(all)+i] = r.run(ctx, lat[i]), true
+			progress()
+		})
+		for i := range total {
+			if ran[i] {
+				results = append(results, rs[i])
+			}
+		}
 	}
-	total := len(all) + len(lat)
-	parallel(len(all), o.parallel, func(i int) {
-		results[i] = r.run(ctx, all[i])
-		progress(total)
-	})
-	// End of speech to first audio: 10 sessions at once, nothing else.
-	parallel(len(lat), 10, func(i int) {
-		results[len(all)+i] = r.run(ctx, lat[i])
-		progress(total)
-	})
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -332,6 +375,26 @@ func score(ctx context.Context, o options, conds []condition, bin string, v *voi
 	rep.Results = results
 	rep.Seconds = time.Since(began).Seconds()
 	return rep, nil
+}
+
+// closed counts the trials the server closed; closedNoReason those of
+// them that carried no reason.
+func (r *report) closed() (n int) {
+	for _, res := range r.Results {
+		if res.Closed != "" {
+			n++
+		}
+	}
+	return n
+}
+
+func (r *report) closedNoReason() (n int) {
+	for _, res := range r.Results {
+		if res.ClosedNoReason {
+			n++
+		}
+	}
+	return n
 }
 
 // parallel calls f(0..n-1) on at most k goroutines.

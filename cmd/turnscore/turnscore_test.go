@@ -206,3 +206,11 @@ func TestSemanticRows(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, summarize(condition{Name: "latency x10", Kind: kindLatency}, rs(450), srv).Met)
 }
+
+// A negative -duration is refused before anything starts.
+func TestSoakDurationFlag(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code, err := run(context.Background(), []string{"-duration", "-1s", "-cache", t.TempDir()}, &stdout, &stderr)
+	require.Equal(t, 2, code)
+	require.ErrorContains(t, err, "-duration must not be negative")
+}

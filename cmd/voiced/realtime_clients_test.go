@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -56,7 +57,8 @@ func npmReady(t *testing.T) {
 }
 
 // fakeTranscriber speaks OpenAI's transcription protocol and hears the
-// same sentence in every segment of real audio.
+// same sentence in every segment of real audio; asked to stream
+// (stream=true), it answers server-sent events as gpt-4o-transcribe does.
 func fakeTranscriber(t *testing.T) string {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -74,6 +76,22 @@ func fakeTranscriber(t *testing.T) string {
 		if err != nil || format.SampleRate != 16000 || len(samples) < 16000 {
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = w.Write([]byte(`{"text":""}`))
+			return
+		}
+		if r.FormValue("stream") == "true" {
+			// gpt-4o-transcribe's streamed answer: a delta per word, then
+			// the transcript.
+			w.Header().Set("Content-Type", "text/event-stream")
+			for i, word := range strings.Fields(heard) {
+				if i > 0 {
+					word = " " + word
+				}
+				b, _ := json.Marshal(map[string]string{"type": "transcript.text.delta", "delta": word})
+				_, _ = fmt.Fprintf(w, "data: %s\n\n", b)
+				w.(http.Flusher).Flush()
+			}
+			b, _ := json.Marshal(map[string]string{"type": "transcript.text.done", "text": heard})
+			_, _ = fmt.Fprintf(w, "data: %s\n\n", b)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -171,7 +189,9 @@ func node(t *testing.T, out any, script string, args ...string) {
 
 func TestPublishedRealtimeClients(t *testing.T) {
 	npmReady(t)
-	addr, key := startServe(t, "--stt-base-url", fakeTranscriber(t))
+	// A model OpenAI streams: the caller's words come back as
+	// transcription deltas, which the clients must take.
+	addr, key := startServe(t, "--stt-base-url", fakeTranscriber(t), "--stt-model", "gpt-4o-transcribe")
 	files := speechFiles(t)
 
 	// The four clients run at once, each its own call.
@@ -240,6 +260,12 @@ func openaiClient(t *testing.T, addr, key, format, file string) {
 		SpeechStarted   int              `json:"speechStarted"`
 		SpeechStopped   int              `json:"speechStopped"`
 		Errors          []string         `json:"errors"`
+		Deltas          []struct {
+			ItemID string `json:"item_id"`
+			Delta  string `json:"delta"`
+		} `json:"userDeltas"`
+		TranscribedItem string `json:"transcribedItem"`
+		LateDeltas      int    `json:"lateDeltas"`
 	}
 	node(t, &out, "openai_client.mjs", "http://"+addr, key, format, file)
 	require.Empty(t, out.Errors)
@@ -253,6 +279,16 @@ func openaiClient(t *testing.T, addr, key, format, file string) {
 	require.Equal(t, 1, out.SpeechStarted)
 	require.Equal(t, 1, out.SpeechStopped)
 	require.Equal(t, []string{heard}, out.UserTranscripts)
+	// Its words streamed as deltas (a word each, as the STT sent them)
+	// for the caller's item, before the completed transcript they make.
+	var words string
+	for _, d := range out.Deltas {
+		require.Equal(t, out.TranscribedItem, d.ItemID)
+		words += d.Delta
+	}
+	require.Len(t, out.Deltas, len(strings.Fields(heard)))
+	require.Equal(t, heard, words)
+	require.Zero(t, out.LateDeltas)
 	require.Equal(t, "completed", out.Responses[1].Status)
 	require.Equal(t, heard, out.Responses[1].Transcript)
 	require.Greater(t, out.Responses[1].AudioBytes, out.Responses[0].AudioBytes)
@@ -280,4 +316,5 @@ func agentsClient(t *testing.T, addr, key, file string) {
 	require.Equal(t, []string{heard}, out.UserTranscripts)
 	require.Equal(t, []string{"Hello from the agents SDK.", heard}, out.AssistantTranscripts)
 	require.Positive(t, out.Types["input_audio_buffer.speech_started"])
+	require.Equal(t, len(strings.Fields(heard)), out.Types["conversation.item.input_audio_transcription.delta"], "events: %v", out.Types)
 }

@@ -87,6 +87,7 @@ func (s *Session) transcribed(n note) {
 	delete(s.spans, n.itemID)
 	i := s.find(n.itemID)
 	text := strings.TrimSpace(n.text)
+	defer delete(s.sent, n.itemID)
 	if n.err != nil {
 		s.emit(Transcription{ItemID: n.itemID, Failed: true, Err: "transcription failed"})
 		s.log.Warn("transcription failed", "item_id", n.itemID, "err", n.err)
@@ -94,6 +95,11 @@ func (s *Session) transcribed(n note) {
 		if i >= 0 {
 			s.items[i].Content[0].Transcript = text
 			s.items[i].Content[0].Transcribed = true
+		}
+		if rest, ok := strings.CutPrefix(text, s.sent[n.itemID]); ok && rest != "" {
+			// What the deltas have not said yet (all of it when nothing
+			// streamed, as OpenAI's whisper-1 sends it).
+			s.emit(TranscriptionDelta{ItemID: n.itemID, Delta: rest})
 		}
 		s.emit(Transcription{ItemID: n.itemID, Transcript: text})
 		if text != "" {
@@ -307,4 +313,52 @@ func (s *Session) TruncateItem(eventID, itemID string, contentIndex int, audioEn
 		}
 		s.emit(ItemTruncated{EventID: eventID, ItemID: itemID, ContentIndex: contentIndex, AudioEndMS: audioEndMS})
 	})
+}
+
+// partialState is the live turn whose hypotheses are being sent.
+type partialState struct {
+	turn uint32 // its number in the live feed
+	item string // the item SpeechStarted announced for it
+}
+
+// partialText sends what a streaming STT recognized as
+// conversation.item.input_audio_transcription.delta: appended text only.
+// A provider's streamed answer (n.itemID) is appended text already. A live
+// turn's hypothesis (n.live) may still change, above all its last word,
+// which the search has not left: only the words before it are sent, and
+// only while they extend what was sent; a hypothesis that revises a word
+// already sent sends nothing, and the transcript (Transcription) is the
+// authority. The rest of the transcript goes as a last delta when the
+// deltas are a prefix of it (transcribed).
+func (s *Session) partialText(n note) {
+	if s.sent == nil {
+		s.sent = map[string]string{}
+	}
+	if n.itemID != "" {
+		if n.text != "" {
+			s.sent[n.itemID] += n.text
+			s.emit(TranscriptionDelta{ItemID: n.itemID, Delta: n.text})
+		}
+		return
+	}
+	if n.live == 0 || n.live != s.partial.turn || s.partial.item == "" {
+		return // a turn whose SpeechStarted has not come, or an old one
+	}
+	id := s.partial.item
+	words := strings.Fields(n.text)
+	if len(words) < 2 {
+		return
+	}
+	stable := words[:len(words)-1]
+	sent := s.sent[id]
+	have := strings.Fields(sent)
+	if len(stable) <= len(have) || !slices.Equal(stable[:len(have)], have) {
+		return
+	}
+	d := strings.Join(stable[len(have):], " ")
+	if sent != "" {
+		d = " " + d
+	}
+	s.sent[id] = sent + d
+	s.emit(TranscriptionDelta{ItemID: id, Delta: d})
 }

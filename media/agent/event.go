@@ -100,6 +100,20 @@ type Transcription struct {
 	Err          string
 }
 
+// TranscriptionDelta reports words of a caller's audio item as they are
+// recognized (conversation.item.input_audio_transcription.delta): appended
+// text, sent before the item's Transcription. A streaming STT's partial
+// hypotheses arrive while the caller speaks (ItemID is then the one
+// SpeechStarted announced); a provider that streams its answer sends them
+// after the commit. Deltas concatenate to the final transcript, except
+// when the recognizer revised a word already sent: then no more deltas
+// come for the item, and its Transcription is the authority.
+type TranscriptionDelta struct {
+	ItemID       string
+	ContentIndex int
+	Delta        string
+}
+
 // ResponseCreated reports a response started (response.created).
 type ResponseCreated struct{ Response Response }
 
@@ -220,32 +234,33 @@ type DTMF struct {
 // Nothing follows it.
 type Ended struct{ Reason string }
 
-func (SpeechStarted) event()    {}
-func (PlayoutPaused) event()    {}
-func (PlayoutResumed) event()   {}
-func (SpeechStopped) event()    {}
-func (InputCommitted) event()   {}
-func (InputCleared) event()     {}
-func (InputTimeout) event()     {}
-func (ItemAdded) event()        {}
-func (ItemDeleted) event()      {}
-func (ItemTruncated) event()    {}
-func (ItemRetrieved) event()    {}
-func (Transcription) event()    {}
-func (ResponseCreated) event()  {}
-func (OutputItemAdded) event()  {}
-func (OutputItemDone) event()   {}
-func (ContentPartAdded) event() {}
-func (ContentPartDone) event()  {}
-func (TextDelta) event()        {}
-func (TextDone) event()         {}
-func (AudioDone) event()        {}
-func (ArgumentsDelta) event()   {}
-func (ArgumentsDone) event()    {}
-func (ResponseDone) event()     {}
-func (Error) event()            {}
-func (Turn) event()             {}
-func (ToolCalled) event()       {}
-func (ToolResult) event()       {}
-func (DTMF) event()             {}
-func (Ended) event()            {}
+func (SpeechStarted) event()      {}
+func (PlayoutPaused) event()      {}
+func (PlayoutResumed) event()     {}
+func (SpeechStopped) event()      {}
+func (InputCommitted) event()     {}
+func (InputCleared) event()       {}
+func (InputTimeout) event()       {}
+func (ItemAdded) event()          {}
+func (ItemDeleted) event()        {}
+func (ItemTruncated) event()      {}
+func (ItemRetrieved) event()      {}
+func (Transcription) event()      {}
+func (TranscriptionDelta) event() {}
+func (ResponseCreated) event()    {}
+func (OutputItemAdded) event()    {}
+func (OutputItemDone) event()     {}
+func (ContentPartAdded) event()   {}
+func (ContentPartDone) event()    {}
+func (TextDelta) event()          {}
+func (TextDone) event()           {}
+func (AudioDone) event()          {}
+func (ArgumentsDelta) event()     {}
+func (ArgumentsDone) event()      {}
+func (ResponseDone) event()       {}
+func (Error) event()              {}
+func (Turn) event()               {}
+func (ToolCalled) event()         {}
+func (ToolResult) event()         {}
+func (DTMF) event()               {}
+func (Ended) event()              {}

@@ -328,7 +328,11 @@ func (s *Session) WriteFrameFrom(pcm, decoded []int16) error {
 				paused = p
 			}
 		}
-		s.post(note{kind: nSpeechStarted, a: turn.FrameMS(in.off + ev.Start), flag: ev.Interrupt, playout: paused})
+		var live uint32
+		if in.live != nil {
+			live = in.live.turn
+		}
+		s.post(note{kind: nSpeechStarted, a: turn.FrameMS(in.off + ev.Start), flag: ev.Interrupt, playout: paused, live: live})
 	case turn.SpeechStopped:
 		from, to := in.off+ev.Start, in.off+ev.End
 		s.post(note{kind: nSpeechStopped, a: turn.FrameMS(to)})

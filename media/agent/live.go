@@ -176,9 +176,11 @@ type liveWorker struct {
 // liveTurn is one turn's stream.
 type liveTurn struct {
 	turn uint32
-	fed  int        // samples fed, at the input rate
-	s    stt.Stream // nil: the stream failed or finished
-	rs   *resample.Resampler
+	fed  int // samples fed, at the input rate
+	// partial is the last partial hypothesis sent to the loop.
+	partial string
+	s       stt.Stream // nil: the stream failed or finished
+	rs      *resample.Resampler
 	// The transcript, once the stream finished at the turn's end mark:
 	// ok is false when there is none (the stream failed; the turn is
 	// transcribed whole).
@@ -317,7 +319,14 @@ func (w *liveWorker) feed(pcm []int16) {
 		return
 	}
 	t.fed += len(pcm)
-	h := turn.Complete(t.s.Partial())
+	p := t.s.Partial()
+	if p != t.partial {
+		// The loop turns the hypotheses into appended text
+		// (conversation.go, partialText).
+		t.partial = p
+		w.s.post(note{kind: nPartial, live: t.turn, text: p})
+	}
+	h := turn.Complete(p)
 	w.f.hint.Store(packHint(t.turn, int64(t.fed/media.SamplesPerFrame(w.rate)), h))
 }
 

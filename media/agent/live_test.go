@@ -247,3 +247,82 @@ func TestSemanticWaitsForUnfinishedWords(t *testing.T) {
 	require.InDelta(t, server, none, 1, "500 ms")
 	require.InDelta(t, server-2, complete, 1, "450 ms against 500")
 }
+
+// TestLiveTranscriptionDeltas: a live turn's partial hypotheses become
+// TranscriptionDeltas for the item SpeechStarted announced, while the
+// caller speaks: appended text, the last word held back (the search has
+// not left it), and the rest of the transcript at its end, so the deltas
+// make the transcript. A hypothesis that revises a word already sent sends
+// nothing more, and the Transcription is the authority.
+func TestLiveTranscriptionDeltas(t *testing.T) {
+	checkGoroutines(t)
+	caller := loadWAV(t, "caller16k.wav")
+	st := &fakeStreamer{final: "i would like to book a table"}
+	m := newSim(t, Config{OutputRate: media.Rate16k, TurnDetection: &TurnDetection{}}, Deps{LLM: &fakeLLM{}, STT: st, TTS: &fakeTTS{}})
+	m.ticks(25)
+	q := len(caller) / 4
+	m.speak(caller[:q])
+	started := waitFor[SpeechStarted](t, m.k, nil)
+	var deltas []string
+	hear := func(partial string, part []int16, want ...string) {
+		t.Helper()
+		st.setPartial(partial)
+		m.speak(part)
+		settle(t, m, st)
+		deadline := time.Now().Add(2 * time.Second)
+		for {
+			deltas = deltas[:0]
+			for _, e := range m.k.all() {
+				if d, ok := e.(TranscriptionDelta); ok {
+					require.Equal(t, started.ItemID, d.ItemID)
+					deltas = append(deltas, d.Delta)
+				}
+			}
+			if len(deltas) >= len(want) || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		require.Equal(t, want, deltas)
+	}
+	hear("i", caller[q:q+1600])
+	hear("i would", caller[q+1600:2*q], "i")
+	hear("i would like to", caller[2*q:3*q], "i", " would like")
+	hear("i would like to bok", caller[3*q:], "i", " would like", " to")
+	m.ticks(40)
+	tr := waitFor[Transcription](t, m.k, nil)
+	require.Equal(t, "i would like to book a table", tr.Transcript)
+	var all string
+	seen := false
+	for _, e := range m.k.all() {
+		switch e := e.(type) {
+		case TranscriptionDelta:
+			require.False(t, seen, "a delta after the transcript")
+			all += e.Delta
+		case Transcription:
+			seen = true
+		}
+	}
+	require.Equal(t, tr.Transcript, all)
+
+	// A revision: "eye would like" was sent, the transcript says "i".
+	st.mu.Lock()
+	st.final = "i would like"
+	st.mu.Unlock()
+	st.setPartial("")
+	m.speak(caller[:q])
+	second := waitFor[SpeechStarted](t, m.k, func(e SpeechStarted) bool { return e.ItemID != started.ItemID })
+	st.setPartial("eye would like to")
+	m.speak(caller[q:])
+	m.ticks(40)
+	tr = waitFor[Transcription](t, m.k, func(e Transcription) bool { return e.ItemID == second.ItemID })
+	require.Equal(t, "i would like", tr.Transcript)
+	var sent []string
+	for _, e := range m.k.all() {
+		if d, ok := e.(TranscriptionDelta); ok && d.ItemID == second.ItemID {
+			sent = append(sent, d.Delta)
+		}
+	}
+	require.Equal(t, []string{"eye would like"}, sent)
+	m.ticks(30)
+}

@@ -33,6 +33,7 @@ const (
 	nPaused                        // playout: paused at the caller's onset; a: played ms
 	nResumed                       // playout: resumed, no barge-in; a: played ms
 	nDTMF                          // a: the key recognised in-band
+	nPartial                       // live: the turn, text: its partial hypothesis; or itemID, text: a provider's delta
 )
 
 // note is a message to the loop from the session's other goroutines.
@@ -49,7 +50,7 @@ type note struct {
 	err     error
 	call    *llm.ToolCall
 	usage   *llm.Usage
-	live    uint32 // nCommitted: the turn's number in the live feed, 0 if not live
+	live    uint32 // nCommitted, nSpeechStarted, nPartial: the turn's number in the live feed, 0 if not live
 }
 
 // sttJob is one caller turn to transcribe.
@@ -108,7 +109,9 @@ func (s *Session) transcriber() {
 			var pcm []int16
 			pcm, err = to16k(j.pcm, j.rate)
 			if err == nil {
-				res, err = s.deps.STT.Transcribe(s.ctx, stt.Request{PCM: pcm, Language: s.cfg.Language})
+				id := j.itemID
+				res, err = s.deps.STT.Transcribe(s.ctx, stt.Request{PCM: pcm, Language: s.cfg.Language,
+					Partial: func(d string) { s.post(note{kind: nPartial, itemID: id, text: d}) }})
 			}
 		}
 		// Providers keep no PCM after Transcribe (stt.Request), and
@@ -129,7 +132,13 @@ func (s *Session) transcriber() {
 func (s *Session) handle(n note) {
 	switch n.kind {
 	case nSpeechStarted:
+		if old := s.partial.item; old != "" {
+			if _, committed := s.spans[old]; !committed {
+				delete(s.sent, old) // a turn dropped before its commit
+			}
+		}
 		s.userItem = s.ids.next("item_")
+		s.partial = partialState{turn: n.live, item: s.userItem}
 		s.emit(SpeechStarted{ItemID: s.userItem, AudioStartMS: n.a, Interrupt: n.flag})
 		if n.playout != nil && s.run != nil && s.run.playout == n.playout {
 			s.interrupt = &interruption{run: s.run, itemID: s.userItem}
@@ -154,6 +163,8 @@ func (s *Session) handle(n note) {
 		s.emit(DTMF{Digit: rune(n.a), Seq: s.dtmfSeq, At: s.now()})
 	case nTranscribed:
 		s.transcribed(n)
+	case nPartial:
+		s.partialText(n)
 	case nSegment:
 		s.segment(n)
 	case nSpeakerDone:

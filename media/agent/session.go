@@ -60,12 +60,17 @@ type Session struct {
 	interrupt *interruption
 	dtmfSeq   int    // in-band key presses reported (DTMF.Seq)
 	userItem  string // announced with speech_started, used by the commit
-	pending   *responseOpts
-	td        *TurnDetection
-	checkins  int
-	ended     bool
-	rec       *recorder
-	ownRecs   *Recorders // the recording's writer when Deps had none; closed by Close
+	// partial is the live turn whose partial hypotheses become
+	// transcription deltas, and sent the text sent as deltas per item,
+	// until its transcript (partialText).
+	partial  partialState
+	sent     map[string]string
+	pending  *responseOpts
+	td       *TurnDetection
+	checkins int
+	ended    bool
+	rec      *recorder
+	ownRecs  *Recorders // the recording's writer when Deps had none; closed by Close
 }
 
 // itemAudio is what a finished assistant audio item's truncation needs.

@@ -190,6 +190,7 @@ func (c *conn) sessionUpdate(msg []byte, eventID string) {
 	}
 	c.set = n
 	c.binaryOutput.Store(n.binaryOutput)
+	c.enc.transcription.Store(n.transcribes())
 	ev := map[string]any{"session": c.set.sessionObject(c.id, c.beta, c.callID())}
 	if eventID != "" {
 		ev["client_event_id"] = eventID

@@ -313,6 +313,7 @@ func (c *conn) start(adm Admission, eventID string) error {
 	c.adm = &adm
 	c.log = c.log.With("call_id", adm.CallID)
 	c.enc.beta, c.enc.out, c.enc.voice = c.beta, c.set.out, c.set.voice
+	c.enc.transcription.Store(c.set.transcribes())
 	c.binaryOutput.Store(c.set.binaryOutput)
 	// session.updated goes out before the engine exists: a saved agent
 	// that speaks first starts its response inside agent.New.

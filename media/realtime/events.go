@@ -24,6 +24,10 @@ type encoder struct {
 	// playout sends the agent's pauses and resumes, which OpenAI's API
 	// does not have (voiced_events=playout).
 	playout bool
+	// transcription: the session's input_audio_transcription is set, so
+	// the caller's words stream as transcription deltas, as OpenAI sends
+	// them only then.
+	transcription atomic.Bool
 }
 
 // id returns a fresh event id.
@@ -209,6 +213,11 @@ func (e *encoder) encode(ev agent.Event) [][]byte {
 		return one("conversation.item.truncated", map[string]any{"item_id": v.ItemID, "content_index": v.ContentIndex, "audio_end_ms": v.AudioEndMS})
 	case agent.ItemRetrieved:
 		return one("conversation.item.retrieved", map[string]any{"item": e.item(v.Item)})
+	case agent.TranscriptionDelta:
+		if e.transcription.Load() {
+			return one("conversation.item.input_audio_transcription.delta", map[string]any{"item_id": v.ItemID, "content_index": v.ContentIndex,
+				"delta": v.Delta})
+		}
 	case agent.Transcription:
 		if v.Failed {
 			return one("conversation.item.input_audio_transcription.failed", map[string]any{"item_id": v.ItemID, "content_index": v.ContentIndex,

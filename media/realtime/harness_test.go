@@ -275,6 +275,12 @@ type env struct {
 
 func newEnv(t *testing.T, cfg Config) *env {
 	t.Helper()
+	return newEnvSTT(t, cfg, nil)
+}
+
+// newEnvSTT is newEnv with a real speech-to-text (nil: the fake).
+func newEnvSTT(t *testing.T, cfg Config, sttDep agent.STT) *env {
+	t.Helper()
 	checkGoroutines(t)
 	pacer, err := pace.New(pace.Config{}, nil)
 	require.NoError(t, err)
@@ -284,6 +290,9 @@ func newEnv(t *testing.T, cfg Config) *env {
 		cfg.MaxMessageBytes = max(cfg.MaxMessageBytes, 1<<20)
 	}
 	deps := Deps{Auth: e.auth, Calls: e.calls, Slots: e.slots, Pacer: pacer, LLM: llm.NewEcho(llm.EchoConfig{}), STT: e.stt, TTS: e.tts}
+	if sttDep != nil {
+		deps.STT = sttDep
+	}
 	e.srv, err = New(cfg, nil, deps)
 	require.NoError(t, err)
 	mux := http.NewServeMux()

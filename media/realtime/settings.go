@@ -268,6 +268,12 @@ func invalid(param, msg string) *fieldError {
 	return &fieldError{code: "invalid_value", param: param, msg: msg}
 }
 
+// transcribes says whether input_audio_transcription is set (not absent
+// or null).
+func (s settings) transcribes() bool {
+	return len(bytes.TrimSpace(s.transcription)) > 0 && !isNull(s.transcription)
+}
+
 func isNull(raw json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }
 
 // apply returns s with the update applied. When live, a change to what is

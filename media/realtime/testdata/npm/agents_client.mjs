@@ -12,7 +12,7 @@ const transport = new OpenAIRealtimeWebSocket({ url });
 const session = new RealtimeSession(agent, {
   transport,
   model: 'gpt-realtime',
-  config: { audio: { input: { format: { type: 'audio/pcm', rate: 24000 } }, output: { format: { type: 'audio/pcm', rate: 24000 } } } },
+  config: { audio: { input: { format: { type: 'audio/pcm', rate: 24000 }, transcription: { model: 'gpt-4o-transcribe' } }, output: { format: { type: 'audio/pcm', rate: 24000 } } } },
 });
 
 const out = { connected: false, audioBytes: 0, responses: [], userTranscripts: [], assistantTranscripts: [], errors: [], types: {} };

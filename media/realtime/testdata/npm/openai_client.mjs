@@ -19,7 +19,7 @@ const rt = new OpenAIRealtimeWS({
   options: { createConnection: () => net.connect({ host: u.hostname, port: Number(u.port) }) },
 }, client);
 
-const out = { sessionUpdated: false, responses: [], userTranscripts: [], speechStarted: 0, speechStopped: 0, errors: [] };
+const out = { sessionUpdated: false, responses: [], userTranscripts: [], userDeltas: [], transcribedItem: '', lateDeltas: 0, speechStarted: 0, speechStopped: 0, errors: [] };
 let current = null;
 const done = (code) => { console.log(JSON.stringify(out)); rt.close(); setTimeout(() => process.exit(code), 100); };
 const timer = setTimeout(() => { out.errors.push('timeout'); done(1); }, 60000);
@@ -36,7 +36,11 @@ rt.on('response.output_audio.delta', (e) => { current.audioBytes += Buffer.from(
 rt.on('response.output_audio_transcript.delta', (e) => { current.transcript += e.delta; });
 rt.on('input_audio_buffer.speech_started', () => { out.speechStarted++; });
 rt.on('input_audio_buffer.speech_stopped', () => { out.speechStopped++; });
-rt.on('conversation.item.input_audio_transcription.completed', (e) => { out.userTranscripts.push(e.transcript); });
+rt.on('conversation.item.input_audio_transcription.delta', (e) => {
+  if (out.userTranscripts.length > 0) out.lateDeltas++;
+  out.userDeltas.push({ item_id: e.item_id, delta: e.delta });
+});
+rt.on('conversation.item.input_audio_transcription.completed', (e) => { out.userTranscripts.push(e.transcript); out.transcribedItem = e.item_id; });
 rt.on('response.done', async (e) => {
   current.status = e.response.status;
   out.responses.push(current);
@@ -56,6 +60,6 @@ rt.on('response.done', async (e) => {
 rt.socket.on('open', () => {
   rt.send({ type: 'session.update', session: {
     type: 'realtime', model: 'gpt-realtime', instructions: 'You are a test agent.', output_modalities: ['audio'],
-    audio: { input: { format, turn_detection: { type: 'server_vad', silence_duration_ms: 500 } }, output: { format, voice: 'espeak:en-us' } },
+    audio: { input: { format, transcription: { model: 'gpt-4o-transcribe' }, turn_detection: { type: 'server_vad', silence_duration_ms: 500 } }, output: { format, voice: 'espeak:en-us' } },
   } });
 });
