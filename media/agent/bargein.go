@@ -55,7 +55,7 @@ const (
 	// speech frame count for a pause; decideMargin over the noise, within
 	// loudHang frames, makes one count for the barge-in decision.
 	pauseMargin  = 6
-	decideMargin = 6
+	decideMargin = 8
 	loudHang     = 2
 	// gateNoiseCap (dB) bounds the noise the echo gate subtracts over the
 	// level heard without echo.
