@@ -47,6 +47,11 @@ type PhoneConfig struct {
 	MaxCalls int
 	// NoPrefetch turns the pacer's prefetching off.
 	NoPrefetch bool
+	// PacerRealtime, when not 0, runs the node pacer's workers in
+	// SCHED_FIFO at this priority, woken by the kernel rather than the
+	// Go scheduler (pace.Config.Realtime), and gives the process a P per
+	// worker beyond its cores so that a woken worker finds one free.
+	PacerRealtime int
 }
 
 // BrowserConfig is the WebRTC front door's.

@@ -114,7 +114,18 @@ func (t *Phone) Start() (bool, error) {
 	// Calls receive and process on the pacer (media/rtp), and each worker
 	// sends its calls' packets of a tick together through an io_uring
 	// (rtp.NewPacerWorker).
-	pacer, err := pace.New(pace.Config{Workers: runtime.GOMAXPROCS(0), NewWorker: rtp.NewPacerWorker, PreciseWake: true, AlignSends: true, NoPrefetch: c.NoPrefetch}, t.log)
+	workers := runtime.GOMAXPROCS(0)
+	if c.PacerRealtime != 0 {
+		// One worker per core, and a P per worker beyond them: a worker
+		// the kernel wakes takes a free P on its way out of the system
+		// call instead of queueing behind the node's other goroutines.
+		workers = min(workers, runtime.NumCPU())
+		if runtime.GOMAXPROCS(0) < 2*workers {
+			runtime.GOMAXPROCS(2 * workers)
+		}
+	}
+	pacer, err := pace.New(pace.Config{Workers: workers, NewWorker: rtp.NewPacerWorker, PreciseWake: true, AlignSends: true, NoPrefetch: c.NoPrefetch,
+		Realtime: c.PacerRealtime}, t.log)
 	if err != nil {
 		return false, err
 	}

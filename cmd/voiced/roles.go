@@ -29,7 +29,7 @@ import (
 // control's grading judge does.
 var (
 	clusterFlags = []string{"cluster-secret", "internal-addr", "internal-tls-cert", "internal-tls-key", "control-url", "control-ca", "node-id"}
-	mediaFlags   = []string{"sip-addr", "sip-tls-cert", "sip-tls-key", "sip-advertise", "sip-register", "sip-trusted", "rtp-ports", "rtp-prefetch",
+	mediaFlags   = []string{"sip-addr", "sip-tls-cert", "sip-tls-key", "sip-advertise", "sip-register", "sip-trusted", "rtp-ports", "rtp-prefetch", "rtp-pacer-realtime",
 		"tts-base-url", "tts-api-key", "tts-model", "stt-base-url", "stt-api-key", "stt-model",
 		"realtime-delta-ms", "realtime-org-sessions", "call-loopback", "realtime-loopback", "webrtc-udp-addr", "webrtc-public-ip", "webrtc-turn",
 		"webrtc-turn-user", "webrtc-turn-password", "webrtc-turn-secret", "webrtc-turn-ttl", "webrtc-max-sessions", "control-url", "control-ca", "node-id",

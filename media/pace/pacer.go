@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"runtime/trace"
 	"sync"
 	"sync/atomic"
@@ -123,6 +124,21 @@ type Config struct {
 	// NoPrefetch turns off the Prefetcher calls (for comparing; they are
 	// on by default).
 	NoPrefetch bool
+	// Realtime, when not 0, runs each worker (the clock's too) on an OS
+	// thread of its own in the kernel's SCHED_FIFO class at this priority
+	// (1..99; Linux, as root or with CAP_SYS_NICE), and takes the Go
+	// scheduler out of a tick's wake-ups: the clock sleeps in a blocking
+	// clock_nanosleep instead of on the runtime's timers, it wakes the
+	// other workers and they report back through eventfds, so the kernel
+	// wakes each worker's thread itself, at once, and the thread takes a
+	// P on its way back from the system call. Without it every wake-up is
+	// a goroutine made runnable, which waits for a P while other
+	// goroutines hold them all (up to the runtime's 10 ms preemption).
+	// The thread finds a P free only if the node leaves one: give the
+	// process a P per worker beyond its cores (GOMAXPROCS). Where the
+	// class cannot be set the pacer logs it once and ticks the same way
+	// at the process's priority. PreciseWake is then moot.
+	Realtime int
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -144,6 +160,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Workers < 0 || c.Workers > 256 {
 		return c, fmt.Errorf("%d workers (1..256): %w", c.Workers, ErrBadConfig)
 	}
+	if c.Realtime < 0 || c.Realtime > 99 {
+		return c, fmt.Errorf("realtime priority %d (1..99, 0 off): %w", c.Realtime, ErrBadConfig)
+	}
 	if c.MinGap > c.Period {
 		return c, fmt.Errorf("min gap %v longer than period %v: %w", c.MinGap, c.Period, ErrBadConfig)
 	}
@@ -152,7 +171,7 @@ func (c Config) withDefaults() (Config, error) {
 
 // Stats is a snapshot of a Pacer's counters and timing distributions.
 // Lateness is how long after its scheduled time a tick started (with
-// AlignSends: its first worker's sends); Cost is how long one tick's loop
+// AlignSends: its last worker's sends); Cost is how long one tick's loop
 // over all streams took, from its start (with AlignSends, ahead of its
 // time) to its end. Quantiles are upper bucket
 // edges, within 6.25% above the true value.
@@ -194,6 +213,9 @@ type Pacer struct {
 	stop     chan struct{}
 	done     chan struct{}
 	tickDone chan struct{} // workers report the end of their share of a tick
+	// doneKick, with the workers' kicks (Config.Realtime), wakes the clock's
+	// thread when a worker has reported on tickDone.
+	doneKick *kick
 	workers  sync.WaitGroup
 	once     sync.Once
 
@@ -232,13 +254,19 @@ type shard struct {
 // runner is one worker: the goroutine that ticks its shard, and what it
 // keeps from tick to tick.
 type runner struct {
-	shard  *shard
-	wake   chan tickTimes
-	worker Worker        // nil without Config.NewWorker
-	timer  *time.Timer   // its waits: the clock's (runners[0]), before AfterTicks
-	nudge  *nudger       // behind timer's waits (PreciseWake); else nil
-	ticked time.Duration // how long the last tick's Ticks took (AlignSends)
-	sentAt time.Time     // when the last tick's AfterTicks began (AlignSends)
+	shard *shard
+	wake  chan tickTimes
+	// kick replaces wake with Config.Realtime: the tick is in next, or
+	// closing is set.
+	kick    *kick
+	slot    tickTimes // next's target: a tick costs no allocation
+	next    atomic.Pointer[tickTimes]
+	closing atomic.Bool
+	worker  Worker        // nil without Config.NewWorker
+	timer   *time.Timer   // its waits: the clock's (runners[0]), before AfterTicks
+	nudge   *nudger       // behind timer's waits (PreciseWake); else nil
+	ticked  time.Duration // how long the last tick's Ticks took (AlignSends)
+	sentAt  time.Time     // when the last tick's AfterTicks began (AlignSends)
 }
 
 // tickTimes are one tick's start and the time its sends are due.
@@ -279,6 +307,9 @@ func New(cfg Config, log *slog.Logger) (*Pacer, error) {
 		p.runners = append(p.runners, r)
 		p.align = p.align || cfg.AlignSends && r.worker != nil
 	}
+	if cfg.Workers > 1 && cfg.Realtime != 0 {
+		p.makeKicks()
+	}
 	for _, r := range p.runners[1:] {
 		r.wake = make(chan tickTimes, 1)
 		p.workers.Add(1)
@@ -286,6 +317,29 @@ func New(cfg Config, log *slog.Logger) (*Pacer, error) {
 	}
 	go p.run()
 	return p, nil
+}
+
+// makeKicks gives the clock and every other worker a kick (Config.Realtime),
+// or none at all where eventfd fails: then the workers use channels.
+func (p *Pacer) makeKicks() {
+	p.doneKick = newKick()
+	ok := p.doneKick != nil
+	for _, r := range p.runners[1:] {
+		if ok {
+			r.kick = newKick()
+			ok = r.kick != nil
+		}
+	}
+	if ok {
+		return
+	}
+	for _, k := range append([]*runner{{kick: p.doneKick}}, p.runners[1:]...) {
+		if k.kick != nil {
+			k.kick.close()
+			k.kick = nil
+		}
+	}
+	p.doneKick = nil
 }
 
 // Register adds s to the tick loop, on the least loaded worker; its first
@@ -436,14 +490,24 @@ func (p *Pacer) fine() time.Duration {
 }
 
 func (p *Pacer) run() {
+	p.lockThread(0)
 	defer func() {
 		for _, r := range p.runners[1:] {
-			close(r.wake)
+			if r.kick != nil {
+				r.closing.Store(true)
+				r.kick.signal()
+			} else {
+				close(r.wake)
+			}
 		}
 		// Every tick waits for all its workers, so none is ticking; each
 		// worker goroutine closes its own Worker on its way out.
 		closeWorker(p.runners[0].worker)
 		p.runners[0].nudge.close()
+		if p.doneKick != nil {
+			p.workers.Wait()
+			p.doneKick.close()
+		}
 		close(p.done)
 	}()
 	period, minGap := p.cfg.Period, p.cfg.MinGap
@@ -472,15 +536,28 @@ func (p *Pacer) run() {
 		}
 		last = now
 		p.tick(tickTimes{now: now, send: due})
-		if p.align && clock.worker != nil {
+		if p.align {
 			// The tick started early on purpose: what is late or not
-			// is its sends.
-			lag = clock.sentAt.Sub(due)
+			// is its sends, the latest worker's (one that waited for
+			// a P sends late however early the clock woke).
+			lag = p.sendLag(due)
 		}
 		p.late.record(lag)
 		p.ticks.Add(1)
 		p.cost.record(time.Since(now))
 	}
+}
+
+// sendLag is how long after due the last of the tick's workers with a
+// Worker began its AfterTicks; they all reported the end of the tick.
+func (p *Pacer) sendLag(due time.Time) time.Duration {
+	lag := time.Duration(-1 << 63)
+	for _, r := range p.runners {
+		if r.worker != nil {
+			lag = max(lag, r.sentAt.Sub(due))
+		}
+	}
+	return lag
 }
 
 // lead is how long before its time AlignSends starts a tick: the longest
@@ -503,10 +580,19 @@ func (p *Pacer) lead() time.Duration {
 // of them.
 func (p *Pacer) tick(t tickTimes) {
 	for _, r := range p.runners[1:] {
-		r.wake <- t
+		if r.kick != nil {
+			r.slot = t
+			r.next.Store(&r.slot)
+			r.kick.signal()
+		} else {
+			r.wake <- t
+		}
 	}
 	p.tickShard(p.runners[0], t)
 	for range len(p.runners) - 1 {
+		if p.doneKick != nil {
+			p.doneKick.wait()
+		}
 		<-p.tickDone
 	}
 	if p.align {
@@ -524,12 +610,35 @@ func (p *Pacer) tick(t tickTimes) {
 // always completes).
 func (p *Pacer) work(r *runner) {
 	defer p.workers.Done()
-	for t := range r.wake {
-		p.tickShard(r, t)
-		p.tickDone <- struct{}{}
+	p.lockThread(1)
+	if r.kick != nil {
+		for r.kick.wait(); !r.closing.Load(); r.kick.wait() {
+			p.tickShard(r, *r.next.Load())
+			p.tickDone <- struct{}{}
+			p.doneKick.signal()
+		}
+		r.kick.close()
+	} else {
+		for t := range r.wake {
+			p.tickShard(r, t)
+			p.tickDone <- struct{}{}
+		}
 	}
 	closeWorker(r.worker)
 	r.nudge.close()
+}
+
+// lockThread gives the calling worker goroutine (the clock's: worker 0)
+// an OS thread of its own in SCHED_FIFO (Config.Realtime), for good: the
+// thread ends with the goroutine, so its class goes nowhere else.
+func (p *Pacer) lockThread(worker int) {
+	if p.cfg.Realtime == 0 {
+		return
+	}
+	runtime.LockOSThread()
+	if err := setThreadFIFO(p.cfg.Realtime); err != nil && worker == 0 {
+		p.log.Warn("pace: ticking at the process's priority", "err", err)
+	}
 }
 
 // closeWorker closes w if it is an io.Closer, on the goroutine that
@@ -618,6 +727,20 @@ func phase(name string) *trace.Region {
 // once if stop is closed first (a nil stop never is: a tick's wait
 // completes).
 func (p *Pacer) sleepUntil(t time.Time, timer *time.Timer, nudge *nudger, stop <-chan struct{}) bool {
+	if p.cfg.Realtime != 0 {
+		for {
+			select {
+			case <-stop:
+				return false
+			default:
+			}
+			d := time.Until(t)
+			if d <= 0 {
+				return true
+			}
+			kernelSleep(min(d, p.cfg.Period))
+		}
+	}
 	precise := p.cfg.PreciseWake
 	fine := p.fine()
 	d := time.Until(t)

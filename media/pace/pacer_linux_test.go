@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"runtime"
 	"runtime/trace"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -106,3 +107,40 @@ func ticksLateWhileGCMarks(t *testing.T) (p50, p99, mark time.Duration) {
 	// of the P in runs that grow with the phase's length and polls nothing.
 	return st.LateP50, st.LateP99, mark
 }
+
+// TestRealtimeWorkers: with Config.Realtime the workers tick on threads
+// of their own, woken through the kernel: every stream's Tick and
+// PostTick run every tick on both workers, the sends wait for the tick's
+// time, and Close ends the threads (no goroutine left).
+func TestRealtimeWorkers(t *testing.T) {
+	before := runtime.NumGoroutine()
+	p, err := New(Config{Workers: 2, Realtime: 5, AlignSends: true, NewWorker: func(int) Worker { return nopWorker{} }}, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	require.NotNil(t, p.doneKick, "eventfd wake-ups")
+	var streams []*counted
+	for i := range 4 {
+		s := &counted{id: i}
+		streams = append(streams, s)
+		_, err := p.Register(s)
+		require.NoError(t, err)
+	}
+	require.Eventually(t, func() bool { return p.Stats().Ticks >= 20 }, 5*time.Second, time.Millisecond)
+	require.NoError(t, p.Close())
+	st := p.Stats()
+	for _, s := range streams {
+		require.InDelta(t, float64(st.Ticks), float64(s.ticks.Load()), 1, "stream %d ticked every tick", s.id)
+		require.Equal(t, s.ticks.Load(), s.posts.Load(), "stream %d", s.id)
+	}
+	require.Less(t, st.LateP50, 5*time.Millisecond)
+	require.Equal(t, uint64(0), st.Panics)
+	requireNoLeak(t, before)
+}
+
+// counted counts its Ticks and PostTicks.
+type counted struct {
+	id           int
+	ticks, posts atomic.Uint64
+}
+
+func (c *counted) Tick(time.Time)     { c.ticks.Add(1) }
+func (c *counted) PostTick(time.Time) { c.posts.Add(1) }
