@@ -139,19 +139,26 @@ func (c *OpenAI) Transcribe(ctx context.Context, r Request) (Result, error) {
 	var body []byte
 	_, err = c.transcriptions.New(ctx, params, option.WithResponseInto(&res), option.WithResponseBodyInto(&body))
 	if err != nil {
-		endpoint := c.cfg.BaseURL + "/audio/transcriptions"
-		if cause := context.Cause(ctx); cause != nil {
-			if errors.Is(cause, ErrTimeout) {
-				return Result{}, fmt.Errorf("stt: POST %s: %w after %v", endpoint, ErrTimeout, c.cfg.Timeout)
-			}
-			return Result{}, fmt.Errorf("stt: POST %s: %w", endpoint, cause)
-		}
-		if ae := oai.HTTPError("stt", res, err); ae != nil {
-			return Result{}, ae
-		}
-		return Result{}, fmt.Errorf("stt: POST %s: %w", endpoint, err)
+		return Result{}, c.postError(ctx, res, err, "")
 	}
 	return parseTranscription(body)
+}
+
+// postError explains a failed POST to /audio/transcriptions: the
+// timeout or cancellation that cut it, the provider's HTTP error, or the
+// transport's error (how, e.g. " (stream)", says which request).
+func (c *OpenAI) postError(ctx context.Context, res *http.Response, err error, how string) error {
+	endpoint := c.cfg.BaseURL + "/audio/transcriptions"
+	if cause := context.Cause(ctx); cause != nil {
+		if errors.Is(cause, ErrTimeout) {
+			return fmt.Errorf("stt: POST %s: %w after %v", endpoint, ErrTimeout, c.cfg.Timeout)
+		}
+		return fmt.Errorf("stt: POST %s: %w", endpoint, cause)
+	}
+	if ae := oai.HTTPError("stt", res, err); ae != nil {
+		return ae
+	}
+	return fmt.Errorf("stt: POST %s%s: %w", endpoint, how, err)
 }
 
 // streams says whether OpenAI streams model's transcripts
@@ -164,7 +171,6 @@ func streams(model string) bool {
 // transcript.text.delta to partial; transcript.text.done carries the
 // transcript (and, with logprobs, the confidence).
 func (c *OpenAI) stream(ctx context.Context, params openai.AudioTranscriptionNewParams, partial func(string)) (Result, error) {
-	endpoint := c.cfg.BaseURL + "/audio/transcriptions"
 	var res *http.Response
 	st := c.transcriptions.NewStreaming(ctx, params, option.WithResponseInto(&res))
 	defer st.Close()
@@ -190,16 +196,7 @@ func (c *OpenAI) stream(ctx context.Context, params openai.AudioTranscriptionNew
 		}
 	}
 	if err := st.Err(); err != nil {
-		if cause := context.Cause(ctx); cause != nil {
-			if errors.Is(cause, ErrTimeout) {
-				return Result{}, fmt.Errorf("stt: POST %s: %w after %v", endpoint, ErrTimeout, c.cfg.Timeout)
-			}
-			return Result{}, fmt.Errorf("stt: POST %s: %w", endpoint, cause)
-		}
-		if ae := oai.HTTPError("stt", res, err); ae != nil {
-			return Result{}, ae
-		}
-		return Result{}, fmt.Errorf("stt: POST %s (stream): %w", endpoint, err)
+		return Result{}, c.postError(ctx, res, err, " (stream)")
 	}
 	if out == nil {
 		return Result{}, fmt.Errorf("%w: the stream ended without transcript.text.done", ErrMalformed)
