@@ -217,7 +217,7 @@ func TestLocalCluster(t *testing.T) {
 	requireTool(t, "npm", "npm")
 	npmReady(t)
 	files := speechFiles(t)
-	c := newLocalCluster(t, "--call-loopback", "--stt-base-url", fakeTranscriber(t))
+	c := newLocalCluster(t, "--call-loopback", "--stt-base-url", fakeTranscriber(t), "--stt-model", "gpt-4o-transcribe")
 	c.env = append(c.env, "VOICED_CLUSTER_DRAIN_TIMEOUT=20s")
 	s := c.up(t)
 	require.True(t, s.OK)

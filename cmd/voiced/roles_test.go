@@ -155,7 +155,7 @@ func TestControlAndMediaRoles(t *testing.T) {
 	turn := mediatest.Coturn(t, 49610, 49800, "--use-auth-secret", "--static-auth-secret=roles-turn")
 	nodeID := fmt.Sprintf("media-test-%d", time.Now().UnixNano())
 	media := startRole(t, "media", "--data-dir", mediaDir, "--http-addr", "127.0.0.1:0", "--sip-addr", "127.0.0.1:"+strconv.Itoa(sipPort),
-		"--rtp-ports", "43000-43499", "--webrtc-udp-addr", "127.0.0.1:0", "--call-loopback", "--stt-base-url", fakeTranscriber(t),
+		"--rtp-ports", "43000-43499", "--webrtc-udp-addr", "127.0.0.1:0", "--call-loopback", "--stt-base-url", fakeTranscriber(t), "--stt-model", "gpt-4o-transcribe",
 		"--control-url", internal, "--cluster-secret", secret, "--redis-url", redisURL, "--node-id", nodeID,
 		"--webrtc-turn", turn, "--webrtc-turn-secret", "roles-turn", "--webrtc-turn-ttl", "10m")
 	mediaBase := "http://" + media.waitLog(t, `media node serving" http_addr=(127\.0\.0\.1:\d+)`)
