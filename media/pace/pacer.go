@@ -333,13 +333,12 @@ func (p *Pacer) makeKicks() {
 	if ok {
 		return
 	}
-	for _, k := range append([]*runner{{kick: p.doneKick}}, p.runners[1:]...) {
-		if k.kick != nil {
-			k.kick.close()
-			k.kick = nil
-		}
-	}
+	p.doneKick.close()
 	p.doneKick = nil
+	for _, r := range p.runners[1:] {
+		r.kick.close()
+		r.kick = nil
+	}
 }
 
 // Register adds s to the tick loop, on the least loaded worker; its first

@@ -68,4 +68,9 @@ func (k *kick) wait() {
 	}
 }
 
-func (k *kick) close() { _ = unix.Close(k.fd) }
+// close releases the eventfd; a nil kick (never made) has none.
+func (k *kick) close() {
+	if k != nil {
+		_ = unix.Close(k.fd)
+	}
+}
