@@ -319,7 +319,6 @@ func score(ctx context.Context, o options, conds []condition, bin string, v *voi
 		}
 		rs := make([]result, len(all)+len(lat))
 		ran := make([]bool, len(rs))
-		total := len(all) + len(lat)
 		progress := func() {
 			mu.Lock()
 			done++
@@ -348,7 +347,7 @@ func score(ctx context.Context, o options, conds []condition, bin string, v *voi
 			rs[len(all)+i], ran[len(all)+i] = r.run(ctx, lat[i]), true
 			progress()
 		})
-		for i := range total {
+		for i := range rs {
 			if ran[i] {
 				results = append(results, rs[i])
 			}
