@@ -190,7 +190,7 @@ func (c *OpenAI) stream(ctx context.Context, params openai.AudioTranscriptionNew
 				for _, l := range lp {
 					sum += l.Logprob
 				}
-				r.Confidence = float32(math.Exp(min(0, sum/float64(len(lp)))))
+				r.Confidence = probability(sum / float64(len(lp)))
 			}
 			out = &r
 		}
@@ -202,6 +202,11 @@ func (c *OpenAI) stream(ctx context.Context, params openai.AudioTranscriptionNew
 		return Result{}, fmt.Errorf("%w: the stream ended without transcript.text.done", ErrMalformed)
 	}
 	return *out, nil
+}
+
+// probability is the confidence of a mean log-probability (never above 1).
+func probability(meanLogprob float64) float32 {
+	return float32(math.Exp(min(0, meanLogprob)))
 }
 
 // isoLanguage returns the primary language subtag of a BCP-47 tag,
@@ -248,13 +253,13 @@ func parseTranscription(b []byte) (Result, error) {
 			sum += s.AvgLogprob * w
 			weight += w
 		}
-		res.Confidence = float32(math.Exp(min(0, sum/weight)))
+		res.Confidence = probability(sum / weight)
 	case len(tr.Logprobs) > 0:
 		var sum float64
 		for _, l := range tr.Logprobs {
 			sum += l.Logprob
 		}
-		res.Confidence = float32(math.Exp(min(0, sum/float64(len(tr.Logprobs)))))
+		res.Confidence = probability(sum / float64(len(tr.Logprobs)))
 	}
 	return res, nil
 }
