@@ -119,6 +119,8 @@ func (t *Phone) Start() (bool, error) {
 		// One worker per core, and a P per worker beyond them: a worker
 		// the kernel wakes takes a free P on its way out of the system
 		// call instead of queueing behind the node's other goroutines.
+		// PocketSphinx's decoding threads stay at one per core, so they
+		// cannot hold these Ps (ai/stt/pocketsphinx, decodeThreadCount).
 		workers = min(workers, runtime.NumCPU())
 		if runtime.GOMAXPROCS(0) < 2*workers {
 			runtime.GOMAXPROCS(2 * workers)

@@ -36,16 +36,26 @@ type decodeJob struct {
 var jobPool = sync.Pool{New: func() any { return &decodeJob{done: make(chan struct{}, 1)} }}
 
 // decodeThreads returns the queue of the decoding threads, starting them
-// at the first call: one per P (runtime.GOMAXPROCS at that time), so the
-// decoding can still use every core the node leaves idle.
+// at the first call: decodeThreadCount of them.
 var decodeThreads = sync.OnceValue(func() chan *decodeJob {
-	n := runtime.GOMAXPROCS(0)
+	n := decodeThreadCount()
 	q := make(chan *decodeJob, n)
 	for range n {
 		go decodeThread(q)
 	}
 	return q
 })
+
+// decodeThreadCount is one decoding thread per P (runtime.GOMAXPROCS at
+// the first call), so the decoding can still use every core the node
+// leaves idle, but never more than the cores: a thread in C keeps its P
+// until sysmon takes it back, and the realtime pacer's Ps beyond the cores
+// (call.Phone doubles GOMAXPROCS) must stay free for its workers. With a
+// thread per P there, 50 simulated calls paced up to 2.1x worse and 10
+// offline realtime sessions answered slower, 7 turns of 60 without a
+// transcript (docs/decisions.md, "Pacer wake-ups without the Go
+// scheduler").
+func decodeThreadCount() int { return min(runtime.GOMAXPROCS(0), runtime.NumCPU()) }
 
 // decodeThread runs jobs for good on a thread of its own (locked, so no
 // other goroutine runs at its priority, and the thread dies with it).

@@ -15,6 +15,17 @@ import (
 	"github.com/voiced/voiced/media/pace"
 )
 
+// TestDecodeThreadsAtMostTheCores: one decoding thread per P, but no
+// more than the cores when the node has Ps beyond them (the realtime
+// pacer doubles GOMAXPROCS for its workers).
+func TestDecodeThreadsAtMostTheCores(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	runtime.GOMAXPROCS(2 * runtime.NumCPU())
+	require.Equal(t, runtime.NumCPU(), pocketsphinx.DecodeThreadCount())
+	runtime.GOMAXPROCS(1)
+	require.Equal(t, 1, pocketsphinx.DecodeThreadCount())
+}
+
 // TestDecodeThreadsNiced: the decoder's C code runs on threads at a
 // lower priority than the node's, and a stream decoded there gives the
 // same words as on the caller's thread.

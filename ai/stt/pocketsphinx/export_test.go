@@ -9,3 +9,6 @@ func DecodeThreadNice() (n int, err error) {
 	onDecodeThread(func() { n, err = threadNice() })
 	return n, err
 }
+
+// DecodeThreadCount is how many decoding threads the first decode starts.
+var DecodeThreadCount = decodeThreadCount
