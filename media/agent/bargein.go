@@ -72,19 +72,6 @@ const (
 	// rule cut, so a 300-600 ms pause to think no longer ends the turn at
 	// server_vad's 500 ms (17 of 40 hesitations were cut off, 0 after).
 	endHang = 7
-
-	// In noise without a pitch (its median periodicity tracked in
-	// periodicityStep steps over periodicityLearnt frames and under
-	// aperiodicMax: pink noise's is 0.16, babble's 0.35, a voice's
-	// frames 0.47 at 10 dB SNR), a frame with periodicity voicedMin
-	// (pink noise at 10 dB: under 0.23 in 99% of its frames) and
-	// voicedMargin dB over the noise counts as the caller's voice for
-	// the pause and the decision.
-	periodicityStep   = 0.005
-	periodicityLearnt = 25
-	aperiodicMax      = 0.25
-	voicedMin         = 0.35
-	voicedMargin      = 3
 )
 
 // bargeIn is the input side's pause state. Input goroutine.
@@ -106,11 +93,6 @@ type bargeIn struct {
 	cleanStarted bool
 	lastLoud     int64 // last frame decideMargin over the noise
 	lastVoice    int64 // last frame of a turn that counted as the caller's voice
-	// pnoise is the median periodicity of the input over the agent
-	// (pframes frames tracked): low in aperiodic noise (pink, street
-	// hiss), where a periodic frame is a voice.
-	pnoise  float64
-	pframes int64
 	// off leaves the agent playing until the detector's decision, as
 	// before the pause existed (the scorecards' "before").
 	off bool
@@ -172,15 +154,11 @@ func (in *input) barge(prob float32, overNoise, overAll float64) (float32, bool)
 	}
 	speech := prob >= in.det.Config().Threshold
 	n := in.n
-	voiced := false
-	if in.s.speaking.Load() || b.held != nil {
-		voiced = in.voiced(overNoise)
-	}
-	if overNoise >= decideMargin || voiced {
+	if overNoise >= decideMargin {
 		b.lastLoud = n
 	}
 	b.hist <<= 1
-	if speech && (overAll >= pauseMargin || voiced && overAll >= voicedMargin) {
+	if speech && overAll >= pauseMargin {
 		b.hist |= 1
 	}
 	talking := in.hold()
@@ -204,26 +182,6 @@ func (in *input) barge(prob float32, overNoise, overAll float64) (float32, bool)
 		b.lastVoice = n
 	}
 	return prob, talking
-}
-
-// voiced tracks the input's periodicity over the agent and reports
-// whether this frame is a voice standing voicedMargin out of a noise that
-// has no pitch: its periodicity at least voicedMin while the noise's
-// median is under aperiodicMax. Babble (voices) has a pitch too, so under
-// it the level margins alone decide, as before.
-func (in *input) voiced(overNoise float64) bool {
-	b := &in.bi
-	p := periodicity(in.buf, in.frame, in.s.cfg.InputRate)
-	if b.pframes == 0 {
-		b.pnoise = p
-	} else if p > b.pnoise {
-		b.pnoise += periodicityStep
-	} else {
-		b.pnoise -= periodicityStep
-	}
-	b.pframes++
-	return b.pframes > periodicityLearnt && b.pnoise < aperiodicMax &&
-		p >= voicedMin && overNoise >= voicedMargin
 }
 
 // hold pauses, keeps or resumes the playout on the pause rule's
@@ -288,64 +246,4 @@ func (s *Session) paused(n note, resumed bool) {
 		return
 	}
 	s.emit(PlayoutPaused{ResponseID: r.resp.ID, ItemID: r.msg.ID, AudioMS: n.a})
-}
-
-// Periodicity: a voice's harmonics repeat at its pitch period, which
-// steady pink noise never does and babble (several voices summed) does
-// only weakly. voiced looks at the frame's first difference (which
-// whitens pink noise's low-frequency tilt, so its short-lag correlation
-// does not pass for a period) against itself one period back, for
-// periods of 2.5-16 ms (60-400 Hz), and returns the best normalized
-// correlation.
-const (
-	pitchMinMS = 2.5
-	pitchMaxMS = 16
-)
-
-// periodicity returns the best normalized correlation of the last frame
-// of buf (frame samples at rate) with itself one pitch period back; buf
-// must hold the period's history before the frame (else 0).
-func periodicity(buf []int16, frame, rate int) float64 {
-	lo, hi := int(pitchMinMS*float64(rate)/1000), int(pitchMaxMS*float64(rate)/1000)
-	if len(buf) < frame+hi+1 || lo < 1 {
-		return 0
-	}
-	seg := buf[len(buf)-frame-hi-1:]
-	d := make([]float64, len(seg)-1)
-	for i := range d {
-		d[i] = float64(seg[i+1]) - float64(seg[i])
-	}
-	cur := d[len(d)-frame:]
-	var e0 float64
-	for _, x := range cur {
-		e0 += x * x
-	}
-	if e0 == 0 {
-		return 0
-	}
-	best := 0.0
-	off := len(d) - frame
-	// The energy of the lagged window, slid one sample per lag.
-	var el float64
-	for _, x := range d[off-lo : off-lo+frame] {
-		el += x * x
-	}
-	for lag := lo; lag <= hi; lag++ {
-		if lag > lo {
-			s := off - lag
-			el += d[s]*d[s] - d[s+frame]*d[s+frame]
-		}
-		if el <= 0 {
-			continue
-		}
-		prev := d[off-lag : off-lag+frame]
-		var c float64
-		for i, x := range cur {
-			c += x * prev[i]
-		}
-		if r := c / math.Sqrt(e0*el); r > best {
-			best = r
-		}
-	}
-	return best
 }
