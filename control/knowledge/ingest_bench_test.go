@@ -9,9 +9,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/voiced/voiced/storage"
 	"github.com/voiced/voiced/storage/migrations"
@@ -105,10 +108,11 @@ func benchIngest(b *testing.B, d migrations.Dialect, mime, ext string, doc []byt
 		b.Fatal(err)
 	}
 	b.SetBytes(int64(len(doc)))
-	var took, cpu time.Duration
-	cpuOK := true
-	for b.Loop() {
-		b.StopTimer()
+	// Sustained throughput: b.N documents queued at once, timed from the
+	// first claim until the last is ready and, on SQLite, its write-ahead
+	// log is copied into the file (the checkpointer does that beside the
+	// next job; the last one's is paid here).
+	for range b.N {
 		key := fmt.Sprintf("knowledge/%d/%s%s", org.ID, storage.NewUUID(), ext)
 		os.MkdirAll(filepath.Join(dir, filepath.Dir(key)), 0o700)
 		if err := os.WriteFile(filepath.Join(dir, key), doc, 0o600); err != nil {
@@ -117,21 +121,38 @@ func benchIngest(b *testing.B, d migrations.Dialect, mime, ext string, doc []byt
 		if _, err := store.Knowledge.CreateDocuments(ctx, org.ID, 0, []storage.KnowledgeDocument{{Name: "m", SourceType: "file", MimeType: mime, OriginalKey: key}}); err != nil {
 			b.Fatal(err)
 		}
-		c0 := benchCPU(ctx, db)
-		b.StartTimer()
-		t0 := time.Now()
-		did, err := svc.worker.RunOnce(ctx)
-		if err != nil || !did {
-			b.Fatalf("ingest: %v %v", did, err)
-		}
-		took += time.Since(t0)
-		b.StopTimer()
-		c, ok := benchCPU(ctx, db).since(c0)
-		cpu += c
-		cpuOK = cpuOK && ok
-		b.StartTimer()
 	}
+	c0 := benchCPU(ctx, db)
+	b.ResetTimer()
+	t0 := time.Now()
+	// As Worker.Run works: ingestAtOnce runners claiming jobs.
+	var g errgroup.Group
+	var done atomic.Int64
+	for range ingestAtOnce {
+		g.Go(func() error {
+			for {
+				did, err := svc.worker.RunOnce(ctx)
+				if err != nil || !did {
+					return err
+				}
+				done.Add(1)
+			}
+		})
+	}
+	if err := g.Wait(); err != nil {
+		b.Fatalf("ingest: %v", err)
+	}
+	if n := done.Load(); n != int64(b.N) {
+		b.Fatalf("ingested %d of %d", n, b.N)
+	}
+	if d == migrations.SQLite {
+		if _, err := db.ExecContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`); err != nil {
+			b.Fatal(err)
+		}
+	}
+	took := time.Since(t0)
 	b.StopTimer()
+	cpu, cpuOK := benchCPU(ctx, db).since(c0)
 	ds, _ := store.Knowledge.Documents(ctx, org.ID, storage.DocumentFilter{Status: storage.DocReady})
 	if len(ds) == 0 {
 		b.Fatal("nothing ingested")

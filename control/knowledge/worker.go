@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/voiced/voiced/ai/embed"
 	"github.com/voiced/voiced/control/jobs"
 	"github.com/voiced/voiced/storage"
@@ -55,10 +57,21 @@ func (w *Worker) Wake() {
 	}
 }
 
-// Run ingests documents until ctx ends. A job in flight when ctx ends
-// goes back to the queue at once.
+// ingestAtOnce is how many documents a worker ingests at once: one is
+// extracted and split into terms while another's chunks and index are
+// written (the database takes one writer at a time).
+const ingestAtOnce = 2
+
+// Run ingests documents, ingestAtOnce at a time, until ctx ends. A job in
+// flight when ctx ends goes back to the queue at once.
 func (w *Worker) Run(ctx context.Context) error {
-	return jobs.Run(ctx, w.cfg.Poll, w.wake, w.RunOnce, func(err error) { w.log.Warn("knowledge ingestion", "err", err.Error()) })
+	var g errgroup.Group
+	for range ingestAtOnce {
+		g.Go(func() error {
+			return jobs.Run(ctx, w.cfg.Poll, w.wake, w.RunOnce, func(err error) { w.log.Warn("knowledge ingestion", "err", err.Error()) })
+		})
+	}
+	return g.Wait()
 }
 
 // RunOnce claims and ingests one due document; did is false when none
@@ -68,6 +81,9 @@ func (w *Worker) RunOnce(ctx context.Context) (did bool, err error) {
 	if err != nil || !ok {
 		return false, err
 	}
+	// More may be queued (an upload of several files wakes one runner):
+	// an idle runner looks too.
+	w.Wake()
 	log := w.log.With("document_id", job.DocumentID, "org_id", job.OrgID)
 	// Keep the lease while the job runs; losing it (the document changed
 	// or was deleted) abandons the job.
