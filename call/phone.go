@@ -116,6 +116,14 @@ func (t *Phone) Start() (bool, error) {
 	// (rtp.NewPacerWorker).
 	workers := runtime.GOMAXPROCS(0)
 	if c.PacerRealtime != 0 {
+		if err := pace.RealtimeAllowed(c.PacerRealtime); err != nil {
+			// Without the right (root or CAP_SYS_NICE) the pacer ticks
+			// through Go's scheduler, as with --rtp-pacer-realtime 0.
+			t.log.Info("node pacer: real-time threads not permitted, ticking through Go's scheduler", "err", err.Error())
+			c.PacerRealtime = 0
+		}
+	}
+	if c.PacerRealtime != 0 {
 		// One worker per core, and a P per worker beyond them: a worker
 		// the kernel wakes takes a free P on its way out of the system
 		// call instead of queueing behind the node's other goroutines.

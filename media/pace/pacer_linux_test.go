@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 // nopWorker is a Worker that does nothing: with it AlignSends waits for
@@ -144,3 +145,18 @@ type counted struct {
 
 func (c *counted) Tick(time.Time)     { c.ticks.Add(1) }
 func (c *counted) PostTick(time.Time) { c.posts.Add(1) }
+
+// TestRealtimeAllowedLeavesNoThreadBehind: the probe answers for the
+// process (as root here: allowed; an invalid priority: refused) and
+// leaves the calling goroutine's thread in its own class.
+func TestRealtimeAllowedLeavesNoThreadBehind(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if unix.Geteuid() == 0 {
+		require.NoError(t, RealtimeAllowed(10))
+	}
+	require.Error(t, RealtimeAllowed(100), "priority out of SCHED_FIFO's range")
+	a, err := unix.SchedGetAttr(0, 0)
+	require.NoError(t, err)
+	require.Equal(t, uint32(unix.SCHED_NORMAL), a.Policy, "the caller's thread stays in its class")
+}

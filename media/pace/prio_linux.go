@@ -2,6 +2,7 @@ package pace
 
 import (
 	"fmt"
+	"runtime"
 	"syscall"
 	"time"
 	"unsafe"
@@ -17,6 +18,19 @@ func setThreadFIFO(prio int) error {
 		return fmt.Errorf("sched_setattr(SCHED_FIFO %d): %w", prio, err)
 	}
 	return nil
+}
+
+// RealtimeAllowed reports (nil) whether this process may run a thread in
+// SCHED_FIFO at prio, as Config.Realtime asks: it tries on a thread of
+// its own, which then exits with its class (a locked goroutine's thread
+// ends with it).
+func RealtimeAllowed(prio int) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread goes with the goroutine
+		errc <- setThreadFIFO(prio)
+	}()
+	return <-errc
 }
 
 // kernelSleep sleeps d in clock_nanosleep(2) as a blocking system call:

@@ -11,6 +11,9 @@ import (
 // elsewhere Config.Realtime ticks on the runtime's timers and channels.
 func setThreadFIFO(int) error { return errors.New("SCHED_FIFO threads are Linux only") }
 
+// RealtimeAllowed: never elsewhere than Linux.
+func RealtimeAllowed(prio int) error { return setThreadFIFO(prio) }
+
 func kernelSleep(d time.Duration) { time.Sleep(d) }
 
 // kick is Linux's eventfd wake-up; elsewhere workers wait on channels.
