@@ -148,6 +148,15 @@ type recordedStreamer struct {
 	st stt.Streamer
 }
 
+// Prepare passes a session's start on to an stt.Preparer (the offline
+// pool); other streamers have nothing to prepare.
+func (s recordedStreamer) Prepare() (done func()) {
+	if p, ok := s.st.(stt.Preparer); ok {
+		return p.Prepare()
+	}
+	return func() {}
+}
+
 func (s recordedStreamer) Stream(ctx context.Context, r stt.Request) (stt.Stream, error) {
 	st, err := s.st.Stream(ctx, r)
 	if err != nil {

@@ -159,6 +159,10 @@ func newLazySphinx() *lazySphinx {
 	return &lazySphinx{pool: pocketsphinx.NewPool(sphinxConfig, sphinxPerCore*runtime.GOMAXPROCS(0))}
 }
 
+// Prepare has the pool make a session's decoder before its caller
+// speaks (stt.Preparer).
+func (l *lazySphinx) Prepare() (done func()) { return l.pool.Prepare() }
+
 // Stream transcribes a turn as it is spoken (stt.Streamer).
 func (l *lazySphinx) Stream(ctx context.Context, r stt.Request) (stt.Stream, error) {
 	st, err := l.pool.Stream(ctx, r)

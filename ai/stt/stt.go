@@ -55,6 +55,16 @@ type Streamer interface {
 	Stream(ctx context.Context, r Request) (Stream, error)
 }
 
+// Preparer is a Streamer whose decoding resources take long to make
+// (*pocketsphinx.Pool: a third of a second per recognizer, one at a
+// time): Prepare tells it a session that will stream has begun, so it
+// can make them in the background before the session's first segment,
+// and returns the function that says the session ended. It returns at
+// once.
+type Preparer interface {
+	Prepare() (done func())
+}
+
 // Stream is one segment being transcribed as its audio arrives. Its
 // methods are for one goroutine at a time.
 type Stream interface {

@@ -31,10 +31,12 @@ const initialFrames = 400
 // goroutine: echo cancellation, noise reduction, speech detection,
 // turn-taking and the input audio buffer.
 type input struct {
-	s   *Session
-	dsp *dsp.Processor
-	det *turn.Detector // nil: manual turns
-	td  *TurnDetection
+	s *Session
+	// unprepare tells a stt.Preparer the session ended; nil without one.
+	unprepare func()
+	dsp       *dsp.Processor
+	det       *turn.Detector // nil: manual turns
+	td        *TurnDetection
 	// off is the stream frame index of the detector's frame 0.
 	off int64
 
@@ -118,6 +120,11 @@ func (in *input) init(s *Session) error {
 	}
 	if _, ok := s.deps.STT.(stt.Streamer); ok && !s.cfg.Loopback {
 		in.live = newLiveFeed(s.cfg.InputRate)
+		if p, ok := s.deps.STT.(stt.Preparer); ok {
+			// The decoder for this session's turns is made now, not
+			// when its caller first speaks.
+			in.unprepare = p.Prepare()
+		}
 	}
 	if err := in.setTurn(s.cfg.TurnDetection); err != nil {
 		in.close()
@@ -127,6 +134,9 @@ func (in *input) init(s *Session) error {
 }
 
 func (in *input) close() {
+	if in.unprepare != nil {
+		in.unprepare()
+	}
 	if in.dsp != nil {
 		in.dsp.Close()
 	}

@@ -12,3 +12,10 @@ func DecodeThreadNice() (n int, err error) {
 
 // DecodeThreadCount is how many decoding threads the first decode starts.
 var DecodeThreadCount = decodeThreadCount
+
+// Loaded is how many Recognizers the pool has made.
+func (p *Pool) Loaded() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.all)
+}

@@ -26,6 +26,10 @@ type Pool struct {
 	all   []*Recognizer
 	err   error // the first load's failure: later calls fail alike
 	done  bool
+	// sessions is how many prepared sessions are live (Prepare);
+	// loading whether the background loader is making recognizers.
+	sessions int
+	loading  bool
 }
 
 // NewPool returns a Pool of at most size Recognizers (at least 1). None is
@@ -82,6 +86,12 @@ func (p *Pool) get() (*Recognizer, error) {
 		return rec, nil
 	}
 	p.mu.Unlock()
+	return p.make()
+}
+
+// make loads a new Recognizer and counts it in the pool (not idle). The
+// caller holds a slot.
+func (p *Pool) make() (*Recognizer, error) {
 	rec, err := New(p.cfg)
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -120,6 +130,67 @@ func (p *Pool) Close() error {
 		rec.Close()
 	}
 	return nil
+}
+
+// Prepare implements stt.Preparer: while fewer Recognizers exist than
+// live prepared sessions (and than Size), the pool makes them in the
+// background, one at a time, so a session's first segment finds one
+// ready instead of waiting for the loads of every session that began
+// with it (10 at once on a cold node: the last one's recognizer came
+// 3.6 s after the first segment began). Recognizers stay when sessions
+// end, as after any use.
+func (p *Pool) Prepare() (done func()) {
+	p.mu.Lock()
+	p.sessions++
+	start := !p.loading
+	p.loading = true
+	p.mu.Unlock()
+	if start {
+		go p.load()
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			p.mu.Lock()
+			p.sessions--
+			p.mu.Unlock()
+		})
+	}
+}
+
+// load makes idle Recognizers while fewer exist than live prepared
+// sessions, then stops (Prepare starts it again).
+func (p *Pool) load() {
+	for {
+		p.mu.Lock()
+		if p.done || p.err != nil || len(p.all) >= min(p.sessions, p.size) {
+			p.loading = false
+			p.mu.Unlock()
+			return
+		}
+		p.mu.Unlock()
+		// A slot: the Recognizer counts against Size like one in use;
+		// none free means Size exist or are being made.
+		select {
+		case <-p.slots:
+		default:
+			p.mu.Lock()
+			p.loading = false
+			p.mu.Unlock()
+			return
+		}
+		rec, err := p.make()
+		if err == nil {
+			p.put(rec)
+		}
+		p.slots <- struct{}{}
+		if err != nil {
+			p.mu.Lock()
+			p.loading = false
+			p.mu.Unlock()
+			return
+		}
+	}
 }
 
 // Stream begins a segment on one of the pool's Recognizers (making one

@@ -138,3 +138,34 @@ func BenchmarkSTTConcurrent(b *testing.B) {
 }
 
 func maxProcs() int { return runtime.GOMAXPROCS(0) }
+
+// TestPoolPrepare: each prepared session gets a Recognizer made in the
+// background, up to Size, before it streams; its streams then start on
+// it at once; sessions that ended ask for no more.
+func TestPoolPrepare(t *testing.T) {
+	p := pocketsphinx.NewPool(pocketsphinx.Config{Words: digitWords}, 2)
+	defer p.Close()
+	var dones []func()
+	for range 3 {
+		dones = append(dones, p.Prepare())
+	}
+	require.Eventually(t, func() bool { return p.Loaded() == 2 }, 20*time.Second, 10*time.Millisecond, "a recognizer per session, up to Size")
+	time.Sleep(300 * time.Millisecond)
+	require.Equal(t, 2, p.Loaded(), "never more than Size")
+	for range 2 {
+		t0 := time.Now()
+		s, err := p.Stream(context.Background(), stt.Request{PCM: make([]int16, 1600)})
+		require.NoError(t, err)
+		require.Less(t, time.Since(t0), 100*time.Millisecond, "the stream found its recognizer made")
+		defer s.Close()
+	}
+	for _, done := range dones {
+		done()
+		done() // idempotent
+	}
+	q := pocketsphinx.NewPool(pocketsphinx.Config{Words: digitWords}, 2)
+	defer q.Close()
+	q.Prepare()()
+	time.Sleep(500 * time.Millisecond)
+	require.LessOrEqual(t, q.Loaded(), 1, "a session that ended at once asks for nothing more")
+}
