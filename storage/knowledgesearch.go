@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"unicode"
@@ -113,8 +114,7 @@ func (s *KnowledgeStore) search(ctx context.Context, orgID int64, q KnowledgeQue
 		return nil, err
 	}
 	var top []scoredChunk
-	var ps []posting
-	acc := map[int64]float64{}
+	var acc blockScores
 	for i, batch := 0, 8; i < len(blocks); batch = min(2*batch, 256) {
 		j := i
 		var ids []int64
@@ -131,20 +131,75 @@ func (s *KnowledgeStore) search(ctx context.Context, orgID int64, q KnowledgeQue
 			return nil, err
 		}
 		for _, b := range blocks[i:j] {
-			clear(acc)
-			for _, c := range b.cells {
-				ps = decodePostings(ps[:0], postings[c.id])
-				for _, p := range ps {
-					acc[p.chunk] += c.idf * float64(p.weight) / weightScale
-				}
-			}
-			for id, sc := range acc {
-				top = addTop(top, q.Limit, scoredChunk{id: id, score: sc})
-			}
+			top = acc.score(b, postings, top, q.Limit)
 		}
 		i = j
 	}
 	return s.searchHits(ctx, orgID, top)
+}
+
+// blockScores sums the BM25 scores of one block's chunks. A block's
+// chunks were stored together, so their ids mostly fall in a narrow
+// range: scores are summed in a slice indexed by id from the block's
+// lowest, which is several times faster than a map over the hundreds of
+// thousands of postings a query of common words reads (a map keeps the
+// rare block whose ids are spread out by other documents' inserts).
+type blockScores struct {
+	ps     []posting
+	starts []int // a cell's first posting in ps
+	dense  []float64
+	sparse map[int64]float64
+}
+
+// score adds the chunks of block b (postings by cell id) to top.
+func (a *blockScores) score(b searchBlock, postings map[int64][]byte, top []scoredChunk, limit int) []scoredChunk {
+	a.ps, a.starts = a.ps[:0], a.starts[:0]
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	for _, c := range b.cells {
+		a.starts = append(a.starts, len(a.ps))
+		a.ps = decodePostings(a.ps, postings[c.id])
+		if n := len(a.ps); n > a.starts[len(a.starts)-1] {
+			// A cell's postings are in id order.
+			lo, hi = min(lo, a.ps[a.starts[len(a.starts)-1]].chunk), max(hi, a.ps[n-1].chunk)
+		}
+	}
+	if len(a.ps) == 0 {
+		return top
+	}
+	a.starts = append(a.starts, len(a.ps))
+	// Cells in term order, so a chunk's score is summed in one order on
+	// both databases (bit-equal scores for equal inputs).
+	if span := hi - lo + 1; span <= int64(4*len(a.ps)+4096) {
+		if int64(cap(a.dense)) < span {
+			a.dense = make([]float64, span)
+		}
+		d := a.dense[:span]
+		clear(d)
+		for k, c := range b.cells {
+			for _, p := range a.ps[a.starts[k]:a.starts[k+1]] {
+				d[p.chunk-lo] += c.idf * float64(p.weight) / weightScale
+			}
+		}
+		for i, sc := range d {
+			if sc > 0 && !beaten(top, limit, sc) {
+				top = addTop(top, limit, scoredChunk{id: lo + int64(i), score: sc})
+			}
+		}
+		return top
+	}
+	if a.sparse == nil {
+		a.sparse = map[int64]float64{}
+	}
+	clear(a.sparse)
+	for k, c := range b.cells {
+		for _, p := range a.ps[a.starts[k]:a.starts[k+1]] {
+			a.sparse[p.chunk] += c.idf * float64(p.weight) / weightScale
+		}
+	}
+	for id, sc := range a.sparse {
+		top = addTop(top, limit, scoredChunk{id: id, score: sc})
+	}
+	return top
 }
 
 // searchTerms is the index terms of a query's words, without repeats.
