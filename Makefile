@@ -51,7 +51,7 @@ bench: deps-bench
 	$(GO) test -run '^$$' -bench 'MCPToolCall' -benchtime 3s ./cmd/voiced/
 	VOICED_COST_CALLS=300 VOICED_COST_HOLD=5s VOICED_COST_OUTBOUND=100 VOICED_COST_REALTIME=50 $(GO) test -count=1 -run '^$$' -bench 'ClusterCost' -benchtime 1x ./cmd/voiced/
 	$(GO) test -run '^$$' -bench 'KnowledgeTool' -benchtime 2000x ./cmd/voiced/
-	$(GO) test -run '^$$' -bench 'KnowledgeSearch' -benchtime 400x ./storage/
+	$(GO) test -run '^$$' -bench 'KnowledgeSearch' -benchtime 2000x ./storage/
 	$(GO) test -run '^$$' -bench 'Ingest' -benchtime 5x ./control/knowledge/
 	bench/http.sh
 	bench/voicebench-smoke.sh
