@@ -8,7 +8,6 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"os/exec"
 	"os/signal"
 	"sync"
 	"syscall"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/voiced/voiced/ai/llm"
 	"github.com/voiced/voiced/control/grading"
+	"github.com/voiced/voiced/control/jobs/jobstest"
 	"github.com/voiced/voiced/storage"
 	"github.com/voiced/voiced/storage/migrations"
 	"github.com/voiced/voiced/storage/sqltest"
@@ -102,21 +102,13 @@ func testReplicaKilled(t *testing.T, d migrations.Dialect) {
 	o := a.CallOrg("+13105550420")
 	cid := failedToolCall(t, a, o)
 
-	cmd := exec.Command(os.Args[0], "-test.run=^TestGradingReplicaProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), replicaDBEnv+"="+dbURL, replicaJudgeEnv+"="+front.URL+"/v1")
-	var out syncOut
-	cmd.Stdout, cmd.Stderr = &out, &out
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	replica := jobstest.Start(t, "TestGradingReplicaProcess", replicaDBEnv+"="+dbURL, replicaJudgeEnv+"="+front.URL+"/v1")
 	select {
 	case <-first:
 	case <-time.After(30 * time.Second):
-		t.Fatalf("the replica never asked the judge; its output:\n%s", out.String())
+		t.Fatalf("the replica never asked the judge; its output:\n%s", replica.Output())
 	}
-	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-	err = cmd.Wait()
-	require.Error(t, err)
-	require.Equal(t, syscall.SIGKILL, err.(*exec.ExitError).Sys().(syscall.WaitStatus).Signal())
+	replica.Kill(t)
 	killed := time.Now()
 	st, attempts, _, err := a.Store.Grading.GradeJobStatus(ctx, cid)
 	require.NoError(t, err)
@@ -148,23 +140,4 @@ func testReplicaKilled(t *testing.T, d migrations.Dialect) {
 	mu.Lock()
 	require.Equal(t, 2, requests, "the judge was asked once by each replica")
 	mu.Unlock()
-}
-
-// syncOut collects a child process's output.
-type syncOut struct {
-	mu sync.Mutex
-	b  []byte
-}
-
-func (s *syncOut) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.b = append(s.b, p...)
-	return len(p), nil
-}
-
-func (s *syncOut) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return string(s.b)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/voiced/voiced/control/jobs/jobstest"
 	"github.com/voiced/voiced/storage"
 	"github.com/voiced/voiced/storage/migrations"
 	"github.com/voiced/voiced/storage/sqltest"
@@ -100,19 +100,11 @@ func testIngestionKilled(t *testing.T, d migrations.Dialect) {
 		return out
 	}
 
-	cmd := exec.Command(os.Args[0], "-test.run=^TestIngestionReplicaProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), replicaDBEnv+"="+dbURL, replicaBlobEnv+"="+blobs)
-	var out syncOut
-	cmd.Stdout, cmd.Stderr = &out, &out
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	replica := jobstest.Start(t, "TestIngestionReplicaProcess", replicaDBEnv+"="+dbURL, replicaBlobEnv+"="+blobs)
 	// Killed once the first documents are ready, the next in flight.
 	require.Eventually(t, func() bool { return statuses()[storage.DocReady] >= 2 }, 60*time.Second, 5*time.Millisecond,
-		"the replica ingested nothing; its output:\n%s", out.String())
-	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-	err = cmd.Wait()
-	require.Error(t, err)
-	require.Equal(t, syscall.SIGKILL, err.(*exec.ExitError).Sys().(syscall.WaitStatus).Signal())
+		"the replica ingested nothing; its output:\n%s", replica.Output())
+	replica.Kill(t)
 	killed := time.Now()
 	at := statuses()
 	t.Logf("at the kill: %v", at)
@@ -151,22 +143,4 @@ func testIngestionKilled(t *testing.T, d migrations.Dialect) {
 	var orphans int64
 	require.NoError(t, db.QueryRowContext(ctx, `SELECT count(*) FROM knowledge_postings WHERE document_id NOT IN (SELECT id FROM knowledge_documents)`).Scan(&orphans))
 	require.Zero(t, orphans, "no cells of a document that is gone")
-}
-
-// syncOut collects a child process's output from its two pipes.
-type syncOut struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncOut) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncOut) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

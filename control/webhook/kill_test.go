@@ -1,14 +1,12 @@
 package webhook_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"os/signal"
 	"sync"
 	"syscall"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/voiced/voiced/control/jobs/jobstest"
 	"github.com/voiced/voiced/control/webhook"
 	"github.com/voiced/voiced/storage"
 	"github.com/voiced/voiced/storage/migrations"
@@ -97,42 +96,29 @@ func testSIGKILL(t *testing.T, d migrations.Dialect) {
 	ev, err := s.Outbox.Emit(ctx, org, "call.graded", map[string]any{"call_id": 1})
 	require.NoError(t, err)
 
-	start := func() (*exec.Cmd, *bytes.Buffer) {
-		var out bytes.Buffer
-		cmd := exec.Command(os.Args[0], "-test.run=^TestWorkerProcess$", "-test.count=1")
-		cmd.Env = append(os.Environ(), "VOICED_TEST_WORKER_DB="+url)
-		cmd.Stdout, cmd.Stderr = &out, &out
-		require.NoError(t, cmd.Start())
-		return cmd, &out
+	start := func() *jobstest.Replica {
+		return jobstest.Start(t, "TestWorkerProcess", "VOICED_TEST_WORKER_DB="+url)
 	}
 
-	child, out := start()
+	replica := start()
 	select {
 	case <-first:
 	case <-time.After(20 * time.Second):
-		_ = child.Process.Kill()
-		_ = child.Wait()
-		t.Fatalf("the worker never delivered; its output:\n%s", out)
+		t.Fatalf("the worker never delivered; its output:\n%s", replica.Output())
 	}
-	require.NoError(t, child.Process.Signal(syscall.SIGKILL))
-	err = child.Wait()
-	require.Error(t, err)
-	require.Equal(t, syscall.SIGKILL, err.(*exec.ExitError).Sys().(syscall.WaitStatus).Signal())
+	replica.Kill(t)
 
 	ds, err := s.Outbox.EventDeliveries(ctx, ev.ID)
 	require.NoError(t, err)
 	require.Equal(t, storage.DeliveryPending, ds[0].Status, "the killed worker recorded nothing")
 	require.Zero(t, ds[0].Attempts)
 
-	child, out = start()
-	defer func() {
-		_ = child.Process.Signal(syscall.SIGTERM)
-		_ = child.Wait()
-	}()
+	replica = start()
+	defer replica.Stop()
 	require.Eventually(t, func() bool {
 		ds, err := s.Outbox.EventDeliveries(ctx, ev.ID)
 		return err == nil && ds[0].Status == storage.DeliveryDelivered
-	}, 20*time.Second, 50*time.Millisecond, "the restarted worker did not deliver; its output:\n%s", out)
+	}, 20*time.Second, 50*time.Millisecond, "the restarted worker did not deliver; its output:\n%s", replica.Output())
 	mu.Lock()
 	defer mu.Unlock()
 	require.Equal(t, []string{ev.ID, ev.ID}, ids, "the same event, at least once")
