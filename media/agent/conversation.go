@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/voiced/voiced/media/turn"
+
 	"github.com/voiced/voiced/ai/llm"
 )
 
@@ -119,7 +121,7 @@ func (s *Session) transcribed(n note) {
 		return
 	}
 	if s.run != nil {
-		if s.td.InterruptResponse {
+		if s.td.InterruptResponse && !s.blipBeforeReply(span) {
 			s.stopRun(s.run, ResponseCancelled, ReasonTurnDetected)
 		} else {
 			s.pending = &responseOpts{audio: true}
@@ -127,6 +129,30 @@ func (s *Session) transcribed(n note) {
 		}
 	}
 	s.startRun(responseOpts{audio: true})
+}
+
+// blipBeforeReply says whether a turn that ended while the agent talks
+// (span: its start, prefix padding included, and end, ms) is too short to
+// cancel the reply: less speech than a barge-in's InterruptSpeech. Such a
+// turn began before the agent talked, so the barge-in rule never weighed
+// it: noise heard as a caller just before the reply (babble from the
+// call's start, which the gate over the agent then cut to silence) or a
+// word said as the agent began. It is answered after the reply instead of
+// cutting it off.
+func (s *Session) blipBeforeReply(span [2]int64) bool {
+	r := s.run
+	if r.playout == nil || r.playout.PlayedMS() == 0 {
+		return false // nothing said yet: a new turn replaces the reply as before
+	}
+	c := s.td.Turn
+	prefix, need := c.PrefixPadding, c.InterruptSpeech
+	if prefix == 0 {
+		prefix = turn.DefaultPrefixPadding
+	}
+	if need <= 0 {
+		need = turn.DefaultInterruptSpeech
+	}
+	return span[1]-span[0]-max(prefix, 0).Milliseconds() < need.Milliseconds()
 }
 
 // messages builds the model's view of the conversation.
