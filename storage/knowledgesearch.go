@@ -146,39 +146,41 @@ func (s *KnowledgeStore) search(ctx context.Context, orgID int64, q KnowledgeQue
 // rare block whose ids are spread out by other documents' inserts).
 type blockScores struct {
 	ps     []posting
-	starts []int // a cell's first posting in ps
+	parts  []chunkPart
 	dense  []float64
 	sparse map[int64]float64
 }
 
+// chunkPart is one posting's share of its chunk's score.
+type chunkPart struct {
+	chunk int64
+	score float64
+}
+
 // score adds the chunks of block b (postings by cell id) to top.
 func (a *blockScores) score(b searchBlock, postings map[int64][]byte, top []scoredChunk, limit int) []scoredChunk {
-	a.ps, a.starts = a.ps[:0], a.starts[:0]
-	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
-	for _, c := range b.cells {
-		a.starts = append(a.starts, len(a.ps))
-		a.ps = decodePostings(a.ps, postings[c.id])
-		if n := len(a.ps); n > a.starts[len(a.starts)-1] {
-			// A cell's postings are in id order.
-			lo, hi = min(lo, a.ps[a.starts[len(a.starts)-1]].chunk), max(hi, a.ps[n-1].chunk)
-		}
-	}
-	if len(a.ps) == 0 {
-		return top
-	}
-	a.starts = append(a.starts, len(a.ps))
 	// Cells in term order, so a chunk's score is summed in one order on
 	// both databases (bit-equal scores for equal inputs).
-	if span := hi - lo + 1; span <= int64(4*len(a.ps)+4096) {
+	a.parts = a.parts[:0]
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	for _, c := range b.cells {
+		a.ps = decodePostings(a.ps[:0], postings[c.id])
+		for _, p := range a.ps {
+			a.parts = append(a.parts, chunkPart{p.chunk, c.idf * float64(p.weight) / weightScale})
+			lo, hi = min(lo, p.chunk), max(hi, p.chunk)
+		}
+	}
+	if len(a.parts) == 0 {
+		return top
+	}
+	if span := hi - lo + 1; span <= int64(4*len(a.parts)+4096) {
 		if int64(cap(a.dense)) < span {
 			a.dense = make([]float64, span)
 		}
 		d := a.dense[:span]
 		clear(d)
-		for k, c := range b.cells {
-			for _, p := range a.ps[a.starts[k]:a.starts[k+1]] {
-				d[p.chunk-lo] += c.idf * float64(p.weight) / weightScale
-			}
+		for _, p := range a.parts {
+			d[p.chunk-lo] += p.score
 		}
 		for i, sc := range d {
 			if sc > 0 && !beaten(top, limit, sc) {
@@ -191,10 +193,8 @@ func (a *blockScores) score(b searchBlock, postings map[int64][]byte, top []scor
 		a.sparse = map[int64]float64{}
 	}
 	clear(a.sparse)
-	for k, c := range b.cells {
-		for _, p := range a.ps[a.starts[k]:a.starts[k+1]] {
-			a.sparse[p.chunk] += c.idf * float64(p.weight) / weightScale
-		}
+	for _, p := range a.parts {
+		a.sparse[p.chunk] += p.score
 	}
 	for id, sc := range a.sparse {
 		top = addTop(top, limit, scoredChunk{id: id, score: sc})

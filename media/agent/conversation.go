@@ -5,8 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/voiced/voiced/media/turn"
-
 	"github.com/voiced/voiced/ai/llm"
 )
 
@@ -144,15 +142,8 @@ func (s *Session) blipBeforeReply(span [2]int64) bool {
 	if r.playout == nil || r.playout.PlayedMS() == 0 {
 		return false // nothing said yet: a new turn replaces the reply as before
 	}
-	c := s.td.Turn
-	prefix, need := c.PrefixPadding, c.InterruptSpeech
-	if prefix == 0 {
-		prefix = turn.DefaultPrefixPadding
-	}
-	if need <= 0 {
-		need = turn.DefaultInterruptSpeech
-	}
-	return span[1]-span[0]-max(prefix, 0).Milliseconds() < need.Milliseconds()
+	c := s.td.Turn.WithDefaults()
+	return span[1]-span[0]-c.PrefixPadding.Milliseconds() < c.InterruptSpeech.Milliseconds()
 }
 
 // messages builds the model's view of the conversation.

@@ -151,8 +151,9 @@ type Config struct {
 	EchoWarmup time.Duration
 }
 
-// withDefaults fills zero fields.
-func (c Config) withDefaults() Config {
+// WithDefaults fills zero fields (and a negative PrefixPadding or
+// EchoWarmup means none): the values the detector runs with.
+func (c Config) WithDefaults() Config {
 	if c.Threshold == 0 {
 		c.Threshold = DefaultThreshold
 	}

@@ -101,7 +101,7 @@ func New(cfg Config) (*Detector, error) {
 // stream position and any turn in progress (a session.update that changes
 // turn_detection).
 func (d *Detector) SetConfig(cfg Config) error {
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	if err := cfg.validate(); err != nil {
 		return err
 	}
