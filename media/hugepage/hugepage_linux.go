@@ -36,16 +36,21 @@ const heapArenaBytes = 64 << 20
 
 // Heap advises the Go heap for huge pages: it finds the heap's mappings
 // in /proc/self/maps (the run of adjacent anonymous mappings around the
-// arena that holds a fresh heap object, trimmed to whole arenas), asks
-// for huge pages over each writable one not advised before and collapses
-// what is already populated there into huge pages (MADV_COLLAPSE, Linux
-// 6.1; older kernels leave that to khugepaged). The runtime maps the heap
-// a few megabytes at a time as it grows, each a new mapping without the
-// advice, so a node calls it again from time to time (Keep). It returns
-// the bytes newly advised.
+// arena that holds a fresh heap object, trimmed to whole arenas) and asks
+// for huge pages over each writable one not advised before. The runtime
+// maps the heap a few megabytes at a time as it grows, each a new mapping
+// without the advice, so a node calls it again from time to time (Keep).
+// The first call also collapses what is already populated into huge
+// pages (MADV_COLLAPSE, Linux 6.1; older kernels leave that to
+// khugepaged); later ones leave it to khugepaged, since a synchronous
+// collapse while calls run stalls every thread that touches those pages,
+// the kernel's sends of held RTP packets among them (50 simulated calls:
+// a worker's packets 3-6 ms late every 2 s; docs/decisions.md). It
+// returns the bytes newly advised.
 func (a *Advisor) Heap() (int, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	defer func() { a.started = true }()
 	a.probe = new([64]byte) // kept in a, so that it is on the heap
 	p := uintptr(unsafe.Pointer(a.probe))
 	maps, err := readMaps()
@@ -88,7 +93,9 @@ func (a *Advisor) Heap() (int, error) {
 		}
 		// Best effort: EINVAL before Linux 6.1, EAGAIN when no huge page
 		// is free right now; khugepaged does it later then.
-		_ = madvise(s, e-s, unix.MADV_COLLAPSE)
+		if !a.started {
+			_ = madvise(s, e-s, unix.MADV_COLLAPSE)
+		}
 		a.add(s, e)
 		advised += int(e - s)
 	}
@@ -110,6 +117,8 @@ type Advisor struct {
 	mu    sync.Mutex
 	done  [][2]uintptr // advised ranges, disjoint
 	probe *[64]byte    // Heap's heap object, whose mapping it looks for
+	// started: Heap ran before, so it collapses nothing more.
+	started bool
 }
 
 func (a *Advisor) covered(s, e uintptr) bool {
