@@ -22,10 +22,11 @@
 // arms a timerfd behind the timer, which gets the tick past the GC's idle
 // marking: with one P that would otherwise hold it for a whole mark phase.
 //
-// Config.AlignSends starts the Ticks ahead of the tick's time by about
-// what they cost in the last second and holds each Worker's AfterTicks
-// (the node's batched sends) until the time itself, so the packets leave
-// at the same instant every period whatever the Ticks before them cost.
+// Config.AlignSends starts the Ticks half a period ahead of the tick's time
+// and gives each Worker's AfterTicks (the node's batched sends) that time,
+// which media/rtp's send thread keeps outside the Go scheduler, so the
+// packets leave at the same instant every period whatever the Ticks before
+// them cost and however late the Go scheduler ran them.
 //
 // Config.NewWorker gives each worker a Worker, run after its share's Ticks
 // and before its PostTicks: where a kind of stream finishes together what

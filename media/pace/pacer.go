@@ -65,11 +65,13 @@ type Handle struct {
 // (media/rtp). AfterTicks runs on the worker's goroutine once per tick,
 // after every Tick of its share and before any PostTick, under the share's
 // lock, so that when Unregister returns the work a stream left in its
-// Worker during its last Tick is done too. It has the rules of Tick. A
-// Worker that is also an io.Closer is closed by Pacer.Close, after the
-// last tick.
+// Worker during its last Tick is in its hands too. It has the rules of
+// Tick. send is when the tick's sends are due (Config.AlignSends), or the
+// zero Time for at once: a Worker hands its sends over with that time
+// (media/rtp: to a thread of its own) and returns, without waiting for it. A Worker that is also an
+// io.Closer is closed by Pacer.Close, after the last tick.
 type Worker interface {
-	AfterTicks(now time.Time)
+	AfterTicks(now, send time.Time)
 }
 
 // Config tunes a Pacer. The zero value is the production setting.
@@ -104,18 +106,21 @@ type Config struct {
 	// lone P without looking at timers, yields it on time. Meant for a
 	// media node's pacer (20 ms ticks), not for a fast clock.
 	PreciseWake bool
-	// AlignSends starts each tick's Ticks ahead of the tick's time by
-	// about as long as they took in the last second, and has every
-	// worker wait for the tick's time before its Worker's AfterTicks:
-	// the sends a Worker batches (media/rtp) then leave at the same
-	// instant every period, however long the Ticks before them took.
+	// AlignSends starts each tick's Ticks half a period ahead of the
+	// tick's time and gives the Workers that time as the sends' (see
+	// Worker): media/rtp hands a tick's packets to a send thread outside
+	// the Go scheduler, which submits them at that time, so they leave at
+	// the same instant every period, however long the Ticks before them
+	// took and however late the Go scheduler ran them, as long as it is
+	// within the half period.
 	// Without it they leave when the worker's Ticks end, so the spread of
 	// that time (streams whose frames cost more or less to make: Opus
-	// speech against silence, an agent talking or not) is jitter on every
-	// packet. The audio ages no more than before: it is made the same
-	// time ahead of its send. Workers that are nil (no Worker, no
-	// batching) are not waited for; with none at all (media/rtp without
-	// io_uring) ticks start on their time as without AlignSends.
+	// speech against silence, an agent talking or not; a worker waiting
+	// for a P) is jitter on every packet. The price is the half period:
+	// each frame is taken from its stream that much before it leaves.
+	// Workers that are nil (no Worker, no batching) get no send time; with
+	// none at all (media/rtp without io_uring) ticks start on their time
+	// as without AlignSends.
 	AlignSends bool
 	// NewWorker, when set, makes each worker's Worker (see the type),
 	// given the worker's index; Pacer.Worker hands it to the streams of
@@ -226,19 +231,13 @@ type Pacer struct {
 	late    histogram
 	cost    histogram
 
-	// align is Config.AlignSends with a Worker to wait: without one
-	// nothing would be held for the tick's time, so ticks start on it.
+	// align is Config.AlignSends with a Worker to hold the sends:
+	// without one nothing would be held for the tick's time, so ticks
+	// start on it.
 	align bool
-	// align: how long recent ticks' Ticks took (the longest of the
-	// workers' per tick), a second's worth, written and read by the clock
-	// goroutine only.
-	ticked   []time.Duration
-	tickedAt int
+	timer *time.Timer // the clock's waits
+	nudge *nudger     // behind timer's waits (PreciseWake); else nil
 }
-
-// leadWindow is how many periods AlignSends looks back on for its lead: a
-// second at 20 ms.
-const leadWindow = 50
 
 // shard is one worker's share of the streams.
 type shard struct {
@@ -262,11 +261,8 @@ type runner struct {
 	slot    tickTimes // next's target: a tick costs no allocation
 	next    atomic.Pointer[tickTimes]
 	closing atomic.Bool
-	worker  Worker        // nil without Config.NewWorker
-	timer   *time.Timer   // its waits: the clock's (runners[0]), before AfterTicks
-	nudge   *nudger       // behind timer's waits (PreciseWake); else nil
-	ticked  time.Duration // how long the last tick's Ticks took (AlignSends)
-	sentAt  time.Time     // when the last tick's AfterTicks began (AlignSends)
+	worker  Worker    // nil without Config.NewWorker
+	handed  time.Time // when the last tick's AfterTicks began (AlignSends)
 }
 
 // tickTimes are one tick's start and the time its sends are due.
@@ -292,15 +288,15 @@ func New(cfg Config, log *slog.Logger) (*Pacer, error) {
 		done:     make(chan struct{}),
 		tickDone: make(chan struct{}, cfg.Workers),
 	}
-	p.ticked = make([]time.Duration, leadWindow)
+	p.timer = time.NewTimer(time.Hour)
+	p.timer.Stop()
+	if cfg.PreciseWake {
+		p.nudge = newNudger()
+	}
 	for i := range cfg.Workers {
-		r := &runner{timer: time.NewTimer(time.Hour)}
-		r.timer.Stop()
+		r := &runner{}
 		if cfg.NewWorker != nil {
 			r.worker = cfg.NewWorker(i)
-		}
-		if cfg.PreciseWake && (i == 0 || cfg.AlignSends && r.worker != nil) {
-			r.nudge = newNudger()
 		}
 		r.shard = &shard{run: r}
 		p.shards = append(p.shards, r.shard)
@@ -502,7 +498,7 @@ func (p *Pacer) run() {
 		// Every tick waits for all its workers, so none is ticking; each
 		// worker goroutine closes its own Worker on its way out.
 		closeWorker(p.runners[0].worker)
-		p.runners[0].nudge.close()
+		p.nudge.close()
 		if p.doneKick != nil {
 			p.workers.Wait()
 			p.doneKick.close()
@@ -510,9 +506,6 @@ func (p *Pacer) run() {
 		close(p.done)
 	}()
 	period, minGap := p.cfg.Period, p.cfg.MinGap
-	// The clock's waits and its share's wait before AfterTicks take turns
-	// on this goroutine, with one timer and one nudger.
-	clock := p.runners[0]
 	base := time.Now()
 	last := base
 	for n := int64(1); ; n++ {
@@ -521,7 +514,7 @@ func (p *Pacer) run() {
 		if g := last.Add(minGap); wake.Before(g) {
 			wake = g
 		}
-		if !p.sleepUntil(wake, clock.timer, clock.nudge, p.stop) {
+		if !p.sleepUntil(wake) {
 			return
 		}
 		now := time.Now()
@@ -537,8 +530,8 @@ func (p *Pacer) run() {
 		p.tick(tickTimes{now: now, send: due})
 		if p.align {
 			// The tick started early on purpose: what is late or not
-			// is its sends, the latest worker's (one that waited for
-			// a P sends late however early the clock woke).
+			// is its sends, which leave at due unless the latest
+			// worker handed them over after it.
 			lag = p.sendLag(due)
 		}
 		p.late.record(lag)
@@ -547,32 +540,26 @@ func (p *Pacer) run() {
 	}
 }
 
-// sendLag is how long after due the last of the tick's workers with a
-// Worker began its AfterTicks; they all reported the end of the tick.
+// sendLag is how long after due the tick's sends left: 0 unless the last
+// of the workers with a Worker began its AfterTicks after due (they all
+// reported the end of the tick).
 func (p *Pacer) sendLag(due time.Time) time.Duration {
-	lag := time.Duration(-1 << 63)
+	var lag time.Duration
 	for _, r := range p.runners {
 		if r.worker != nil {
-			lag = max(lag, r.sentAt.Sub(due))
+			lag = max(lag, r.handed.Sub(due))
 		}
 	}
 	return lag
 }
 
-// lead is how long before its time AlignSends starts a tick: the longest
-// Ticks phase of the ticks of the last leadWindow periods plus a quarter
-// and 200 µs, at most half a tick's interval (Ticks that take longer than
-// that leave no time for the PostTicks anyway). 0 without AlignSends or
-// without a Worker.
+// lead is how long before its time AlignSends starts a tick: half a
+// period, 0 without AlignSends or without a Worker.
 func (p *Pacer) lead() time.Duration {
 	if !p.align {
 		return 0
 	}
-	var m time.Duration
-	for _, d := range p.ticked {
-		m = max(m, d)
-	}
-	return min(m+m/4+200*time.Microsecond, p.cfg.Period/2)
+	return p.cfg.Period / 2
 }
 
 // tick runs one tick over every worker: the other workers' shares on their goroutines and the first share here, then waits for all
@@ -593,14 +580,6 @@ func (p *Pacer) tick(t tickTimes) {
 			p.doneKick.wait()
 		}
 		<-p.tickDone
-	}
-	if p.align {
-		var m time.Duration
-		for _, r := range p.runners {
-			m = max(m, r.ticked)
-		}
-		p.ticked[p.tickedAt] = m
-		p.tickedAt = (p.tickedAt + 1) % len(p.ticked)
 	}
 }
 
@@ -624,7 +603,6 @@ func (p *Pacer) work(r *runner) {
 		}
 	}
 	closeWorker(r.worker)
-	r.nudge.close()
 }
 
 // lockThread gives the calling worker goroutine (the clock's: worker 0)
@@ -669,15 +647,13 @@ func (p *Pacer) tickShard(r *runner, t tickTimes) {
 	}
 	reg.End()
 	if r.worker != nil {
+		var send time.Time
 		if p.align {
-			r.ticked = time.Since(now)
-			reg = phase("pace.wait")
-			p.sleepUntil(t.send, r.timer, r.nudge, nil)
-			reg.End()
-			r.sentAt = time.Now()
+			send = t.send
+			r.handed = time.Now()
 		}
 		reg = phase("pace.AfterTicks")
-		p.afterTicks(r.worker, now)
+		p.afterTicks(r.worker, now, send)
 		reg.End()
 	}
 	reg = phase("pace.PostTicks")
@@ -717,15 +693,15 @@ func phase(name string) *trace.Region {
 	return trace.StartRegion(context.Background(), name)
 }
 
-// sleepUntil returns true at t: on timer, the runtime's (the P is free
-// for other goroutines), with PreciseWake only until fine before t and
-// then on a nanosleep that keeps the P. nudge (nil without PreciseWake or
-// timerfd) is armed half of fine after the timer, as a backstop for when the GC's
-// idle marking holds the P past the timer, and disarmed when the timer
-// wins: the nanosleep absorbs the backstop's half. It returns false at
-// once if stop is closed first (a nil stop never is: a tick's wait
-// completes).
-func (p *Pacer) sleepUntil(t time.Time, timer *time.Timer, nudge *nudger, stop <-chan struct{}) bool {
+// sleepUntil returns true at t: on the clock's timer, the runtime's (the
+// P is free for other goroutines), with PreciseWake only until fine before
+// t and then on a nanosleep that keeps the P. The nudge (nil without
+// PreciseWake or timerfd) is armed half of fine after the timer, as a
+// backstop for when the GC's idle marking holds the P past the timer, and
+// disarmed when the timer wins: the nanosleep absorbs the backstop's half.
+// It returns false at once if Close stops the pacer first.
+func (p *Pacer) sleepUntil(t time.Time) bool {
+	stop, timer, nudge := p.stop, p.timer, p.nudge
 	if p.cfg.Realtime != 0 {
 		for {
 			select {
@@ -776,14 +752,14 @@ func (p *Pacer) sleepUntil(t time.Time, timer *time.Timer, nudge *nudger, stop <
 
 // afterTicks runs a Worker's AfterTicks; a panic is logged and counted
 // like a stream's, and the Worker stays (it is no stream to unregister).
-func (p *Pacer) afterTicks(w Worker, now time.Time) {
+func (p *Pacer) afterTicks(w Worker, now, send time.Time) {
 	defer func() {
 		if r := recover(); r != nil {
 			p.panics.Add(1)
 			p.log.Error("pace: worker panicked in AfterTicks", "panic", fmt.Sprint(r), "worker", fmt.Sprintf("%T", w))
 		}
 	}()
-	w.AfterTicks(now)
+	w.AfterTicks(now, send)
 }
 
 func (p *Pacer) call(s Stream, now time.Time, post bool) (ok bool) {

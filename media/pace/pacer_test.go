@@ -440,7 +440,7 @@ type journalWorker struct {
 	boom    bool
 }
 
-func (w *journalWorker) AfterTicks(time.Time) {
+func (w *journalWorker) AfterTicks(_, _ time.Time) {
 	*w.journal = append(*w.journal, "after")
 	if w.boom {
 		panic("boom")
@@ -524,13 +524,13 @@ func TestWorkerPerShard(t *testing.T) {
 
 type afterFunc func()
 
-func (f afterFunc) AfterTicks(time.Time) { f() }
+func (f afterFunc) AfterTicks(_, _ time.Time) { f() }
 
 // closingWorker counts its AfterTicks and Closes.
 type closingWorker struct{ ticks, closes atomic.Int64 }
 
-func (w *closingWorker) AfterTicks(time.Time) { w.ticks.Add(1) }
-func (w *closingWorker) Close() error         { w.closes.Add(1); return nil }
+func (w *closingWorker) AfterTicks(_, _ time.Time) { w.ticks.Add(1) }
+func (w *closingWorker) Close() error              { w.closes.Add(1); return nil }
 
 // TestWorkerClosedAfterLastTick: Close closes each Worker that is an
 // io.Closer once, after the last tick, however often Close is called.
@@ -574,18 +574,21 @@ func TestPreciseWake(t *testing.T) {
 	require.Less(t, precise, plain)
 }
 
-// TestAlignSends: with AlignSends a Worker's AfterTicks (the sends) runs
-// at the tick's time, period after period, though the Ticks before it
-// take 0 or 4 ms in turn; without it the sends move by those 4 ms. Also
-// the lateness counts the sends, not the early start.
+// TestAlignSends: with AlignSends a Worker's AfterTicks gets the tick's
+// send time, on the period's grid tick after tick, and gets it ahead of
+// that time (half a period) though the Ticks before it take 0 or 4 ms in
+// turn; without it the send time is zero (at once) and AfterTicks follows
+// the Ticks' cost. The lateness counts sends handed over after their
+// time, not the early start.
 func TestAlignSends(t *testing.T) {
-	spread := func(align bool) (dev time.Duration, st Stats) {
+	type after struct{ at, send time.Time }
+	run := func(align bool) ([]after, Stats) {
 		var mu sync.Mutex
-		var sends []time.Time
+		var afters []after
 		p, err := New(Config{Period: 20 * time.Millisecond, PreciseWake: true, AlignSends: align, NewWorker: func(int) Worker {
-			return afterFunc(func() {
+			return sendFunc(func(send time.Time) {
 				mu.Lock()
-				sends = append(sends, time.Now())
+				afters = append(afters, after{time.Now(), send})
 				mu.Unlock()
 			})
 		}}, slog.New(slog.DiscardHandler))
@@ -594,24 +597,43 @@ func TestAlignSends(t *testing.T) {
 		_, err = p.Register(&busy{every: 2, spin: 4 * time.Millisecond})
 		require.NoError(t, err)
 		require.Eventually(t, func() bool { return p.Stats().Ticks >= 40 }, 10*time.Second, time.Millisecond)
-		st = p.Stats()
+		st := p.Stats()
 		mu.Lock()
 		defer mu.Unlock()
-		var devs []time.Duration
-		for i := 10; i < len(sends); i++ { // after the lead has learnt the Ticks' cost
-			d := sends[i].Sub(sends[i-1]) - 20*time.Millisecond
+		return slices.Clone(afters), st
+	}
+	plain, _ := run(false)
+	var devs []time.Duration
+	for i, a := range plain {
+		require.True(t, a.send.IsZero(), "without AlignSends the sends go at once")
+		if i > 0 {
+			d := a.at.Sub(plain[i-1].at) - 20*time.Millisecond
 			devs = append(devs, max(d, -d))
 		}
-		slices.Sort(devs)
-		return devs[len(devs)/2], st
 	}
-	plain, _ := spread(false)
-	aligned, st := spread(true)
-	t.Logf("median |interval - period| of the sends: %v without AlignSends, %v with", plain, aligned)
-	require.Greater(t, plain, 3*time.Millisecond, "the sends follow the Ticks' cost")
-	require.Less(t, aligned, 500*time.Microsecond, "the sends keep the period")
+	slices.Sort(devs)
+	require.Greater(t, devs[len(devs)/2], 3*time.Millisecond, "AfterTicks follows the Ticks' cost")
+
+	aligned, st := run(true)
+	early := 0
+	for i, a := range aligned {
+		require.False(t, a.send.IsZero())
+		if a.at.Before(a.send) {
+			early++
+		}
+		if i > 0 {
+			require.Equal(t, 20*time.Millisecond, a.send.Sub(aligned[i-1].send), "send times on the period's grid")
+		}
+	}
+	t.Logf("%d of %d ticks handed their sends over before their time", early, len(aligned))
+	require.GreaterOrEqual(t, early, len(aligned)*9/10)
 	require.Less(t, st.LateP50, time.Millisecond, "starting early is not lateness")
 }
+
+// sendFunc is a Worker that hands each tick's send time to a func.
+type sendFunc func(send time.Time)
+
+func (f sendFunc) AfterTicks(_, send time.Time) { f(send) }
 
 // TestAlignSendsWithoutWorker: with no Worker to hold the sends (media/rtp
 // without io_uring) AlignSends starts no tick early.

@@ -10,12 +10,12 @@ import (
 	"time"
 	"unsafe"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/voiced/voiced/media/pace"
 )
 
-// batchSlots is the size of the worker's io_uring: sends go to the kernel
-// in submissions of up to this many, and send slots are allocated this
-// many at a time.
+// batchSlots is how many send slots are allocated at a time.
 const batchSlots = 256
 
 // maxHeld is how many packets a worker holds for the end of its Ticks; a
@@ -45,10 +45,14 @@ const sendCQSlots = 2 * maxHeld
 //
 // What it changes on the wire: a session's packet leaves with the rest of
 // its worker's tick rather than during its own Tick. On a pacer with
-// pace.Config.AlignSends (the node's) that is at the tick's time, so a
-// call's packets are spaced by the period; without it, when the Ticks end,
-// which moves with what they cost (a measured cause of jitter: at 40 Opus
-// calls p99 |D| grew to 2.3 ms with the core 29% busy). A send that fails
+// pace.Config.AlignSends (the node's) that is at the tick's time: the
+// worker queues the tick's sends half a period early and its send thread
+// (sender), outside the Go scheduler, submits them at the time, whatever
+// the Go scheduler does to the worker meanwhile, so a call's packets are
+// spaced by the period. Without it they leave when the Ticks end, which
+// moves with what they cost (a measured cause of jitter: at 40 Opus calls
+// p99 |D| grew to 2.3 ms with the core 29% busy) and with how long the
+// worker waited for a P. A send that fails
 // (a full socket buffer, EAGAIN) is counted in failed, after the session
 // has already counted the packet as sent: to the peer it is a lost packet,
 // which its sequence number gap shows.
@@ -59,7 +63,9 @@ type workerIO struct {
 	ring    *uring
 	n       int                     // queued sends
 	slots   []*[batchSlots]sendSlot // grown a chunk at a time, up to maxHeld
-	sending int                     // sends submitted and not yet reaped
+	sending int                     // sends submitted (or handed to sender) and not yet reaped
+	sender  *sender                 // the send thread, made at the first held tick
+	solo    bool                    // no send thread could be made: sends go at once
 	sends   atomic.Uint64           // sends submitted, over the worker's life
 	failed  atomic.Uint64
 	done    func(c *uringCQE) // complete, as a func value made once
@@ -92,7 +98,9 @@ func NewPacerWorker(i int) pace.Worker {
 
 // newWorkerIO is a workerIO whose ring has sent a datagram to itself.
 func newWorkerIO() (*workerIO, error) {
-	r, err := newURing(batchSlots, sendCQSlots)
+	// A tick's sends (up to maxHeld) all fit in the submission queue, so
+	// a held tick's wait in it for the send thread.
+	r, err := newURing(maxHeld, sendCQSlots)
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +141,7 @@ func (w *workerIO) probeSendTo(sk *sock, to netip.AddrPort) error {
 	if err := w.add(sk, []byte(probeMsg), to); err != nil {
 		return err
 	}
-	w.AfterTicks(time.Time{})
+	w.AfterTicks(time.Time{}, time.Time{})
 	if w.failed.Load() != 0 {
 		return errors.New("sendmsg through the ring failed")
 	}
@@ -165,10 +173,34 @@ func (w *workerIO) add(sk *sock, p []byte, to netip.AddrPort) error {
 	return w.commit(sk, copy(w.next(), p), to)
 }
 
+// settle waits for the sends handed to the send thread before (held until
+// the last tick's time, which has passed when the next tick's Ticks run)
+// and reaps them, so that their slots, and the ring, are the worker's
+// again.
+func (w *workerIO) settle() {
+	if w.sender != nil {
+		if err := w.sender.wait(); err != nil {
+			w.enterFailed(err)
+			w.giveUp()
+		}
+	}
+	w.ring.reap(w.done)
+	for w.sending > 0 {
+		if err := w.enterAndReap(1); err != nil {
+			w.giveUp()
+		}
+	}
+}
+
 // next returns the buffer of the packet to queue next (maxBatchPacket
 // bytes): a session builds its packet there, where it is sent from, and
 // queues it with commit. Until then the buffer is the next add's too.
-func (w *workerIO) next() []byte { return w.slot(w.n).buf[:] }
+func (w *workerIO) next() []byte {
+	if w.sending > 0 {
+		w.settle()
+	}
+	return w.slot(w.n).buf[:]
+}
 
 // commit queues the first n bytes of next's buffer for to from sk's
 // socket. It fails as add does.
@@ -182,7 +214,7 @@ func (w *workerIO) commit(sk *sock, n int, to netip.AddrPort) error {
 	sl.msg.Namelen = uint32(salen)
 	sl.iov.SetLen(n)
 	if w.n++; w.n == maxHeld {
-		w.flush()
+		w.flush(time.Time{})
 	}
 	return nil
 }
@@ -205,24 +237,32 @@ func (w *workerIO) slot(i int) *sendSlot {
 	return &w.slots[c][i%batchSlots]
 }
 
-// AfterTicks sends what the worker's Ticks queued.
-func (w *workerIO) AfterTicks(_ time.Time) {
+// AfterTicks sends what the worker's Ticks queued, at send (the zero
+// Time: now).
+func (w *workerIO) AfterTicks(_, send time.Time) {
 	if w.ring == nil {
 		return // closed
 	}
-	w.flush()
+	w.flush(send)
 }
 
 // enterAndReap enters the kernel (see uring.enter) and hands on what
 // completed.
 func (w *workerIO) enterAndReap(wait int) error {
 	err := w.ring.enter(wait)
-	if err != nil && !w.warned {
-		w.warned = true
-		slog.Warn("rtp: io_uring_enter failed", "err", err)
+	if err != nil {
+		w.enterFailed(err)
 	}
 	w.ring.reap(w.done)
 	return err
+}
+
+// enterFailed logs the first failed io_uring_enter.
+func (w *workerIO) enterFailed(err error) {
+	if !w.warned {
+		w.warned = true
+		slog.Warn("rtp: io_uring_enter failed", "err", err)
+	}
 }
 
 // complete handles one send's completion.
@@ -240,6 +280,10 @@ func (w *workerIO) complete(c *uringCQE) {
 // Close releases the ring; the pacer calls it after its last tick, on the
 // worker's goroutine (no session sends through the worker after that).
 func (w *workerIO) Close() error {
+	if w.sender != nil {
+		w.sender.close()
+		w.sender = nil
+	}
 	if w.ring != nil {
 		w.ring.close()
 		w.ring = nil
@@ -247,11 +291,20 @@ func (w *workerIO) Close() error {
 	return nil
 }
 
-// flush sends the queued packets and waits for their completions (UDP
-// sends complete during the submission).
-func (w *workerIO) flush() {
+// flush sends the queued packets at send. A future send (AlignSends)
+// queues them all and hands the queue to the send thread, which submits
+// it at that time, and returns (settle reaps them before their slots are
+// written again); else it submits them now and waits for their
+// completions (UDP sends complete during the submission).
+func (w *workerIO) flush(send time.Time) {
 	if w.n == 0 {
 		return
+	}
+	var due int64
+	if d := time.Until(send); !send.IsZero() && d > 0 && w.startSender() {
+		var now unix.Timespec
+		_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &now)
+		due = now.Nano() + int64(d)
 	}
 	for c := 0; c*batchSlots < w.n; c++ {
 		for j := range w.slots[c][:min(batchSlots, w.n-c*batchSlots)] {
@@ -262,14 +315,38 @@ func (w *workerIO) flush() {
 	w.sending += w.n
 	w.sends.Add(uint64(w.n))
 	w.n = 0
+	if due != 0 {
+		w.sender.hand(w.ring.tail, due)
+		return
+	}
 	for wait := w.sending; w.sending > 0; wait = 1 {
 		if err := w.enterAndReap(wait); err != nil {
-			// What never completed counts as failed; a completion that
-			// comes after all (the kernel took the request) is not
-			// counted twice.
-			w.failed.Add(uint64(w.sending))
-			sendErrors.Add(uint64(w.sending))
-			w.sending = 0
+			w.giveUp()
 		}
 	}
+}
+
+// startSender makes the send thread the first time a tick is held, on the
+// worker's thread so that it takes that thread's class, and reports
+// whether there is one.
+func (w *workerIO) startSender() bool {
+	if w.sender == nil && !w.solo {
+		s, err := newSender(w.ring)
+		if err != nil {
+			w.solo = true
+			slog.Warn("rtp: no send thread; packets leave when the worker sends them", "err", err)
+			return false
+		}
+		w.sender = s
+	}
+	return w.sender != nil
+}
+
+// giveUp counts what never completed as failed, after an enter failed; a
+// completion that comes after all (the kernel took the request) is not
+// counted twice.
+func (w *workerIO) giveUp() {
+	w.failed.Add(uint64(w.sending))
+	sendErrors.Add(uint64(w.sending))
+	w.sending = 0
 }

@@ -3,6 +3,7 @@ package rtp
 import (
 	"net"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
@@ -87,7 +88,7 @@ func TestSendBatchFailureCounted(t *testing.T) {
 	require.NoError(t, b.add(sk, []byte("first"), to))
 	require.NoError(t, b.add(sk, []byte("refused"), netip.AddrPortFrom(to.Addr(), 0)))
 	require.NoError(t, b.add(sk, []byte("third"), to))
-	b.AfterTicks(time.Now())
+	b.AfterTicks(time.Now(), time.Time{})
 	require.EqualValues(t, 1, b.failed.Load())
 	require.Equal(t, errs+1, SendErrors(), "counted for /metrics too")
 	buf := make([]byte, 100)
@@ -181,7 +182,7 @@ func TestSendHeldUpToMax(t *testing.T) {
 	}
 	require.Equal(t, 3*batchSlots+1, w.n, "held in four chunks")
 	require.Zero(t, sent, "nothing sent before AfterTicks")
-	w.AfterTicks(time.Time{})
+	w.AfterTicks(time.Time{}, time.Time{})
 	require.Equal(t, 3*batchSlots+1, sent)
 	require.Zero(t, w.n)
 	buf := make([]byte, 64)
@@ -196,7 +197,7 @@ func TestSendHeldUpToMax(t *testing.T) {
 	}
 	require.Equal(t, maxHeld, sent, "the batch went out when it reached maxHeld")
 	require.Equal(t, 5, w.n)
-	w.AfterTicks(time.Time{})
+	w.AfterTicks(time.Time{}, time.Time{})
 	require.Equal(t, maxHeld+5, sent)
 	require.Zero(t, w.failed.Load())
 	require.Len(t, w.slots, maxHeld/batchSlots, "chunks are reused, not grown past maxHeld")
@@ -216,4 +217,67 @@ func newWorkerToSink(t *testing.T) (*workerIO, *sock, *net.UDPConn) {
 	require.NoError(t, err)
 	t.Cleanup(func() { sink.Close() })
 	return w, sk, sink
+}
+
+// TestSendHeldUntilTheirTime: AfterTicks with a send time returns at once
+// and the send thread sends the packets at that time (two chunks of
+// slots, in order); the next packet's slot waits for them (settle), so a
+// held packet is never overwritten; a refused send among them is counted
+// and does not stop the rest.
+func TestSendHeldUntilTheirTime(t *testing.T) {
+	w, sk, sink := newWorkerToSink(t)
+	require.NoError(t, sink.SetReadBuffer(1<<20))
+	to := sink.LocalAddr().(*net.UDPAddr).AddrPort()
+	const n, refused = batchSlots + 10, batchSlots / 2
+	// The sink is read as the packets come, so that none is dropped
+	// for want of room on a busy machine.
+	type arrival struct {
+		at time.Time
+		b  []byte
+	}
+	arrivals := make(chan arrival, n)
+	go func() {
+		buf := make([]byte, 64)
+		_ = sink.SetReadDeadline(time.Now().Add(10 * time.Second))
+		for range n - 1 {
+			got, err := sink.Read(buf)
+			if err != nil {
+				close(arrivals)
+				return
+			}
+			arrivals <- arrival{time.Now(), slices.Clone(buf[:got])}
+		}
+	}()
+	for i := range n {
+		dst := to
+		if i == refused {
+			dst = netip.AddrPortFrom(to.Addr(), 0) // refused by the kernel
+		}
+		require.NoError(t, w.add(sk, []byte{byte(i), byte(i >> 8)}, dst))
+	}
+	send := time.Now().Add(60 * time.Millisecond)
+	w.AfterTicks(time.Now(), send)
+	handed := time.Now()
+	require.True(t, handed.Before(send.Add(-40*time.Millisecond)), "AfterTicks returned %v before the send time", send.Sub(handed))
+	require.Equal(t, n, w.sending, "every send handed to the send thread")
+	require.True(t, w.sender.busy(), "and not submitted yet")
+
+	for i := range n {
+		if i == refused {
+			continue
+		}
+		a, ok := <-arrivals
+		require.True(t, ok, "packet %d arrived", i)
+		require.False(t, a.at.Before(send), "packet %d arrived %v before its time", i, send.Sub(a.at))
+		require.Equal(t, []byte{byte(i), byte(i >> 8)}, a.b, "packet %d in order", i)
+	}
+
+	// Held again: the next slot is free only once the kernel sent them.
+	require.NoError(t, w.add(sk, []byte("a"), to))
+	send = time.Now().Add(40 * time.Millisecond)
+	w.AfterTicks(time.Now(), send)
+	_ = w.next()
+	require.False(t, time.Now().Before(send), "next waited for the held send")
+	require.Zero(t, w.sending)
+	require.EqualValues(t, 1, w.failed.Load(), "the refused send, and only it")
 }
