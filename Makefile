@@ -45,7 +45,7 @@ bench: deps-bench
 	$(GO) test -run '^$$' -bench 'TurnLatency' -benchtime 300x ./media/agent/
 	VOICED_LOAD_SESSIONS=400 $(GO) test -run '^$$' -bench 'RealtimeLoad' -benchtime 1x ./media/realtime/
 	VOICED_SIPP_LOAD_CALLS=200 VOICED_SIPP_LOAD_HOLD=20s $(GO) test -count=1 -run '^TestSippLoad$$' -v ./cmd/voiced/
-	VOICED_SIM_CALLS=50 VOICED_SIM_ENGINE=offline $(GO) test -count=1 -timeout 20m -run '^TestSimulatedCallsAtOnce$$' -v ./cmd/voiced/
+	VOICED_SIM_STRICT=1 VOICED_SIM_CALLS=50 VOICED_SIM_ENGINE=offline $(GO) test -count=1 -timeout 20m -run '^TestSimulatedCallsAtOnce$$' -v ./cmd/voiced/
 	$(GO) test -run '^$$' -bench 'PacerWhileDecoding|StreamWrite' -benchtime 3x -count 3 ./ai/stt/pocketsphinx/
 	$(GO) test -run '^$$' -bench 'GetCall' -benchtime 3s ./control/mcp/
 	$(GO) test -run '^$$' -bench 'MCPToolCall' -benchtime 3s ./cmd/voiced/

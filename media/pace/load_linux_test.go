@@ -33,7 +33,9 @@ func (s *processing) PostTick(time.Time) { spinFor(s.cost) }
 // engine's goroutines do: the reproduction of 50 offline simulated calls
 // in one process without PocketSphinx. Each iteration is one second of
 // ticks. It reports the lateness of each tick's last sends (p50, p99,
-// max, in µs). PACE_LOAD_RT sets Config.Realtime and PACE_LOAD_EXTRA_P
+// max, in µs): how long after the tick's time the last worker handed
+// them over (a Worker such as media/rtp's then sends them at that time;
+// handed over in time, 0). PACE_LOAD_RT sets Config.Realtime and PACE_LOAD_EXTRA_P
 // adds that many Ps to GOMAXPROCS during the run, for comparisons
 // (bench/RESULTS.md, "Pacer wake-ups without the Go scheduler").
 func BenchmarkSendsUnderGoLoad(b *testing.B) {
