@@ -96,19 +96,20 @@ func scrape(t testing.TB, base string) map[string]float64 {
 
 // The node's media series (control.SetMediaStats).
 const (
-	seriesTicks    = `voiced_media_pacer_ticks_total`
-	seriesSendErrs = `voiced_media_rtp_send_errors_total`
-	seriesLateP50  = `voiced_media_pacer_tick_lateness_seconds{quantile="0.5"}`
-	seriesLateP99  = `voiced_media_pacer_tick_lateness_seconds{quantile="0.99"}`
-	seriesLateMax  = `voiced_media_pacer_tick_lateness_seconds{quantile="1"}`
-	seriesCostP50  = `voiced_media_pacer_tick_cost_seconds{quantile="0.5"}`
-	seriesCostMax  = `voiced_media_pacer_tick_cost_seconds{quantile="1"}`
-	seriesPhoneIn  = `voiced_media_rtp_packets_total{direction="in",front_door="phone"}`
-	seriesPhoneOut = `voiced_media_rtp_packets_total{direction="out",front_door="phone"}`
-	seriesPhoneSes = `voiced_media_sessions{front_door="phone"}`
-	seriesWebIn    = `voiced_media_rtp_packets_total{direction="in",front_door="browser"}`
-	seriesWebOut   = `voiced_media_rtp_packets_total{direction="out",front_door="browser"}`
-	seriesWebSes   = `voiced_media_sessions{front_door="browser"}`
+	seriesTicks     = `voiced_media_pacer_ticks_total`
+	seriesSendErrs  = `voiced_media_rtp_send_errors_total`
+	seriesLateP50   = `voiced_media_pacer_tick_lateness_seconds{quantile="0.5"}`
+	seriesLateP99   = `voiced_media_pacer_tick_lateness_seconds{quantile="0.99"}`
+	seriesLateMax   = `voiced_media_pacer_tick_lateness_seconds{quantile="1"}`
+	seriesLateCount = `voiced_media_pacer_tick_lateness_seconds_count`
+	seriesCostP50   = `voiced_media_pacer_tick_cost_seconds{quantile="0.5"}`
+	seriesCostMax   = `voiced_media_pacer_tick_cost_seconds{quantile="1"}`
+	seriesPhoneIn   = `voiced_media_rtp_packets_total{direction="in",front_door="phone"}`
+	seriesPhoneOut  = `voiced_media_rtp_packets_total{direction="out",front_door="phone"}`
+	seriesPhoneSes  = `voiced_media_sessions{front_door="phone"}`
+	seriesWebIn     = `voiced_media_rtp_packets_total{direction="in",front_door="browser"}`
+	seriesWebOut    = `voiced_media_rtp_packets_total{direction="out",front_door="browser"}`
+	seriesWebSes    = `voiced_media_sessions{front_door="browser"}`
 )
 
 // requireSeries checks every name is on /metrics.

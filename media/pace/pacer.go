@@ -65,13 +65,26 @@ type Handle struct {
 // (media/rtp). AfterTicks runs on the worker's goroutine once per tick,
 // after every Tick of its share and before any PostTick, under the share's
 // lock, so that when Unregister returns the work a stream left in its
-// Worker during its last Tick is in its hands too. It has the rules of
-// Tick. send is when the tick's sends are due (Config.AlignSends), or the
-// zero Time for at once: a Worker hands its sends over with that time
-// (media/rtp: to a thread of its own) and returns, without waiting for it. A Worker that is also an
+// Worker during its last Tick is done (or, for a Holder, handed over and
+// waited for). It has the rules of Tick. send is when the tick's sends
+// are due (Config.AlignSends), or the zero Time for at once: a Worker
+// hands its sends over with that time (media/rtp: to a thread of its
+// own) and returns, without waiting for it. A Worker that is also an
 // io.Closer is closed by Pacer.Close, after the last tick.
 type Worker interface {
 	AfterTicks(now, send time.Time)
+}
+
+// Holder is a Worker whose AfterTicks hands sends over to go out later
+// (a send time ahead): Unregister calls Sent, under the lock of the
+// stream's share, and returns only after it, so that once a stream is
+// unregistered nothing it left behind still uses its resources (media/rtp:
+// a packet held for a socket the session then closes would otherwise go
+// out on whatever socket takes its descriptor next). Sent returns when
+// what the last AfterTicks handed over has gone out.
+type Holder interface {
+	Worker
+	Sent()
 }
 
 // Config tunes a Pacer. The zero value is the production setting.
@@ -380,7 +393,8 @@ func (p *Pacer) Register(s Stream) (Handle, error) {
 }
 
 // Unregister removes the stream registered under h. When it returns, that
-// stream's Tick is not running and will not be called again. Unregistering
+// stream's Tick is not running and will not be called again, and what its
+// Ticks left in the worker's Worker has gone out (Holder). Unregistering
 // a handle twice, or the zero Handle, does nothing. It must not be called
 // from inside a Tick.
 func (p *Pacer) Unregister(h Handle) {
@@ -392,6 +406,9 @@ func (p *Pacer) Unregister(h Handle) {
 	sh := p.shards[p.shardOf[h.slot]]
 	sh.mu.Lock() // waits for the shard's tick in progress, if any
 	defer sh.mu.Unlock()
+	if hd, ok := sh.run.worker.(Holder); ok {
+		hd.Sent() // the sends of the stream's last tick, too
+	}
 	i := int(p.pos[h.slot])
 	last := len(sh.streams) - 1
 	if i != last {
@@ -497,7 +514,7 @@ func (p *Pacer) run() {
 		}
 		// Every tick waits for all its workers, so none is ticking; each
 		// worker goroutine closes its own Worker on its way out.
-		closeWorker(p.runners[0].worker)
+		closeWorker(p.runners[0])
 		p.nudge.close()
 		if p.doneKick != nil {
 			p.workers.Wait()
@@ -602,7 +619,7 @@ func (p *Pacer) work(r *runner) {
 			p.tickDone <- struct{}{}
 		}
 	}
-	closeWorker(r.worker)
+	closeWorker(r)
 }
 
 // lockThread gives the calling worker goroutine (the clock's: worker 0)
@@ -618,10 +635,13 @@ func (p *Pacer) lockThread(worker int) {
 	}
 }
 
-// closeWorker closes w if it is an io.Closer, on the goroutine that
-// ticked it.
-func closeWorker(w Worker) {
-	if c, ok := w.(io.Closer); ok {
+// closeWorker closes r's Worker if it is an io.Closer, on the goroutine
+// that ticked it, under its share's lock (an Unregister at the same time
+// may be asking a Holder for its sends).
+func closeWorker(r *runner) {
+	if c, ok := r.worker.(io.Closer); ok {
+		r.shard.mu.Lock()
+		defer r.shard.mu.Unlock()
 		_ = c.Close()
 	}
 }

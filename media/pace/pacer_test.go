@@ -712,3 +712,28 @@ func TestPrefetchAhead(t *testing.T) {
 		require.EqualValues(t, 1, plain.n.Load())
 	}
 }
+
+// holding is a Holder whose sends take 20 ms to go out after Sent is
+// asked.
+type holding struct{ sent atomic.Bool }
+
+func (*holding) AfterTicks(_, _ time.Time) {}
+func (h *holding) Sent() {
+	time.Sleep(20 * time.Millisecond)
+	h.sent.Store(true)
+}
+
+// TestUnregisterWaitsForHolder: Unregister returns only once the stream's
+// worker, a Holder, says what it was handed has gone out.
+func TestUnregisterWaitsForHolder(t *testing.T) {
+	w := &holding{}
+	p, err := New(Config{Period: 5 * time.Millisecond, AlignSends: true, NewWorker: func(int) Worker { return w }}, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	defer p.Close()
+	var c counter
+	h, err := p.Register(&c)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return c.n.Load() > 2 }, 5*time.Second, time.Millisecond)
+	p.Unregister(h)
+	require.True(t, w.sent.Load(), "Unregister returned before the held sends went out")
+}

@@ -66,7 +66,7 @@ static void *sender_run(void *arg) {
 		}
 		__atomic_store_n(&s->err, err, __ATOMIC_RELAXED);
 		__atomic_store_n(&s->sent, asked, __ATOMIC_RELEASE);
-		syscall(SYS_futex, &s->sent, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+		syscall(SYS_futex, &s->sent, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
 	}
 }
 

@@ -277,6 +277,19 @@ func (w *workerIO) complete(c *uringCQE) {
 	}
 }
 
+// Sent implements pace.Holder: it returns when the send thread has sent
+// what the last AfterTicks handed it. The pacer calls it under the
+// worker's share lock, which the worker holds whenever it touches
+// w.sender; it reads only the thread's counters, so the ring stays the
+// worker's (the worker reaps the completions at its next tick).
+func (w *workerIO) Sent() {
+	if w.sender != nil {
+		_ = w.sender.wait() // an error is the worker's to count, at settle
+	}
+}
+
+var _ pace.Holder = (*workerIO)(nil)
+
 // Close releases the ring; the pacer calls it after its last tick, on the
 // worker's goroutine (no session sends through the worker after that).
 func (w *workerIO) Close() error {

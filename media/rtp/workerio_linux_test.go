@@ -281,3 +281,48 @@ func TestSendHeldUntilTheirTime(t *testing.T) {
 	require.Zero(t, w.sending)
 	require.EqualValues(t, 1, w.failed.Load(), "the refused send, and only it")
 }
+
+// TestCloseLeavesNoHeldSendBehind: on the node's pacer (AlignSends) a
+// tick's packets wait up to half a period for their time after the
+// session's Tick; Close (through the pacer's Unregister) waits for them,
+// so the socket a session then closes has no packet left to send. Were it
+// not so, the next socket to take the closed descriptor would send the
+// held packet from its own address: the sink here must hear every packet
+// from a session's own port, never from the socket opened right after
+// the close.
+func TestCloseLeavesNoHeldSendBehind(t *testing.T) {
+	pacer, err := pace.New(pace.Config{NewWorker: NewPacerWorker, AlignSends: true}, nil)
+	require.NoError(t, err)
+	defer pacer.Close()
+	sink, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	defer sink.Close()
+	ports := newPorts(t)
+	src := newTableSource(16000)
+	buf := make([]byte, 1500)
+	for i := range 20 {
+		s := newSession(t, Config{RTCPMux: true, MediaTimeout: -1}, pacer, ports)
+		require.NoError(t, s.Update(Params{Remote: sink.LocalAddr().(*net.UDPAddr).AddrPort(), RTCPMux: true, Codec: codecPCMU, RecvPT: 0, Send: true, Receive: true}))
+		require.NoError(t, s.SetSource(src, 16000))
+		own := s.LocalAddr().Port()
+		require.NoError(t, sink.SetReadDeadline(time.Now().Add(5*time.Second)))
+		_, from, err := sink.ReadFromUDPAddrPort(buf)
+		require.NoError(t, err)
+		require.Equal(t, own, from.Port(), "session %d sends", i)
+		time.Sleep(time.Duration(i) * time.Millisecond) // at every phase of the tick
+		require.NoError(t, s.Close())
+		// The lowest free descriptor: the session's socket's, most likely.
+		other, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		require.NoError(t, err)
+		time.Sleep(25 * time.Millisecond) // past any send held for a tick
+		require.NoError(t, sink.SetReadDeadline(time.Now().Add(time.Millisecond)))
+		for {
+			_, from, err := sink.ReadFromUDPAddrPort(buf)
+			if err != nil {
+				break
+			}
+			require.Equal(t, own, from.Port(), "session %d: a packet after its close came from another socket", i)
+		}
+		other.Close()
+	}
+}
