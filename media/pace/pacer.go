@@ -399,16 +399,13 @@ func (p *Pacer) Register(s Stream) (Handle, error) {
 // from inside a Tick.
 func (p *Pacer) Unregister(h Handle) {
 	p.reg.Lock()
-	defer p.reg.Unlock()
 	if !p.registered(h) {
+		p.reg.Unlock()
 		return
 	}
 	sh := p.shards[p.shardOf[h.slot]]
 	sh.mu.Lock() // waits for the shard's tick in progress, if any
 	defer sh.mu.Unlock()
-	if hd, ok := sh.run.worker.(Holder); ok {
-		hd.Sent() // the sends of the stream's last tick, too
-	}
 	i := int(p.pos[h.slot])
 	last := len(sh.streams) - 1
 	if i != last {
@@ -429,6 +426,12 @@ func (p *Pacer) Unregister(h Handle) {
 	p.pos[h.slot] = -1
 	p.free = append(p.free, h.slot)
 	p.count.Add(-1)
+	// The wait for a Holder's sends (up to the lead) holds only the
+	// share, not every other Register and Unregister of the node.
+	p.reg.Unlock()
+	if hd, ok := sh.run.worker.(Holder); ok {
+		hd.Sent() // the sends of the stream's last tick, too
+	}
 }
 
 // Worker returns the Worker (Config.NewWorker) of the worker that ticks

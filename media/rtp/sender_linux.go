@@ -50,16 +50,13 @@ static void *sender_run(void *arg) {
 		__atomic_store_n(s->sqTail, s->tail, __ATOMIC_RELEASE);
 		int32_t err = 0;
 		for (uint32_t n = s->tail - from; n > 0;) {
-			// io_uring_enter(2): submit, do not wait. UDP sends
-			// complete during the call.
-			long r = syscall(426, s->ring, n, 0, 0, NULL, 0);
-			if (r >= 0) {
-				n -= r < (long)n ? r : n;
-				if (r == 0)
-					break;
-				continue;
-			}
-			if (errno != EINTR && errno != EAGAIN && errno != EBUSY) {
+			// Submit, do not wait: UDP sends complete during the call.
+			long r = syscall(__NR_io_uring_enter, s->ring, n, 0, 0, NULL, 0);
+			if (r > 0)
+				n -= r;
+			else if (r == 0)
+				break;
+			else if (errno != EINTR && errno != EAGAIN && errno != EBUSY) {
 				err = errno;
 				break;
 			}
@@ -141,11 +138,6 @@ func (s *sender) hand(tail uint32, due int64) {
 	_, _ = unix.Write(int(s.c.wake), b[:])
 }
 
-// busy reports whether a batch handed over is not submitted yet.
-func (s *sender) busy() bool {
-	return atomic.LoadUint32(s.word(&s.c.sent)) != atomic.LoadUint32(s.word(&s.c.asked))
-}
-
 // wait returns when the last batch is submitted, with the error of its
 // io_uring_enter, if any.
 func (s *sender) wait() error {
@@ -168,9 +160,6 @@ func (s *sender) wait() error {
 
 // close stops the thread, after its batch, and frees it.
 func (s *sender) close() {
-	if s == nil {
-		return
-	}
 	_ = s.wait()
 	atomic.StoreUint32(s.word(&s.c.stop), 1)
 	b := [8]byte{1}

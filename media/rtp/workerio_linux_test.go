@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -325,4 +326,9 @@ func TestCloseLeavesNoHeldSendBehind(t *testing.T) {
 		}
 		other.Close()
 	}
+}
+
+// busy reports whether a batch handed over is not submitted yet.
+func (s *sender) busy() bool {
+	return atomic.LoadUint32(s.word(&s.c.sent)) != atomic.LoadUint32(s.word(&s.c.asked))
 }
