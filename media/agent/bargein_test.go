@@ -531,3 +531,69 @@ func BenchmarkBargeInStage(b *testing.B) {
 		i++
 	}
 }
+
+// A phone call's first frames are digital silence (no packet yet, or
+// G.711's idle pattern): the noise level must start from the first frame
+// with signal, not rise from silence at levelUp per frame while the noise
+// stands out of it as if it were the caller.
+func TestNoiseLevelSkipsEmptyFrames(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(1, 2))
+	var b bargeIn
+	frame := make([]int16, 160)
+	for i := range 10 {
+		if on, all := b.loud(frame, 0); (on != 0 || all != 0) && i == 9 {
+			t.Errorf("digital silence stands %.1f / %.1f dB over a noise not heard yet", on, all)
+		}
+	}
+	if b.noise() != 0 {
+		t.Errorf("noise %v before any frame with signal", b.noise())
+	}
+	x := pinkNoise(rnd, 160*100, 0.03*32768) // about -30 dBFS
+	var over int
+	for i := range 100 {
+		for j := range frame {
+			frame[j] = int16(x[i*160+j])
+		}
+		if on, _ := b.loud(frame, 0); i >= 5 && on >= decideMargin {
+			over++
+		}
+	}
+	if over > 2 {
+		t.Errorf("%d of 95 frames of steady noise stood %d dB over the learnt noise", over, decideMargin)
+	}
+	want := 20 * math.Log10(0.03*32768)
+	if got := b.level; math.Abs(got-want) > 4 {
+		t.Errorf("noise level %.1f dB after 2 s of noise at %.1f dB", got, want)
+	}
+	// A gap in the packets (silence again) leaves the level alone.
+	clear(frame)
+	l := b.level
+	for range 20 {
+		b.loud(frame, 0)
+	}
+	if b.level != l {
+		t.Errorf("20 empty frames moved the noise level from %.1f to %.1f dB", l, b.level)
+	}
+}
+
+// An agent that speaks first leaves no echo-free frame to learn the noise
+// from: the echo gate then subtracts the all-frames level, not nothing.
+func TestGateNoiseWithoutEchoFreeFrames(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(3, 4))
+	var b bargeIn
+	frame := make([]int16, 160)
+	x := pinkNoise(rnd, 160*50, 0.03*32768)
+	for i := range 50 {
+		for j := range frame {
+			frame[j] = int16(x[i*160+j])
+		}
+		b.loud(frame, 1e6) // the agent talking: an echo is predicted
+	}
+	if b.cleanStarted {
+		t.Fatal("a frame with echo predicted taught the echo-free level")
+	}
+	got := 10 * math.Log10(float64(b.noise())+1)
+	if want := b.level; math.Abs(got-want) > 0.01 {
+		t.Errorf("gate noise %.1f dB, want the all-frames level %.1f dB", got, want)
+	}
+}
