@@ -457,3 +457,44 @@ func BenchmarkInputFrame(b *testing.B) {
 		})
 	}
 }
+
+// The echo delay is trusted only once every lag had time to show its
+// echo, and it reaches past 350 ms: a phone echo 300 ms late comes back
+// 340-370 ms after its audio was taken (the node's own path adds to it),
+// and with half a second of agent audio the speech's rhythm locked the
+// estimate on 20-30 ms, where the gate then watched for seconds.
+func TestEchoDelayLongAndNotEarly(t *testing.T) {
+	const rate, n = media.Rate8k, 160
+	for _, delay := range []time.Duration{340 * time.Millisecond, 400 * time.Millisecond} {
+		for i := range 4 {
+			agent := agentTurn(t, i, rate)
+			d := int(delay.Seconds() * rate)
+			rnd := rand.New(rand.NewPCG(uint64(i), 9))
+			e := newEchoPath(rate)
+			near := make([]int16, n)
+			var first time.Duration = -1
+			for k := 0; (k+1)*n <= len(agent); k++ {
+				far := agent[k*n : (k+1)*n]
+				for j := range near {
+					x := 3 * rnd.NormFloat64()
+					if p := k*n + j - d; p >= 0 {
+						x += 0.3 * float64(agent[p])
+					}
+					near[j] = int16(x)
+				}
+				e.Listen(far, near)
+				e.Explained(near, 0)
+				if got := e.Delay(); got >= 0 && first < 0 {
+					first = got
+				}
+			}
+			if first < 0 {
+				t.Errorf("%s echo, turn %d: no delay found in %.1f s of agent audio", delay, i, float64(len(agent))/rate)
+				continue
+			}
+			if diff := first - delay; diff < -20*time.Millisecond || diff > 20*time.Millisecond {
+				t.Errorf("%s echo, turn %d: the first delay trusted was %s", delay, i, first)
+			}
+		}
+	}
+}
