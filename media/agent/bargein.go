@@ -185,7 +185,9 @@ func (in *input) barge(prob float32, overNoise, overAll float64) (float32, bool)
 		b.lastLoud = n
 	}
 	b.hist <<= 1
-	if speech && overAll >= pauseMargin {
+	if speech && (overAll >= pauseMargin || b.held != nil && overNoise >= pauseMargin) {
+		// While the agent is paused, its echo dies away: the caller's
+		// voice need only stand out of the noise to hold the pause.
 		b.hist |= 1
 	}
 	talking := in.hold()

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"math"
@@ -596,4 +597,39 @@ func TestGateNoiseWithoutEchoFreeFrames(t *testing.T) {
 	if want := b.level; math.Abs(got-want) > 0.01 {
 		t.Errorf("gate noise %.1f dB, want the all-frames level %.1f dB", got, want)
 	}
+}
+
+// Once the agent is paused, the caller's voice holds the pause if it
+// stands out of the noise, whatever echo the playout still predicts for
+// the frames after the fade: under the echo's prediction the pause
+// resumed in the middle of an interruption in pink noise (SIP scorecard:
+// the agent played on for a few hundred milliseconds, paused again, and
+// the barge-in came late or not at all).
+func TestPauseHeldByVoiceOverNoise(t *testing.T) {
+	s, err := New(Config{OutputRate: media.Rate16k, TurnDetection: serverVAD(), DSP: dspAEC()}, nil,
+		Deps{LLM: &fakeLLM{}, STT: &fakeSTT{}, TTS: &fakeTTS{}}, newSink())
+	require.NoError(t, err)
+	defer s.Close()
+	p := newPlayout(media.Rate16k)
+	require.NoError(t, p.write(context.Background(), make([]int16, media.Rate16k)))
+	s.play.Store(p)
+	s.speaking.Store(true)
+	in := &s.in
+	step := func(prob float32, overNoise, overAll float64) {
+		in.barge(prob, overNoise, overAll)
+		in.n++
+	}
+	for range pauseOnset {
+		step(0.9, 15, 15) // the caller's onset, over the agent
+	}
+	require.True(t, p.paused(), "the caller's onset did not pause the agent")
+	for i := range 2 * resumeQuiet {
+		// Words 8 dB over the noise, 2 dB over noise and predicted echo.
+		step(0.9, 8, 2)
+		require.True(t, p.paused(), "the pause resumed %d frames into the caller's words", i+1)
+	}
+	for range resumeQuiet {
+		step(0.1, 0, 0) // the caller stopped; no barge-in was decided
+	}
+	require.False(t, p.paused(), "the pause did not resume after the caller stopped")
 }
