@@ -259,6 +259,15 @@ func score(ctx context.Context, o options, conds []condition, bin string, v *voi
 	if r.sip == "" {
 		warm := items(condition{Name: "warm-up", Kind: kindLatency}, 2, o.seed)
 		parallel(len(warm), len(warm), func(i int) { _ = r.run(ctx, warm[i]) })
+	} else if s, err := dialSIP(ctx, r.sip, sipNumber(0)); err == nil {
+		// A phone call has no turns to warm up with, but the first
+		// speech the server synthesizes must not be a reference: it is
+		// espeak-ng's exact rendering, and later ones (every trial's)
+		// run up to 2% shorter, which on one agent text took 5 of the
+		// 6 loud frames' slack for lost words before any pause.
+		var loud []bool
+		_ = r.overAgent(ctx, s, item{Cond: condition{Name: "warm-up", Kind: kindNoise}, Seed: 99}, &result{}, &loud)
+		s.close()
 	}
 	// The clean rendering of each agent text, for telling a pause from the
 	// agent's own pauses and for counting lost words.
