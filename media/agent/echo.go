@@ -21,7 +21,7 @@ import (
 //     what the playout at that delay predicts (the reference's energy
 //     there times the echo's measured gain) is explained by the agent's
 //     own audio, and turn detection hears no speech in it. Before the
-//     delay is known every lag up to 450 ms counts. With the agent silent
+//     delay is known every lag up to 350 ms counts. With the agent silent
 //     for longer than that nothing is predicted and nothing is gated, so
 //     turns that start while the agent is quiet are untouched.
 //
@@ -32,26 +32,16 @@ import (
 // played would be gated unless the caller is echoMargin louder).
 
 const (
-	// echoLags is the delays considered, in 10 ms blocks: 0-450 ms, the
-	// canceller's range (dsp.MaxEchoDelay). The node's own path adds to
-	// the far end's echo delay (the jitter buffer's frame, the tick, the
-	// send's lead), so a phone echo 300 ms late reaches the gate about
-	// 350 ms after its audio was taken: at 0-350 ms, its tail fell outside
-	// and paused the agent (SIP scorecard, echo -20 dB: every pause in 30
-	// trials came from the delays of 259-300 ms).
-	echoLags = 46
+	// echoLags is the delays considered, in 10 ms blocks: 0-350 ms.
+	echoLags = 36
 	// echoHist is the reference history kept, in blocks (a power of two,
 	// more than echoLags plus the gate's spread).
 	echoHist = 64
 	// echoAlpha is the forgetting factor of the delay correlation per
 	// active block: a time constant of 1.28 s of agent audio.
 	echoAlpha = 1.0 / 128
-	// echoMinBlocks is the echo the correlation needs at every lag before
-	// its delay is trusted (0.5 s): the agent's first echoLags+echoMinBlocks
-	// blocks, since an echo delay blocks long shows only after that. With
-	// 0.5 s of agent audio alone, a 340 ms echo had been heard for 160 ms,
-	// and the speech's own rhythm won at 20-30 ms: the gate then watched
-	// the wrong lag for 2-3.5 s, and the real echo paused the agent.
+	// echoMinBlocks is the agent audio the correlation needs before its
+	// delay is trusted (0.5 s).
 	echoMinBlocks = 50
 	// echoMinCorr is the correlation the best lag needs to be trusted, and
 	// echoSwitch how much better another lag must get to replace it.
@@ -306,7 +296,7 @@ func (e *echoPath) correlate(i int, nl float32) {
 		}
 	}
 	e.best = best
-	if e.seen < echoLags+echoMinBlocks || e.vx <= 0 || e.vy <= 0 {
+	if e.seen < echoMinBlocks || e.vx <= 0 || e.vy <= 0 {
 		return
 	}
 	norm := float32(math.Sqrt(float64(e.vx * e.vy)))
