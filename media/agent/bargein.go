@@ -114,11 +114,7 @@ func (b *bargeIn) loud(pcm []int16, echo float32) (overNoise, overAll float64) {
 	e := energy(pcm)
 	d := float64(level(e))
 	if d < emptyDB {
-		// Nothing to learn the noise from; not loud either.
-		if !b.started {
-			return 0, 0
-		}
-		return d - b.level, d - b.level
+		return 0, 0 // nothing to learn the noise from; not loud either
 	}
 	if !b.started {
 		b.level, b.started = d, true
@@ -185,9 +181,13 @@ func (in *input) barge(prob float32, overNoise, overAll float64) (float32, bool)
 		b.lastLoud = n
 	}
 	b.hist <<= 1
-	if speech && (overAll >= pauseMargin || b.held != nil && overNoise >= pauseMargin) {
+	over := overAll
+	if b.held != nil {
 		// While the agent is paused, its echo dies away: the caller's
 		// voice need only stand out of the noise to hold the pause.
+		over = overNoise
+	}
+	if speech && over >= pauseMargin {
 		b.hist |= 1
 	}
 	talking := in.hold()

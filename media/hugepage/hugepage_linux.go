@@ -50,7 +50,8 @@ const heapArenaBytes = 64 << 20
 func (a *Advisor) Heap() (int, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	defer func() { a.started = true }()
+	collapse := !a.started
+	a.started = true
 	a.probe = new([64]byte) // kept in a, so that it is on the heap
 	p := uintptr(unsafe.Pointer(a.probe))
 	maps, err := readMaps()
@@ -93,7 +94,7 @@ func (a *Advisor) Heap() (int, error) {
 		}
 		// Best effort: EINVAL before Linux 6.1, EAGAIN when no huge page
 		// is free right now; khugepaged does it later then.
-		if !a.started {
+		if collapse {
 			_ = madvise(s, e-s, unix.MADV_COLLAPSE)
 		}
 		a.add(s, e)

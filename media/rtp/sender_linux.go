@@ -134,6 +134,11 @@ func (s *sender) hand(tail uint32, due int64) {
 	s.c.tail = C.uint32_t(tail)
 	s.c.due = C.int64_t(due)
 	atomic.AddUint32(s.word(&s.c.asked), 1)
+	s.kick()
+}
+
+// kick wakes the thread (its eventfd).
+func (s *sender) kick() {
 	b := [8]byte{1}
 	_, _ = unix.Write(int(s.c.wake), b[:])
 }
@@ -162,8 +167,7 @@ func (s *sender) wait() error {
 func (s *sender) close() {
 	_ = s.wait()
 	atomic.StoreUint32(s.word(&s.c.stop), 1)
-	b := [8]byte{1}
-	_, _ = unix.Write(int(s.c.wake), b[:])
+	s.kick()
 	C.sender_join(s.c)
 	unix.Close(int(s.c.wake))
 	C.free(unsafe.Pointer(s.c))
