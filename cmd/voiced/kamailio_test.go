@@ -140,10 +140,25 @@ func TestKamailioDispatch(t *testing.T) {
 	// One run after the other, so round-robin gives each node some of
 	// both.
 	answered := func(n *role) int { return strings.Count(n.stderr.String(), `msg="call answered"`) }
+	// waitAnswered waits for want answers in all; a failure says what
+	// each node answered and warned about (Kamailio's log follows it).
+	waitAnswered := func(want int) {
+		t.Helper()
+		for end := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			na, nb := answered(a), answered(b)
+			if na+nb == want {
+				return
+			}
+			if na+nb > want || time.Now().After(end) {
+				t.Fatalf("calls answered: A %d, B %d, want %d in all\nnode A's warnings:\n%s\nnode B's warnings:\n%s",
+					na, nb, want, warnings(a.stderr.String()), warnings(b.stderr.String()))
+			}
+		}
+	}
 	long := calls(6, 20, 30*time.Second)
-	require.Eventually(t, func() bool { return answered(a)+answered(b) == 46 }, 10*time.Second, 20*time.Millisecond)
+	waitAnswered(46)
 	short := calls(6, 20, 2*time.Second)
-	require.Eventually(t, func() bool { return answered(a)+answered(b) == 52 }, 10*time.Second, 20*time.Millisecond)
+	waitAnswered(52)
 	liveOnB := answered(b) - len(byNode[1])
 	require.Positive(t, liveOnB, "node B has calls in progress")
 	// A second Kamailio that has not probed yet (one probe an hour) and
@@ -333,6 +348,17 @@ func startKamailio(t *testing.T, bin string, nodes []int, defines ...string) *ka
 	require.Eventually(t, func() bool { return sipOptions(t, k.addr) == 200 }, 10*time.Second, 100*time.Millisecond,
 		"Kamailio answers OPTIONS: %s", k.log.String())
 	return k
+}
+
+// warnings returns the WARN and ERROR lines of a node's log.
+func warnings(log string) string {
+	var out []string
+	for line := range strings.Lines(log) {
+		if strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR") {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "")
 }
 
 // sipOptions sends one OPTIONS over UDP to addr and returns the status
