@@ -131,7 +131,8 @@ func ListenPath(callID int64) string { return "/v1/calls/" + strconv.FormatInt(c
 
 // listen is POST /v1/calls/{id}/listen: format from the body's "format"
 // or the query's (the body wins); 404 unknown or another org's call, 400
-// a bad format, 409 an ended call or one no node can be listened to on.
+// a bad format, 409 an ended call or one no node can be listened to on
+// (after liveWait: a call admitted a moment ago gets its media's node).
 func (h *liveHandlers) listen(c fiber.Ctx, p *storage.Principal) error {
 	id, err := api.PathID(c, "call_id")
 	if err != nil {
@@ -163,7 +164,11 @@ func (h *liveHandlers) listen(c fiber.Ctx, p *storage.Principal) error {
 	if h.live == nil || len(h.listenKey) == 0 {
 		return api.Err(http.StatusServiceUnavailable, "No node runs calls here.")
 	}
-	base, err := h.live.Listen(c.Context(), p.OrgID, cl.ID)
+	var base string
+	err = untilLive(c.Context(), func() (err error) {
+		base, err = h.live.Listen(c.Context(), p.OrgID, cl.ID)
+		return err
+	})
 	if err != nil {
 		if errors.Is(err, ErrNotLive) {
 			return api.Err(http.StatusConflict, "The call is not live on any node that can be listened to.")

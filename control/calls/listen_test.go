@@ -115,9 +115,22 @@ func TestListenToken(t *testing.T) {
 		r = a.Do("POST", path(ended), o.MembK, nil)
 		require.Equal(t, 409, r.Status, string(r.Body))
 		require.Contains(t, string(r.Body), "ended")
+		start := time.Now()
 		r = a.Do("POST", path(unheld), o.MembK, nil)
 		require.Equal(t, 409, r.Status, string(r.Body))
 		require.Contains(t, string(r.Body), "not live")
+		require.GreaterOrEqual(t, time.Since(start), 2*time.Second, "refused only after the time a call's media takes to open")
+
+		// A call in progress whose media opens on a node a moment after
+		// the request came (its row is in progress from its admission).
+		opening := calltest.Make(t, a.Srv.CallLog(), a.BlobDir, calltest.Spec{To: o.Number, InProgress: true})
+		time.AfterFunc(300*time.Millisecond, func() {
+			n.mu.Lock()
+			n.held[opening] = true
+			n.mu.Unlock()
+		})
+		r = a.Do("POST", path(opening), o.MembK, nil)
+		require.Equal(t, 200, r.Status, string(r.Body))
 
 		// This server serves no socket (nothing mounted): the GET says
 		// where to go instead.

@@ -29,6 +29,28 @@ const MaxWhisperRunes = 2000
 // ErrNotLive is returned by Live for a call no node holds.
 var ErrNotLive = errors.New("call is not live")
 
+// liveWait is how long a call in progress may take to be live on a node:
+// its row is in progress from its admission, a few milliseconds (more on
+// a loaded node) before its media opens on the node that answers it.
+const liveWait = 2 * time.Second
+
+// untilLive runs try until it returns anything but ErrNotLive, for up to
+// liveWait: a call admitted a moment ago is not refused as not live.
+func untilLive(ctx context.Context, try func() error) error {
+	deadline := time.Now().Add(liveWait)
+	for {
+		err := try()
+		if !errors.Is(err, ErrNotLive) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
 // Live reaches the live calls wherever they run: the node itself in
 // serve, the media nodes through the coord commands in control.
 type Live interface {
@@ -118,7 +140,7 @@ func (h *liveHandlers) whisper(c fiber.Ctx, p *storage.Principal) error {
 	if h.live == nil {
 		return api.Err(http.StatusServiceUnavailable, "No node runs calls here.")
 	}
-	if err := h.live.Whisper(c.Context(), p.OrgID, cl.ID, text); err != nil {
+	if err := untilLive(c.Context(), func() error { return h.live.Whisper(c.Context(), p.OrgID, cl.ID, text) }); err != nil {
 		if errors.Is(err, ErrNotLive) {
 			return api.Err(http.StatusConflict, "The call is not live on any node.")
 		}
