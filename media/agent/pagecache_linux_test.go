@@ -33,7 +33,11 @@ func resident(t *testing.T, f *os.File, from, to int64) int {
 }
 
 // A recording's writes leave the page cache once they are on disk: the
-// first chunk is dropped by a later write, the last one is still cached.
+// first chunk is dropped by a later write. (Whether the last one is still
+// cached is the disk's timing, not the recorder's: DONTNEED keeps pages
+// dirty or under writeback and drops the rest, and a fast virtual disk
+// may have written the last chunk back before the advice; asserting it
+// failed in CI.)
 func TestRecordingLeavesPageCache(t *testing.T) {
 	f, err := os.Create(filepath.Join(t.TempDir(), "rec.wav"))
 	if err != nil {
@@ -68,10 +72,6 @@ func TestRecordingLeavesPageCache(t *testing.T) {
 			t.Fatalf("after %d writes the first 64 KB still has %d pages cached", writes, resident(t, f, 0, size))
 		}
 		time.Sleep(20 * time.Millisecond)
-	}
-	end := r.dataAt + r.written
-	if n := resident(t, f, end-size, end); n == 0 {
-		t.Fatal("the last write left the cache before it could have been written back")
 	}
 	if r.written != int64(writes)*size {
 		t.Fatalf("%d bytes written after %d writes of %d", r.written, writes, size)
