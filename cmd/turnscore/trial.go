@@ -287,7 +287,7 @@ func (r *runner) overAgent(ctx context.Context, s *session, it item, res *result
 		return fmt.Errorf("no response.done for the agent's turn within %d s (response %q)", maxTicks/50, respID)
 	}
 	if r.sip != "" {
-		return r.overAgentSIP(s, it, res, loud, firstPos, stimPos)
+		return r.overAgentSIP(s, it, res, loud, firstPos, stimPos, len(stim))
 	}
 	evs, frames := s.snapshot()
 	var mine []recvFrame
@@ -391,7 +391,7 @@ func (r *runner) overAgent(ctx context.Context, s *session, it item, res *result
 // overAgentSIP reads a phone call's outcome from its audio alone, from
 // the agent's first loud frame: a pause (quietAt) that lasts a second or
 // runs to the end is a stop, a shorter one a pause it resumed from.
-func (r *runner) overAgentSIP(s *session, it item, res *result, loud *[]bool, firstPos, stimPos int) error {
+func (r *runner) overAgentSIP(s *session, it item, res *result, loud *[]bool, firstPos, stimPos, stimLen int) error {
 	_, frames := s.snapshot()
 	if firstPos < 0 {
 		return fmt.Errorf("the agent said nothing in %d s", maxTicks/50)
@@ -427,23 +427,66 @@ func (r *runner) overAgentSIP(s *session, it item, res *result, loud *[]bool, fi
 	if from < 0 {
 		from = firstPos
 	}
-	p := quietAt(mine[:lastLoud], ref, from)
-	if p.at < 0 && res.LoudFrames < res.RefFrames-intactSlack {
-		// It ended early without a pause inside what it said: quiet from
-		// its last loud frame.
-		last := mine[lastLoud-1]
-		p = pause{at: last.Pos + len(last.PCM), frames: 1 << 20}
+	// It ended early (quiet from its last loud frame) if words are
+	// missing that no pause inside what it said accounts for.
+	last := mine[lastLoud-1]
+	var end *pause
+	if res.LoudFrames < res.RefFrames-intactSlack {
+		end = &pause{at: last.Pos + len(last.PCM), frames: 1 << 20}
 	}
+	until := -1
+	if stimPos >= 0 && stimLen > 0 {
+		until = stimPos + stimLen + stopWindow*rate/1000
+	}
+	first, p := outcome(mine[:lastLoud], ref, from, until, end)
 	if p.at >= 0 {
 		res.PauseMS, res.PauseStall = p.frames*20, p.gap
-		res.Stopped = p.frames >= 50
+		res.Stopped = p.frames >= stopFrames
 		res.Paused = !res.Stopped
-		if stimPos >= 0 && p.at >= stimPos {
-			res.QuietMS = float64(p.at-stimPos) * 1000 / rate
+		if stimPos >= 0 && first.at >= stimPos {
+			res.QuietMS = float64(first.at-stimPos) * 1000 / rate
 		}
 	}
 	res.Intact = !res.Stopped && res.LoudFrames >= res.RefFrames-intactSlack
 	return nil
+}
+
+// stopFrames is how long a phone agent's quiet stretch lasts (frames) to
+// be a stop rather than a pause it resumed from, and stopWindow how long
+// after the stimulus ends (ms) a stop still counts as its doing.
+const (
+	stopFrames = 50
+	stopWindow = 1500
+)
+
+// outcome is what the agent did from from on: its first pause (first)
+// and the pause that decided the trial (p): the first pause, or, when it
+// resumed from that one, the first stop after it that began before until
+// (a sample position; -1: any time), so a barge-in the agent paused for,
+// resumed from and then stopped for is heard, late, and a noise that made
+// it do so stopped it. end, when not nil, is where it ended early (its
+// last loud frame, words missing), which stands for a stop no pause
+// inside what it said shows. Both are pause{at: -1} when it spoke on.
+func outcome(frames []recvFrame, ref []bool, from, until int, end *pause) (first, p pause) {
+	p = quietAt(frames, ref, from)
+	if p.at < 0 && end != nil {
+		return *end, *end
+	}
+	first = p
+	for p.at >= 0 && p.frames < stopFrames {
+		q := quietAt(frames, ref, p.at+p.frames*frame)
+		if q.at < 0 && end != nil {
+			q = *end
+		}
+		if q.at < 0 || (until >= 0 && q.at > until) {
+			break
+		}
+		p = q
+	}
+	if p.frames < stopFrames {
+		p = first // no stop: the first pause is the trial's
+	}
+	return first, p
 }
 
 // pauseSlack is how much longer than the clean rendering's own pause a

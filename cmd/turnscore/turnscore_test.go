@@ -214,3 +214,64 @@ func TestSoakDurationFlag(t *testing.T) {
 	require.Equal(t, 2, code)
 	require.ErrorContains(t, err, "-duration must not be negative")
 }
+
+// outcome: a phone agent that paused, resumed and then stopped within the
+// window stopped (the barge-in was heard, late), with its quiet time from
+// the first pause; a stop after the window leaves the pause; an agent
+// that resumed and then ended early, words missing, stopped at its end.
+func TestOutcomeStopAfterResumedPause(t *testing.T) {
+	loudF, quietF := make([]int16, frame), make([]int16, frame)
+	for i := range loudF {
+		loudF[i] = 3000
+	}
+	ref := make([]bool, 200)
+	for i := range ref {
+		ref[i] = true
+	}
+	play := func(pattern []bool) []recvFrame {
+		var out []recvFrame
+		for i, l := range pattern {
+			f := quietF
+			if l {
+				f = loudF
+			}
+			out = append(out, recvFrame{Pos: 1000 + i*frame, PCM: f})
+		}
+		return out
+	}
+	// 20 loud, a 300 ms pause, 20 loud (resumed), quiet 1.2 s, the rest.
+	var pat []bool
+	add := func(n int, l bool) {
+		for range n {
+			pat = append(pat, l)
+		}
+	}
+	add(20, true)
+	add(15, false)
+	add(20, true)
+	add(60, false)
+	add(160, true)
+	frames := play(pat)
+	pauseAt, stopAt := 1000+20*frame, 1000+55*frame
+	first, p := outcome(frames, ref, 0, -1, nil)
+	require.Equal(t, pause{at: pauseAt, frames: 15}, first)
+	require.Equal(t, pause{at: stopAt, frames: 60}, p, "the stop after the resumed pause decides")
+	first, p = outcome(frames, ref, 0, stopAt-1, nil)
+	require.Equal(t, first, p, "a stop after the window is not the stimulus's doing")
+	require.Equal(t, pauseAt, p.at)
+
+	// Resumed, then ended early: its last loud frame is the stop.
+	short := play(pat[:55])
+	end := &pause{at: 1000 + 55*frame, frames: 1 << 20}
+	first, p = outcome(short, ref, 0, -1, end)
+	require.Equal(t, pauseAt, first.at)
+	require.Equal(t, *end, p)
+	// No pause at all, words missing: the end is both.
+	first, p = outcome(play(pat[:20]), ref, 0, -1, end)
+	require.Equal(t, *end, first)
+	require.Equal(t, *end, p)
+	// Spoke on: nothing.
+	first, p = outcome(play(ref), ref, 0, -1, nil)
+	require.Equal(t, pause{at: -1}, first)
+	require.Equal(t, pause{at: -1}, p)
+}
