@@ -269,14 +269,14 @@ func score(ctx context.Context, o options, conds []condition, bin string, v *voi
 		_ = r.overAgent(ctx, s, item{Cond: condition{Name: "warm-up", Kind: kindNoise}, Seed: 99}, &result{}, &loud)
 		s.close()
 	}
-	// The clean rendering of each agent text, for telling a pause from the
-	// agent's own pauses and for counting lost words.
+	// Two clean renderings of each agent text, for telling a pause from
+	// the agent's own pauses and for counting lost words (rendering).
 	var mu sync.Mutex
 	var refErr error
 	parallel(len(agentTexts), min(o.parallel, len(agentTexts)), func(i int) {
-		var loud []bool
-		for attempt := 0; attempt < 3; attempt++ {
-			loud = loud[:0]
+		var masks [][]bool
+		for attempt := 0; attempt < 4 && len(masks) < refRenderings; attempt++ {
+			var loud []bool
 			var s *session
 			var err error
 			if r.sip != "" {
@@ -289,14 +289,17 @@ func score(ctx context.Context, o options, conds []condition, bin string, v *voi
 				err = r.overAgent(ctx, s, item{Cond: condition{Name: "reference", Kind: kindNoise}, AgentText: i, Seed: uint64(i)}, &res, &loud)
 				s.close()
 			}
-			if err == nil {
+			if err != nil {
 				mu.Lock()
-				r.refs[i] = loud
+				refErr = fmt.Errorf("reference rendering of agent text %d: %w", i, err)
 				mu.Unlock()
-				return
+				continue
 			}
+			masks = append(masks, loud)
+		}
+		if len(masks) == refRenderings {
 			mu.Lock()
-			refErr = fmt.Errorf("reference rendering of agent text %d: %w", i, err)
+			r.refs[i] = newRendering(masks...)
 			mu.Unlock()
 		}
 	})

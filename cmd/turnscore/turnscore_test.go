@@ -111,14 +111,16 @@ func TestQuietAtFindsInsertedPause(t *testing.T) {
 	// The clean rendering, with one frame of edge jitter: no pause.
 	jitter := append([]bool(nil), ref...)
 	jitter[30], jitter[29] = true, false
-	require.Equal(t, pause{at: -1}, quietAt(play(jitter, -1, 0), ref, 0))
+	require.Equal(t, pause{at: -1}, quietAt(play(jitter, -1, 0), newRendering(ref), 0))
 	// Quiet for 300 ms in the middle of a word from frame 10.
 	paused := append(append(append([]bool(nil), ref[:10]...), make([]bool, 15)...), ref[10:]...)
-	require.Equal(t, pause{at: 1000 + 10*frame, frames: 15}, quietAt(play(paused, -1, 0), ref, 0))
+	require.Equal(t, pause{at: 1000 + 10*frame, frames: 15}, quietAt(play(paused, -1, 0), newRendering(ref), 0))
 	// The same pause as a gap in the deltas.
-	require.Equal(t, pause{at: 1000 + 10*frame, frames: 15, gap: true}, quietAt(play(ref, 10, 15), ref, 0))
+	require.Equal(t, pause{at: 1000 + 10*frame, frames: 15, gap: true}, quietAt(play(ref, 10, 15), newRendering(ref), 0))
 	// A pause before from is not one after it.
-	require.Equal(t, pause{at: -1}, quietAt(play(paused, -1, 0), ref, 1000+40*frame))
+	require.Equal(t, pause{at: -1}, quietAt(play(paused, -1, 0), newRendering(ref), 1000+40*frame))
+	// A second rendering that pauses there as long: no pause.
+	require.Equal(t, pause{at: -1}, quietAt(play(paused, -1, 0), newRendering(ref, paused), 0))
 }
 
 // The corpus is the seed's: the same items twice, other items for another
@@ -253,25 +255,40 @@ func TestOutcomeStopAfterResumedPause(t *testing.T) {
 	add(160, true)
 	frames := play(pat)
 	pauseAt, stopAt := 1000+20*frame, 1000+55*frame
-	first, p := outcome(frames, ref, 0, -1, nil)
+	r := newRendering(ref)
+	first, p := outcome(frames, r, 0, -1, nil)
 	require.Equal(t, pause{at: pauseAt, frames: 15}, first)
 	require.Equal(t, pause{at: stopAt, frames: 60}, p, "the stop after the resumed pause decides")
-	first, p = outcome(frames, ref, 0, stopAt-1, nil)
+	first, p = outcome(frames, r, 0, stopAt-1, nil)
 	require.Equal(t, first, p, "a stop after the window is not the stimulus's doing")
 	require.Equal(t, pauseAt, p.at)
 
 	// Resumed, then ended early: its last loud frame is the stop.
 	short := play(pat[:55])
 	end := &pause{at: 1000 + 55*frame, frames: 1 << 20}
-	first, p = outcome(short, ref, 0, -1, end)
+	first, p = outcome(short, r, 0, -1, end)
 	require.Equal(t, pauseAt, first.at)
 	require.Equal(t, *end, p)
 	// No pause at all, words missing: the end is both.
-	first, p = outcome(play(pat[:20]), ref, 0, -1, end)
+	first, p = outcome(play(pat[:20]), r, 0, -1, end)
 	require.Equal(t, *end, first)
 	require.Equal(t, *end, p)
 	// Spoke on: nothing.
-	first, p = outcome(play(ref), ref, 0, -1, nil)
+	first, p = outcome(play(ref), r, 0, -1, nil)
 	require.Equal(t, pause{at: -1}, first)
 	require.Equal(t, pause{at: -1}, p)
+}
+
+// newRendering keeps, after each loud frame, the longest pause any
+// rendering makes there, and the fewest loud frames any has.
+func TestNewRenderingMerges(t *testing.T) {
+	a := []bool{false, true, true, false, false, true, true, true}        // 2 loud, 2 quiet, 3 loud
+	b := []bool{true, true, false, false, false, false, true, true, false} // 2 loud, 4 quiet, 2 loud, 1 quiet
+	r := newRendering(a, b)
+	require.Equal(t, []int{1, 0, 4, 0, 1, 0}, r.gaps)
+	require.Equal(t, 4, r.loud)
+	require.Equal(t, a, r.mask)
+	one := newRendering(a)
+	require.Equal(t, []int{1, 0, 2, 0, 0, 0}, one.gaps)
+	require.Equal(t, 5, one.loud)
 }
