@@ -282,7 +282,7 @@ func TestOutcomeStopAfterResumedPause(t *testing.T) {
 // newRendering keeps, after each loud frame, the longest pause any
 // rendering makes there, and the fewest loud frames any has.
 func TestNewRenderingMerges(t *testing.T) {
-	a := []bool{false, true, true, false, false, true, true, true}        // 2 loud, 2 quiet, 3 loud
+	a := []bool{false, true, true, false, false, true, true, true}         // 2 loud, 2 quiet, 3 loud
 	b := []bool{true, true, false, false, false, false, true, true, false} // 2 loud, 4 quiet, 2 loud, 1 quiet
 	r := newRendering(a, b)
 	require.Equal(t, []int{1, 0, 4, 0, 1, 0}, r.gaps)
