@@ -79,31 +79,28 @@ const refRenderings = 2
 
 // newRendering merges the loud frames of one or more clean renderings.
 func newRendering(masks ...[]bool) rendering {
-	r := rendering{gaps: []int{0}, loud: -1}
-	if len(masks) > 0 {
-		r.mask = masks[0]
-	}
-	for _, m := range masks {
-		l, n := 0, 0
+	r := rendering{gaps: []int{0}}
+	for i, m := range masks {
+		// g[l] is this rendering's pause after its l-th loud frame.
+		g := []int{0}
 		for _, loud := range m {
 			if loud {
-				l, n = l+1, 0
-				continue
+				g = append(g, 0)
+			} else {
+				g[len(g)-1]++
 			}
-			n++
-			for len(r.gaps) <= l {
-				r.gaps = append(r.gaps, 0)
-			}
-			r.gaps[l] = max(r.gaps[l], n)
 		}
-		for len(r.gaps) <= l {
+		for len(r.gaps) < len(g) {
 			r.gaps = append(r.gaps, 0)
 		}
-		if r.loud < 0 || l < r.loud {
-			r.loud = l
+		for l, n := range g {
+			r.gaps[l] = max(r.gaps[l], n)
 		}
+		if i == 0 {
+			r.mask, r.loud = m, len(g)-1
+		}
+		r.loud = min(r.loud, len(g)-1)
 	}
-	r.loud = max(r.loud, 0)
 	return r
 }
 
@@ -431,8 +428,9 @@ func (r *runner) overAgent(ctx context.Context, s *session, it item, res *result
 }
 
 // overAgentSIP reads a phone call's outcome from its audio alone, from
-// the agent's first loud frame: a pause (quietAt) that lasts a second or
-// runs to the end is a stop, a shorter one a pause it resumed from.
+// the agent's first loud frame (outcome): a pause that lasts a second or
+// runs to the end is a stop, a shorter one a pause it resumed from unless
+// a stop follows it within stopWindow of the stimulus's end.
 func (r *runner) overAgentSIP(s *session, it item, res *result, loud *[]bool, firstPos, stimPos, stimLen int) error {
 	_, frames := s.snapshot()
 	if firstPos < 0 {
