@@ -633,3 +633,44 @@ func TestPauseHeldByVoiceOverNoise(t *testing.T) {
 	}
 	require.False(t, p.paused(), "the pause did not resume after the caller stopped")
 }
+
+// Noise that paused the agent resumes it though a fifth of its frames
+// stand pauseMargin over the noise: only frames that count towards the
+// barge-in decision hold the pause (before, 4-talker babble held it to
+// maxHold, 1.5 s of silence, in 12 of 40 phone scorecard trials).
+func TestPauseNotHeldByBabble(t *testing.T) {
+	s, err := New(Config{OutputRate: media.Rate16k, TurnDetection: serverVAD(), DSP: dspAEC()}, nil,
+		Deps{LLM: &fakeLLM{}, STT: &fakeSTT{}, TTS: &fakeTTS{}}, newSink())
+	require.NoError(t, err)
+	defer s.Close()
+	p := newPlayout(media.Rate16k)
+	require.NoError(t, p.write(context.Background(), make([]int16, media.Rate16k)))
+	s.play.Store(p)
+	s.speaking.Store(true)
+	in := &s.in
+	for range pauseOnset {
+		in.barge(0.9, pauseMargin+1, pauseMargin+1) // babble's loud moment
+		in.n++
+	}
+	require.True(t, p.paused(), "the onset did not pause the agent")
+	held := 0
+	for i := range maxHold {
+		// Babble: heard as speech throughout, every other frame pauseMargin
+		// over the noise, one in 20 decideMargin over it.
+		over := 0.0
+		switch {
+		case i%20 == 0:
+			over = decideMargin
+		case i%2 == 0:
+			over = pauseMargin
+		}
+		in.barge(0.9, over, over)
+		in.n++
+		if !p.paused() {
+			break
+		}
+		held++
+	}
+	require.False(t, p.paused(), "babble held the pause for %d frames", held)
+	require.LessOrEqual(t, held, resumeWindow, "babble held the pause for %d frames", held)
+}
