@@ -38,9 +38,12 @@ import (
 
 const (
 	// pauseOnset speech frames among the last pauseWindow pause the agent:
-	// 60 ms of speech.
+	// 60 ms of speech; or fastOnset frames in a row fastMargin (dB) over
+	// the noise and the predicted echo: a voice that loud is no noise.
 	pauseOnset  = 3
 	pauseWindow = 4
+	fastOnset   = 2
+	fastMargin  = 12
 	// A paused agent that was not interrupted resumes once fewer than
 	// resumeMin of the last resumeWindow frames counted towards the
 	// barge-in decision, at least resumeQuiet frames after the pause:
@@ -97,6 +100,7 @@ const (
 // bargeIn is the input side's pause state. Input goroutine.
 type bargeIn struct {
 	hist  uint64   // bit i set: frame n-1-i counted for a pause
+	fast  uint64   // bit i set: ... and stood fastMargin out
 	ev    uint64   // bit i set: frame n-1-i counted towards the barge-in decision
 	held  *Playout // the playout this side paused, awaiting the decision
 	since int64    // frame the pause started at
@@ -192,8 +196,12 @@ func (in *input) barge(prob float32, overNoise, overAll float64) (float32, bool)
 		b.lastLoud = n
 	}
 	b.hist <<= 1
+	b.fast <<= 1
 	if b.held == nil && speech && overAll >= pauseMargin {
 		b.hist |= 1
+		if overAll >= fastMargin {
+			b.fast |= 1
+		}
 	}
 	// A frame counts towards the decision (and holds a pause) on its
 	// level over the noise alone: while the agent is paused its echo dies
@@ -257,7 +265,7 @@ func (in *input) hold() bool {
 		b.refractory = false
 	}
 	if !talking || b.refractory || in.td == nil || !in.td.InterruptResponse ||
-		bits.OnesCount64(b.hist&(1<<pauseWindow-1)) < pauseOnset {
+		!b.onset() {
 		return talking
 	}
 	p := s.play.Load()
@@ -267,6 +275,13 @@ func (in *input) hold() bool {
 	b.held, b.since = p, n
 	s.post(note{kind: nPaused, playout: p, a: p.PlayedMS()})
 	return true
+}
+
+// onset reports whether the last frames are the caller's onset over the
+// agent: pauseOnset of the last pauseWindow, or the last fastOnset loud.
+func (b *bargeIn) onset() bool {
+	const fastMask = 1<<fastOnset - 1
+	return bits.OnesCount64(b.hist&(1<<pauseWindow-1)) >= pauseOnset || b.fast&fastMask == fastMask
 }
 
 // decided hands a pause to the detector's barge-in decision: the

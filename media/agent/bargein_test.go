@@ -674,3 +674,29 @@ func TestPauseNotHeldByBabble(t *testing.T) {
 	require.False(t, p.paused(), "babble held the pause for %d frames", held)
 	require.LessOrEqual(t, held, resumeWindow, "babble held the pause for %d frames", held)
 }
+
+// A caller fastMargin over the noise and the echo pauses the agent after
+// fastOnset frames; a quieter onset still needs pauseOnset.
+func TestLoudOnsetPausesSooner(t *testing.T) {
+	for _, c := range []struct {
+		over   float64
+		frames int
+	}{{fastMargin, fastOnset}, {fastMargin - 1, pauseOnset}, {pauseMargin, pauseOnset}} {
+		s, err := New(Config{OutputRate: media.Rate16k, TurnDetection: serverVAD(), DSP: dspAEC()}, nil,
+			Deps{LLM: &fakeLLM{}, STT: &fakeSTT{}, TTS: &fakeTTS{}}, newSink())
+		require.NoError(t, err)
+		p := newPlayout(media.Rate16k)
+		require.NoError(t, p.write(context.Background(), make([]int16, media.Rate16k)))
+		s.play.Store(p)
+		s.speaking.Store(true)
+		in := &s.in
+		frames := 0
+		for !p.paused() && frames < 10 {
+			in.barge(0.9, c.over, c.over)
+			in.n++
+			frames++
+		}
+		require.Equal(t, c.frames, frames, "frames %.0f dB over the noise to pause", c.over)
+		s.Close()
+	}
+}
