@@ -86,12 +86,8 @@ const (
 	// endMargin (dB) over the noise keeps a speech frame speech within a
 	// turn once the noise has been learnt for noiseLearnt frames: below
 	// it, the frame is silence for the end of the turn (babble keeps the
-	// speech detector hearing speech after the caller stopped). 4-talker
-	// babble has a fifth of its frames 6 dB over its own level and 3% 9 dB
-	// over it, a caller 10 dB over it half: at 6 dB a turn under babble
-	// did not end while the babble went on (the realtime scorecard: 10 of
-	// 40 interruptions never answered).
-	endMargin   = 9
+	// speech detector hearing speech after the caller stopped).
+	endMargin   = 6
 	noiseLearnt = 50
 	// endHang frames after the last frame that counted as the caller's
 	// voice within a turn (speech endMargin out of the noise) still count
