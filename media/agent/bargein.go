@@ -34,7 +34,10 @@ import (
 // the echo the playout predicts; to count towards the barge-in,
 // decideMargin above the noise within the last loudHang frames. Babble
 // and pink noise at 10 dB under the caller stay below both far more often
-// than the caller does. When the agent is silent none of this applies.
+// than the caller does. When the agent is silent, a turn starts only on
+// frames startMargin above the noise (once it is learnt), and within a
+// turn a frame under endMargin is silence, so babble neither opens a turn
+// nor keeps one open.
 
 const (
 	// pauseOnset speech frames among the last pauseWindow pause the agent:
@@ -68,8 +71,13 @@ const (
 	// pauseMargin (dB) over the noise and the predicted echo makes a
 	// speech frame count for a pause; decideMargin over the noise, within
 	// loudHang frames, makes one count for the barge-in decision.
+	// startMargin over the noise, within loudHang frames, makes a frame
+	// count for the start of a turn while the agent is silent, once the
+	// noise is learnt: 1-2% of babble's frames stand that far out, 45% of
+	// a caller's 10 dB over it.
 	pauseMargin  = 6
 	decideMargin = 8
+	startMargin  = 10
 	loudHang     = 2
 	// gateNoiseCap (dB) bounds the noise the echo gate subtracts over the
 	// level heard without echo.
@@ -86,8 +94,12 @@ const (
 	// endMargin (dB) over the noise keeps a speech frame speech within a
 	// turn once the noise has been learnt for noiseLearnt frames: below
 	// it, the frame is silence for the end of the turn (babble keeps the
-	// speech detector hearing speech after the caller stopped).
-	endMargin   = 6
+	// speech detector hearing speech after the caller stopped). 4-talker
+	// babble has a fifth of its frames 6 dB over its own level and 3% 9 dB
+	// over it, a caller 10 dB over it half: at 6 dB a turn under babble
+	// did not end while the babble went on (the realtime scorecard: 10 of
+	// 40 interruptions never answered).
+	endMargin   = 9
 	noiseLearnt = 50
 	// endHang frames after the last frame that counted as the caller's
 	// voice within a turn (speech endMargin out of the noise) still count
@@ -116,6 +128,7 @@ type bargeIn struct {
 	clean        float64
 	cleanStarted bool
 	lastLoud     int64 // last frame decideMargin over the noise
+	lastStart    int64 // last frame startMargin over the noise
 	lastVoice    int64 // last frame of a turn that counted as the caller's voice
 	// off leaves the agent playing until the detector's decision, as
 	// before the pause existed (the scorecards' "before").
@@ -195,6 +208,9 @@ func (in *input) barge(prob float32, overNoise, overAll float64) (float32, bool)
 	if overNoise >= decideMargin {
 		b.lastLoud = n
 	}
+	if overNoise >= startMargin {
+		b.lastStart = n
+	}
 	b.hist <<= 1
 	b.fast <<= 1
 	if b.held == nil && speech && overAll >= pauseMargin {
@@ -212,7 +228,14 @@ func (in *input) barge(prob float32, overNoise, overAll float64) (float32, bool)
 		b.ev |= 1
 	}
 	talking := in.hold()
-	if talking && n-b.lastLoud > loudHang && !in.det.Speaking() {
+	switch {
+	case in.det.Speaking():
+	case talking && n-b.lastLoud > loudHang:
+		prob = 0
+	case !talking && b.frames > noiseLearnt && n-b.lastStart > loudHang:
+		// With the agent silent too, once the noise is learnt, a turn
+		// starts only on frames that stand out of it: babble is speech to
+		// the speech detector, and the agent answered it.
 		prob = 0
 	}
 	if in.det.Speaking() && b.frames > noiseLearnt {
