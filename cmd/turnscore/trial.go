@@ -54,6 +54,18 @@ type result struct {
 // is 5 or more.
 const intactSlack = 6
 
+// endSlack is how many fewer loud frames than the clean rendering a phone
+// response may have before its end counts as a stop for good: the server
+// renders one text in up to three lengths (224, 227 and 232-233 loud
+// frames in one run), and a response in the shortest form against a
+// reference in the longest looked like a stop in its last 200 ms. A
+// barge-in that stopped the agent leaves a second or more unsaid.
+const endSlack = 15
+
+// endedEarly reports whether a response with loud loud frames left words
+// of a clean rendering with ref unsaid at its end.
+func endedEarly(loud, ref int) bool { return loud < ref-endSlack }
+
 // loudDB is the level above which a 20 ms frame of agent audio is speech.
 const loudDB = -45.0
 
@@ -467,7 +479,7 @@ func (r *runner) overAgentSIP(s *session, it item, res *result, loud *[]bool, fi
 	// missing that no pause inside what it said accounts for.
 	last := mine[lastLoud-1]
 	var end *pause
-	if res.LoudFrames < res.RefFrames-intactSlack {
+	if endedEarly(res.LoudFrames, res.RefFrames) {
 		end = &pause{at: last.Pos + len(last.PCM), frames: 1 << 20}
 	}
 	until := -1

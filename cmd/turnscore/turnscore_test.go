@@ -292,3 +292,16 @@ func TestNewRenderingMerges(t *testing.T) {
 	require.Equal(t, []int{1, 0, 2, 0, 0, 0}, one.gaps)
 	require.Equal(t, 5, one.loud)
 }
+
+// A phone response in a shorter rendering of its text is no stop; one a
+// barge-in cut off is.
+func TestEndedEarly(t *testing.T) {
+	for _, c := range []struct {
+		loud, ref int
+		want      bool
+	}{{224, 232, false}, {227, 232, false}, {233, 227, false}, {200, 232, true}, {49, 245, true}} {
+		if got := endedEarly(c.loud, c.ref); got != c.want {
+			t.Errorf("endedEarly(%d, %d) = %v, want %v", c.loud, c.ref, got, c.want)
+		}
+	}
+}
