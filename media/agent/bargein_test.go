@@ -599,6 +599,20 @@ func TestGateNoiseWithoutEchoFreeFrames(t *testing.T) {
 	}
 }
 
+// agentTalking returns the input side of a session whose agent is
+// playing a second of audio, and that playout.
+func agentTalking(t *testing.T) (*input, *Playout) {
+	s, err := New(Config{OutputRate: media.Rate16k, TurnDetection: serverVAD(), DSP: dspAEC()}, nil,
+		Deps{LLM: &fakeLLM{}, STT: &fakeSTT{}, TTS: &fakeTTS{}}, newSink())
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	p := newPlayout(media.Rate16k)
+	require.NoError(t, p.write(context.Background(), make([]int16, media.Rate16k)))
+	s.play.Store(p)
+	s.speaking.Store(true)
+	return &s.in, p
+}
+
 // Once the agent is paused, the caller's voice holds the pause if it
 // stands out of the noise, whatever echo the playout still predicts for
 // the frames after the fade: under the echo's prediction the pause
@@ -606,15 +620,7 @@ func TestGateNoiseWithoutEchoFreeFrames(t *testing.T) {
 // the agent played on for a few hundred milliseconds, paused again, and
 // the barge-in came late or not at all).
 func TestPauseHeldByVoiceOverNoise(t *testing.T) {
-	s, err := New(Config{OutputRate: media.Rate16k, TurnDetection: serverVAD(), DSP: dspAEC()}, nil,
-		Deps{LLM: &fakeLLM{}, STT: &fakeSTT{}, TTS: &fakeTTS{}}, newSink())
-	require.NoError(t, err)
-	defer s.Close()
-	p := newPlayout(media.Rate16k)
-	require.NoError(t, p.write(context.Background(), make([]int16, media.Rate16k)))
-	s.play.Store(p)
-	s.speaking.Store(true)
-	in := &s.in
+	in, p := agentTalking(t)
 	step := func(prob float32, overNoise, overAll float64) {
 		in.barge(prob, overNoise, overAll)
 		in.n++
@@ -639,15 +645,7 @@ func TestPauseHeldByVoiceOverNoise(t *testing.T) {
 // barge-in decision hold the pause (before, 4-talker babble held it to
 // maxHold, 1.5 s of silence, in 12 of 40 phone scorecard trials).
 func TestPauseNotHeldByBabble(t *testing.T) {
-	s, err := New(Config{OutputRate: media.Rate16k, TurnDetection: serverVAD(), DSP: dspAEC()}, nil,
-		Deps{LLM: &fakeLLM{}, STT: &fakeSTT{}, TTS: &fakeTTS{}}, newSink())
-	require.NoError(t, err)
-	defer s.Close()
-	p := newPlayout(media.Rate16k)
-	require.NoError(t, p.write(context.Background(), make([]int16, media.Rate16k)))
-	s.play.Store(p)
-	s.speaking.Store(true)
-	in := &s.in
+	in, p := agentTalking(t)
 	for range pauseOnset {
 		in.barge(0.9, pauseMargin+1, pauseMargin+1) // babble's loud moment
 		in.n++
@@ -682,14 +680,7 @@ func TestLoudOnsetPausesSooner(t *testing.T) {
 		over   float64
 		frames int
 	}{{fastMargin, fastOnset}, {fastMargin - 1, pauseOnset}, {pauseMargin, pauseOnset}} {
-		s, err := New(Config{OutputRate: media.Rate16k, TurnDetection: serverVAD(), DSP: dspAEC()}, nil,
-			Deps{LLM: &fakeLLM{}, STT: &fakeSTT{}, TTS: &fakeTTS{}}, newSink())
-		require.NoError(t, err)
-		p := newPlayout(media.Rate16k)
-		require.NoError(t, p.write(context.Background(), make([]int16, media.Rate16k)))
-		s.play.Store(p)
-		s.speaking.Store(true)
-		in := &s.in
+		in, p := agentTalking(t)
 		frames := 0
 		for !p.paused() && frames < 10 {
 			in.barge(0.9, c.over, c.over)
@@ -697,6 +688,5 @@ func TestLoudOnsetPausesSooner(t *testing.T) {
 			frames++
 		}
 		require.Equal(t, c.frames, frames, "frames %.0f dB over the noise to pause", c.over)
-		s.Close()
 	}
 }

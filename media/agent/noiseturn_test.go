@@ -33,10 +33,7 @@ func TestTurnEndsInSteadyNoise(t *testing.T) {
 				}
 				v := callerVoices[i%len(callerVoices)]
 				caller := normalize(echoCorpus.get(t, callerSentences[i%len(callerSentences)], v, rate), fin, speechRMS)
-				k := newSink()
-				s, err := New(Config{OutputRate: rate, InputRate: rate, TurnDetection: &TurnDetection{}}, nil,
-					Deps{LLM: &fakeLLM{}, STT: &fakeSTT{}, TTS: &fakeTTS{}}, k)
-				require.NoError(t, err)
+				s, k := listening(t, rate)
 				at := 50 * fin // a second of noise first
 				end := at + len(caller)
 				total := end + 3*rate // then three seconds of noise alone
@@ -85,18 +82,15 @@ func TestTurnEndsInSteadyNoise(t *testing.T) {
 // scorecard, after its greeting, in 8 of 40 calls under pink noise and up
 // to 10 under babble).
 func TestBabbleStartsNoTurn(t *testing.T) {
+	rate := media.Rate16k
+	fin := media.SamplesPerFrame(rate)
 	started := 0
 	const trials = 6
 	for i := range trials {
 		rnd := rand.New(rand.NewPCG(uint64(i), 92))
-		rate := media.Rate16k
-		fin := media.SamplesPerFrame(rate)
 		snr := []float64{10, 20}[i%2]
 		bg := babble(t, rnd, 10*rate, rate, speechRMS*math.Pow(10, -snr/20))
-		k := newSink()
-		s, err := New(Config{OutputRate: rate, InputRate: rate, TurnDetection: &TurnDetection{}}, nil,
-			Deps{LLM: &fakeLLM{}, STT: &fakeSTT{}, TTS: &fakeTTS{}}, k)
-		require.NoError(t, err)
+		s, k := listening(t, rate)
 		near := make([]int16, fin)
 		for f := 0; f*fin < len(bg); f++ {
 			for j := range near {
@@ -115,4 +109,14 @@ func TestBabbleStartsNoTurn(t *testing.T) {
 		}
 	}
 	require.Zero(t, started, "babble started %d turns in %d trials", started, trials)
+}
+
+// listening returns a session at rate whose agent is silent, with server
+// turn detection, and the sink of its events.
+func listening(t *testing.T, rate int) (*Session, *sink) {
+	k := newSink()
+	s, err := New(Config{OutputRate: rate, InputRate: rate, TurnDetection: &TurnDetection{}}, nil,
+		Deps{LLM: &fakeLLM{}, STT: &fakeSTT{}, TTS: &fakeTTS{}}, k)
+	require.NoError(t, err)
+	return s, k
 }
