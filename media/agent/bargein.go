@@ -84,12 +84,13 @@ const (
 	gateNoiseCap = 3
 	// emptyDB: a frame under this level (RMS about 10, -70 dBFS) carries
 	// no signal: digital silence, G.711's idle pattern, or what the receive
-	// path plays where no packet came. It tells nothing of the noise and
-	// is left out of the levels: a phone call's first frames are such
-	// silence, and a level started there rose towards the real noise at
-	// levelUp per frame (2.5 dB/s), so babble stood out of it as the
-	// caller's voice for the call's first 20 s (the phone path's babble
-	// rows: half the trials stopped).
+	// path plays where no packet came. The level does not start on it: a
+	// phone call's first frames are such silence, and a level started
+	// there rose towards the real noise at levelUp per frame (2.5 dB/s),
+	// so babble stood out of it as the caller's voice for the call's first
+	// 20 s (the phone path's babble rows: half the trials stopped). Once
+	// started, it lowers the level as any quieter frame does, down to
+	// emptyDB.
 	emptyDB = 20
 	// endMargin (dB) over the noise keeps a speech frame speech within a
 	// turn once the noise has been learnt for noiseLearnt frames: below
@@ -142,7 +143,14 @@ func (b *bargeIn) loud(pcm []int16, echo float32) (overNoise, overAll float64) {
 	e := energy(pcm)
 	d := float64(level(e))
 	if d < emptyDB {
-		return 0, 0 // nothing to learn the noise from; not loud either
+		if b.started {
+			// Silence between a client's turns, once the line was heard:
+			// the quietest noise there is. Left out, the level learnt
+			// from the caller's words alone, and their softer turns no
+			// longer stood startMargin out of it.
+			b.level = max(emptyDB, b.level-levelDown)
+		}
+		return 0, 0 // not loud either
 	}
 	if !b.started {
 		b.level, b.started = d, true

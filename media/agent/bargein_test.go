@@ -566,14 +566,21 @@ func TestNoiseLevelSkipsEmptyFrames(t *testing.T) {
 	if got := b.level; math.Abs(got-want) > 4 {
 		t.Errorf("noise level %.1f dB after 2 s of noise at %.1f dB", got, want)
 	}
-	// A gap in the packets (silence again) leaves the level alone.
+	// Silence after the noise (a client's silence between turns) lowers
+	// the level as a quieter frame does, never under emptyDB.
 	clear(frame)
 	l := b.level
 	for range 20 {
 		b.loud(frame, 0)
 	}
-	if b.level != l {
-		t.Errorf("20 empty frames moved the noise level from %.1f to %.1f dB", l, b.level)
+	if want := l - 20*levelDown; math.Abs(b.level-want) > 1e-9 {
+		t.Errorf("20 empty frames moved the noise level from %.1f to %.1f dB, want %.1f", l, b.level, want)
+	}
+	for range 1000 {
+		b.loud(frame, 0)
+	}
+	if b.level != emptyDB {
+		t.Errorf("noise level %.1f dB after 20 s of digital silence, want %d", b.level, emptyDB)
 	}
 }
 
