@@ -160,10 +160,18 @@ func (b *bargeIn) loud(pcm []int16, echo float32) (overNoise, overAll float64) {
 	if echo > 0 {
 		overAll = d - float64(level(float32(math.Pow(10, b.level/10))-1+echo))
 	}
+	up, down := levelUp, levelDown
+	if b.frames <= noiseLearnt {
+		// The first second learns ten times as fast, to the same
+		// percentile: a level started on a loud first frame (a tone, the
+		// caller's first word) took seconds to come down, and within a
+		// turn the caller's softer words stood under endMargin of it.
+		up, down = 10*levelUp, 10*levelDown
+	}
 	if d > b.level {
-		b.level += levelUp
+		b.level += up
 	} else {
-		b.level -= levelDown
+		b.level -= down
 	}
 	if echo == 0 {
 		// No echo can be in this frame: its level is the noise's.

@@ -697,3 +697,29 @@ func TestLoudOnsetPausesSooner(t *testing.T) {
 		require.Equal(t, c.frames, frames, "frames %.0f dB over the noise to pause", c.over)
 	}
 }
+
+// A noise level started on a frame far from the noise (a quiet moment, or
+// a tone or word louder than it) reaches the noise within the first
+// second (noiseLearnt frames), not at 2.5 dB per second.
+func TestNoiseLevelLearntInFirstSecond(t *testing.T) {
+	for _, g0 := range []float64{0.15, 6} { // 16 dB under, 16 dB over
+		rnd := rand.New(rand.NewPCG(5, 6))
+		var b bargeIn
+		frame := make([]int16, 160)
+		x := pinkNoise(rnd, 160*noiseLearnt, 0.03*32768) // about -30 dBFS
+		for i := range noiseLearnt {
+			g := 1.0
+			if i == 0 {
+				g = g0
+			}
+			for j := range frame {
+				frame[j] = int16(max(-32768, min(32767, g*x[i*160+j])))
+			}
+			b.loud(frame, 0)
+		}
+		want := 20 * math.Log10(0.03*32768)
+		if got := b.level; math.Abs(got-want) > 4 {
+			t.Errorf("noise level %.1f dB after a second of noise at %.1f dB, started at a frame %.0fx as loud", got, want, g0)
+		}
+	}
+}
