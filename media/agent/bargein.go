@@ -161,11 +161,13 @@ func (b *bargeIn) loud(pcm []int16, echo float32) (overNoise, overAll float64) {
 		overAll = d - float64(level(float32(math.Pow(10, b.level/10))-1+echo))
 	}
 	up, down := levelUp, levelDown
-	if b.frames <= noiseLearnt {
+	if b.frames <= noiseLearnt && echo == 0 {
 		// The first second learns ten times as fast, to the same
-		// percentile: a level started on a loud first frame (a tone, the
-		// caller's first word) took seconds to come down, and within a
-		// turn the caller's softer words stood under endMargin of it.
+		// percentile, while the agent is silent: a level started on a
+		// loud first frame (a tone, the caller's first word) took seconds
+		// to come down, and within a turn the caller's softer words stood
+		// under endMargin of it. (Over the agent's first words it paused
+		// the agent more often.)
 		up, down = 10*levelUp, 10*levelDown
 	}
 	if d > b.level {
