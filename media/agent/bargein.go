@@ -221,7 +221,8 @@ func (in *input) barge(prob float32, overNoise, overAll float64) (float32, bool)
 	if b.off {
 		return prob, in.s.speaking.Load()
 	}
-	speech := prob >= in.det.Config().Threshold
+	thr := in.det.Config().Threshold
+	speech := prob >= thr
 	n := in.n
 	if overNoise >= decideMargin {
 		b.lastLoud = n
@@ -229,6 +230,8 @@ func (in *input) barge(prob float32, overNoise, overAll float64) (float32, bool)
 	if overNoise >= startMargin {
 		b.lastStart = n
 	}
+	loud := n-b.lastLoud <= loudHang
+	inTurn := in.det.Speaking()
 	b.hist <<= 1
 	b.fast <<= 1
 	if b.held == nil && speech && overAll >= pauseMargin {
@@ -242,13 +245,13 @@ func (in *input) barge(prob float32, overNoise, overAll float64) (float32, bool)
 	// away, and the echo the playout still predicts would hide the
 	// caller's words.
 	b.ev <<= 1
-	if speech && n-b.lastLoud <= loudHang {
+	if speech && loud {
 		b.ev |= 1
 	}
 	talking := in.hold()
 	switch {
-	case in.det.Speaking():
-	case talking && n-b.lastLoud > loudHang:
+	case inTurn:
+	case talking && !loud:
 		prob = 0
 	case !talking && b.frames > noiseLearnt && n-b.lastStart > loudHang:
 		// With the agent silent too, once the noise is learnt, a turn
@@ -256,7 +259,7 @@ func (in *input) barge(prob float32, overNoise, overAll float64) (float32, bool)
 		// the speech detector, and the agent answered it.
 		prob = 0
 	}
-	if in.det.Speaking() && b.frames > noiseLearnt {
+	if inTurn && b.frames > noiseLearnt {
 		// Within a turn, a frame that does not stand out of the learnt
 		// noise is silence: the turn ends when the caller's voice does,
 		// though babble or noise goes on (issue 31); the endHang frames
@@ -265,7 +268,7 @@ func (in *input) barge(prob float32, overNoise, overAll float64) (float32, bool)
 			b.lastVoice = n
 		}
 		if n-b.lastVoice <= endHang {
-			prob = max(prob, in.det.Config().Threshold)
+			prob = max(prob, thr)
 		} else {
 			prob = 0
 		}
