@@ -62,8 +62,8 @@ const intactSlack = 6
 // barge-in that stopped the agent leaves a second or more unsaid.
 const endSlack = 15
 
-// endedEarly reports whether a response with loud loud frames left words
-// of a clean rendering with ref unsaid at its end.
+// endedEarly reports whether a phone response of loud loud frames left
+// part of its text unsaid, against a clean rendering of ref loud frames.
 func endedEarly(loud, ref int) bool { return loud < ref-endSlack }
 
 // loudDB is the level above which a 20 ms frame of agent audio is speech.
