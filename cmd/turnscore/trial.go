@@ -79,10 +79,20 @@ type reference map[int]rendering
 // nearly always, but now and then a rendering pauses 300 ms less at a
 // sentence's end: as the only reference, it made every trial of that
 // text "pause" there.
+//
+// quiet[t] is the longest quiet run of any of them that covers its t-th
+// frame from the first: a second alignment, by time. The server renders
+// one text in more than one form (a louder one fills 1-3 frame gaps
+// between words, so it counts up to a dozen more loud frames by the first
+// sentence's end), and against a reference in the other form a trial's
+// sentence-end pause fell outside the ±3 loud frames gaps looks at: the
+// phone echo rows counted 2-6 such "pauses" of 15-17 frames per run.
+// Time aligns them until the trial's first pause, loud frames after it.
 type rendering struct {
-	gaps []int
-	loud int
-	mask []bool
+	gaps  []int
+	quiet []int
+	loud  int
+	mask  []bool
 }
 
 // refRenderings is how many clean renderings of each agent text a run
@@ -107,6 +117,19 @@ func newRendering(masks ...[]bool) rendering {
 		}
 		for l, n := range g {
 			r.gaps[l] = max(r.gaps[l], n)
+		}
+		for len(r.quiet) < len(m) {
+			r.quiet = append(r.quiet, 0)
+		}
+		for a := 0; a < len(m); a++ {
+			e := a
+			for e < len(m) && !m[e] {
+				e++
+			}
+			for t := a; t < e; t++ {
+				r.quiet[t] = max(r.quiet[t], e-a)
+			}
+			a = e
 		}
 		if i == 0 {
 			r.mask, r.loud = m, len(g)-1
@@ -487,6 +510,9 @@ func (r *runner) overAgentSIP(s *session, it item, res *result, loud *[]bool, fi
 		until = stimPos + stimLen + stopWindow*rate/1000
 	}
 	first, p := outcome(mine[:lastLoud], ref, from, until, end)
+	if os.Getenv("TURNSCORE_DEBUG") != "" && p.at >= 0 {
+		fmt.Fprintf(os.Stderr, "%s #%d pause at %d ms for %d frames\n ref %s\n got %s\n", it.Cond.Name, it.Index, (first.at-firstPos)*1000/rate, p.frames, loudString(ref.mask), playString(mine[:lastLoud]))
+	}
 	if p.at >= 0 {
 		res.PauseMS, res.PauseStall = p.frames*20, p.gap
 		res.Stopped = p.frames >= stopFrames
@@ -542,6 +568,11 @@ func outcome(frames []recvFrame, ref rendering, from, until int, end *pause) (fi
 // by a frame or two where a word's edge crosses loudDB.
 const pauseSlack = 5 // frames
 
+// timeSlack is how far (frames) from a quiet run's start, by time, the
+// clean rendering's own pause may start and still account for it: the
+// forms of one text drift apart by a frame or two per second.
+const timeSlack = 5
+
 // pause is a quiet stretch where the clean rendering speaks.
 type pause struct {
 	at     int  // where it began (no earlier than from), -1: no pause
@@ -553,7 +584,8 @@ type pause struct {
 // (gaps play nothing) against the clean rendering's loud frames. A quiet
 // stretch longer, by pauseSlack, than the rendering's own pause at the
 // same point of the text (its longest within 3 loud frames either side)
-// is a pause; quietAt returns the first at or after from.
+// and, until the first such stretch, at the same time (within timeSlack
+// frames) is a pause; quietAt returns the first at or after from.
 func quietAt(frames []recvFrame, ref rendering, from int) pause {
 	gaps := ref.gaps
 	allowed := func(l int) int {
@@ -563,6 +595,17 @@ func quietAt(frames []recvFrame, ref rendering, from int) pause {
 		}
 		return m + pauseSlack
 	}
+	// byTime is the same for a quiet run that starts t frames after the
+	// first: the rendering's own pause within timeSlack frames of it,
+	// until the trial's first pause shifts its time.
+	byTime := func(t int) int {
+		m := 0
+		for i := max(0, t-timeSlack); i <= min(len(ref.quiet)-1, t+timeSlack); i++ {
+			m = max(m, ref.quiet[i])
+		}
+		return m + pauseSlack
+	}
+	shifted := false
 	found := pause{at: -1}
 	loud, run, runStart, gapFrames := 0, 0, -1, 0
 	// slot takes the next 20 ms; true when a found pause has ended.
@@ -579,8 +622,11 @@ func quietAt(frames []recvFrame, ref rendering, from int) pause {
 		if gap {
 			gapFrames++
 		}
-		if found.at < 0 && run > allowed(loud) && pos >= from {
-			found.at = max(runStart, from)
+		if run > allowed(loud) && run > byTime((runStart-frames[0].Pos)/frame) || shifted && run > allowed(loud) {
+			if found.at < 0 && pos >= from {
+				found.at = max(runStart, from)
+			}
+			shifted = true
 		}
 		if found.at >= 0 {
 			found.frames, found.gap = run, gapFrames*2 > run

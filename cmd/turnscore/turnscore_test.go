@@ -305,3 +305,49 @@ func TestEndedEarly(t *testing.T) {
 		}
 	}
 }
+
+// A text rendered in its louder form (the gaps between words filled) is
+// ahead of the reference by loud frames at the sentence's end: its pause
+// there is the rendering's own by time. A real pause is still one, and
+// after it only loud frames align.
+func TestQuietAtAlignsFormsByTime(t *testing.T) {
+	loudF, quietF := make([]int16, frame), make([]int16, frame)
+	for i := range loudF {
+		loudF[i] = 3000
+	}
+	play := func(pattern []bool) []recvFrame {
+		var out []recvFrame
+		for i, l := range pattern {
+			f := quietF
+			if l {
+				f = loudF
+			}
+			out = append(out, recvFrame{Pos: 1000 + i*frame, PCM: f})
+		}
+		return out
+	}
+	run := func(p []bool, n int, l bool) []bool {
+		for range n {
+			p = append(p, l)
+		}
+		return p
+	}
+	// Reference: 10 words of 4 loud frames 2 quiet apart, a 15-frame
+	// sentence end, 40 loud.
+	var ref, loud []bool
+	for range 10 {
+		ref = run(run(ref, 4, true), 2, false)
+		loud = run(loud, 6, true) // the louder form: no gaps
+	}
+	ref = run(run(ref, 15, false), 40, true)
+	loud = run(run(loud, 15, false), 40, true)
+	r := newRendering(ref)
+	require.Equal(t, pause{at: -1}, quietAt(play(loud), r, 0), "the sentence end, 20 loud frames ahead")
+
+	// A real 20-frame pause in the louder form's words: found, and the
+	// sentence end after it is aligned by loud frames alone.
+	paused := append(run(append([]bool(nil), loud[:20]...), 20, false), loud[20:]...)
+	require.Equal(t, pause{at: 1000 + 20*frame, frames: 20}, quietAt(play(paused), r, 0))
+	require.Equal(t, 1000+80*frame, quietAt(play(paused), r, 1000+45*frame).at,
+		"after a pause, the sentence end 20 loud frames ahead of the reference's is no longer the rendering's by time")
+}
