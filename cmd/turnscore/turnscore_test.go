@@ -222,24 +222,9 @@ func TestSoakDurationFlag(t *testing.T) {
 // the first pause; a stop after the window leaves the pause; an agent
 // that resumed and then ended early, words missing, stopped at its end.
 func TestOutcomeStopAfterResumedPause(t *testing.T) {
-	loudF, quietF := make([]int16, frame), make([]int16, frame)
-	for i := range loudF {
-		loudF[i] = 3000
-	}
 	ref := make([]bool, 200)
 	for i := range ref {
 		ref[i] = true
-	}
-	play := func(pattern []bool) []recvFrame {
-		var out []recvFrame
-		for i, l := range pattern {
-			f := quietF
-			if l {
-				f = loudF
-			}
-			out = append(out, recvFrame{Pos: 1000 + i*frame, PCM: f})
-		}
-		return out
 	}
 	// 20 loud, a 300 ms pause, 20 loud (resumed), quiet 1.2 s, the rest.
 	var pat []bool
@@ -253,7 +238,7 @@ func TestOutcomeStopAfterResumedPause(t *testing.T) {
 	add(20, true)
 	add(60, false)
 	add(160, true)
-	frames := play(pat)
+	frames := playPattern(pat)
 	pauseAt, stopAt := 1000+20*frame, 1000+55*frame
 	r := newRendering(ref)
 	first, p := outcome(frames, r, 0, -1, nil)
@@ -264,17 +249,17 @@ func TestOutcomeStopAfterResumedPause(t *testing.T) {
 	require.Equal(t, pauseAt, p.at)
 
 	// Resumed, then ended early: its last loud frame is the stop.
-	short := play(pat[:55])
+	short := playPattern(pat[:55])
 	end := &pause{at: 1000 + 55*frame, frames: 1 << 20}
 	first, p = outcome(short, r, 0, -1, end)
 	require.Equal(t, pauseAt, first.at)
 	require.Equal(t, *end, p)
 	// No pause at all, words missing: the end is both.
-	first, p = outcome(play(pat[:20]), r, 0, -1, end)
+	first, p = outcome(playPattern(pat[:20]), r, 0, -1, end)
 	require.Equal(t, *end, first)
 	require.Equal(t, *end, p)
 	// Spoke on: nothing.
-	first, p = outcome(play(ref), r, 0, -1, nil)
+	first, p = outcome(playPattern(ref), r, 0, -1, nil)
 	require.Equal(t, pause{at: -1}, first)
 	require.Equal(t, pause{at: -1}, p)
 }
@@ -311,21 +296,6 @@ func TestEndedEarly(t *testing.T) {
 // there is the rendering's own by time. A real pause is still one, and
 // after it only loud frames align.
 func TestQuietAtAlignsFormsByTime(t *testing.T) {
-	loudF, quietF := make([]int16, frame), make([]int16, frame)
-	for i := range loudF {
-		loudF[i] = 3000
-	}
-	play := func(pattern []bool) []recvFrame {
-		var out []recvFrame
-		for i, l := range pattern {
-			f := quietF
-			if l {
-				f = loudF
-			}
-			out = append(out, recvFrame{Pos: 1000 + i*frame, PCM: f})
-		}
-		return out
-	}
 	run := func(p []bool, n int, l bool) []bool {
 		for range n {
 			p = append(p, l)
@@ -342,12 +312,30 @@ func TestQuietAtAlignsFormsByTime(t *testing.T) {
 	ref = run(run(ref, 15, false), 40, true)
 	loud = run(run(loud, 15, false), 40, true)
 	r := newRendering(ref)
-	require.Equal(t, pause{at: -1}, quietAt(play(loud), r, 0), "the sentence end, 20 loud frames ahead")
+	require.Equal(t, pause{at: -1}, quietAt(playPattern(loud), r, 0), "the sentence end, 20 loud frames ahead")
 
 	// A real 20-frame pause in the louder form's words: found, and the
 	// sentence end after it is aligned by loud frames alone.
 	paused := append(run(append([]bool(nil), loud[:20]...), 20, false), loud[20:]...)
-	require.Equal(t, pause{at: 1000 + 20*frame, frames: 20}, quietAt(play(paused), r, 0))
-	require.Equal(t, 1000+80*frame, quietAt(play(paused), r, 1000+45*frame).at,
+	require.Equal(t, pause{at: 1000 + 20*frame, frames: 20}, quietAt(playPattern(paused), r, 0))
+	require.Equal(t, 1000+80*frame, quietAt(playPattern(paused), r, 1000+45*frame).at,
 		"after a pause, the sentence end 20 loud frames ahead of the reference's is no longer the rendering's by time")
+}
+
+// playPattern plays a loud mask as received frames, one 20 ms frame each
+// from position 1000: loud ones at 3000, quiet ones silent.
+func playPattern(pattern []bool) []recvFrame {
+	loud, quiet := make([]int16, frame), make([]int16, frame)
+	for i := range loud {
+		loud[i] = 3000
+	}
+	var out []recvFrame
+	for i, l := range pattern {
+		f := quiet
+		if l {
+			f = loud
+		}
+		out = append(out, recvFrame{Pos: 1000 + i*frame, PCM: f})
+	}
+	return out
 }
