@@ -121,15 +121,14 @@ func newRendering(masks ...[]bool) rendering {
 		for len(r.quiet) < len(m) {
 			r.quiet = append(r.quiet, 0)
 		}
-		for a := 0; a < len(m); a++ {
-			e := a
-			for e < len(m) && !m[e] {
-				e++
+		// The same pauses by time: each run of g[l] quiet frames, then
+		// the next loud one.
+		t := 0
+		for _, n := range g {
+			for k := t; k < t+n; k++ {
+				r.quiet[k] = max(r.quiet[k], n)
 			}
-			for t := a; t < e; t++ {
-				r.quiet[t] = max(r.quiet[t], e-a)
-			}
-			a = e
+			t += n + 1
 		}
 		if i == 0 {
 			r.mask, r.loud = m, len(g)-1
@@ -511,7 +510,7 @@ func (r *runner) overAgentSIP(s *session, it item, res *result, loud *[]bool, fi
 	}
 	first, p := outcome(mine[:lastLoud], ref, from, until, end)
 	if os.Getenv("TURNSCORE_DEBUG") != "" && p.at >= 0 {
-		fmt.Fprintf(os.Stderr, "%s #%d pause at %d ms for %d frames\n ref %s\n got %s\n", it.Cond.Name, it.Index, (first.at-firstPos)*1000/rate, p.frames, loudString(ref.mask), playString(mine[:lastLoud]))
+		fmt.Fprintf(os.Stderr, "%s #%d pause at %d ms for %d frames\n ref %s\n got %s\n", it.Cond.Name, it.Index, (p.at-firstPos)*1000/rate, p.frames, loudString(ref.mask), playString(mine[:lastLoud]))
 	}
 	if p.at >= 0 {
 		res.PauseMS, res.PauseStall = p.frames*20, p.gap
@@ -622,7 +621,7 @@ func quietAt(frames []recvFrame, ref rendering, from int) pause {
 		if gap {
 			gapFrames++
 		}
-		if run > allowed(loud) && run > byTime((runStart-frames[0].Pos)/frame) || shifted && run > allowed(loud) {
+		if run > allowed(loud) && (shifted || run > byTime((runStart-frames[0].Pos)/frame)) {
 			if found.at < 0 && pos >= from {
 				found.at = max(runStart, from)
 			}

@@ -271,6 +271,7 @@ func TestNewRenderingMerges(t *testing.T) {
 	b := []bool{true, true, false, false, false, false, true, true, false} // 2 loud, 4 quiet, 2 loud, 1 quiet
 	r := newRendering(a, b)
 	require.Equal(t, []int{1, 0, 4, 0, 1, 0}, r.gaps)
+	require.Equal(t, []int{1, 0, 4, 4, 4, 4, 0, 0, 1}, r.quiet, "by time: the longest quiet run over each frame")
 	require.Equal(t, 4, r.loud)
 	require.Equal(t, a, r.mask)
 	one := newRendering(a)
