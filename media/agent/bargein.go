@@ -161,7 +161,7 @@ func (b *bargeIn) loud(pcm []int16, echo float32) (overNoise, overAll float64) {
 		overAll = d - float64(level(float32(math.Pow(10, b.level/10))-1+echo))
 	}
 	up, down := levelUp, levelDown
-	if b.frames <= noiseLearnt && echo == 0 {
+	if !b.learnt() && echo == 0 {
 		// The first second learns ten times as fast, to the same
 		// percentile, while the agent is silent: a level started on a
 		// loud first frame (a tone, the caller's first word) took seconds
@@ -170,23 +170,30 @@ func (b *bargeIn) loud(pcm []int16, echo float32) (overNoise, overAll float64) {
 		// the agent more often.)
 		up, down = 10*levelUp, 10*levelDown
 	}
-	if d > b.level {
-		b.level += up
-	} else {
-		b.level -= down
-	}
+	b.level = step(b.level, d, up, down)
 	if echo == 0 {
 		// No echo can be in this frame: its level is the noise's.
 		if !b.cleanStarted {
 			b.clean, b.cleanStarted = d, true
-		} else if d > b.clean {
-			b.clean += levelUp
 		} else {
-			b.clean -= levelDown
+			b.clean = step(b.clean, d, levelUp, levelDown)
 		}
 	}
 	return overNoise, overAll
 }
+
+// step moves a level l toward a frame's level d: up on a louder frame,
+// down on any other, so that it settles where down/(up+down) of the
+// frames are louder.
+func step(l, d, up, down float64) float64 {
+	if d > l {
+		return l + up
+	}
+	return l - down
+}
+
+// learnt reports whether the noise level has tracked noiseLearnt frames.
+func (b *bargeIn) learnt() bool { return b.frames > noiseLearnt }
 
 // noise returns the noise level for the echo gate, which subtracts it, as
 // a mean square per sample: the all-frames level, but at most gateNoiseCap
@@ -253,13 +260,13 @@ func (in *input) barge(prob float32, overNoise, overAll float64) (float32, bool)
 	case inTurn:
 	case talking && !loud:
 		prob = 0
-	case !talking && b.frames > noiseLearnt && n-b.lastStart > loudHang:
+	case !talking && b.learnt() && n-b.lastStart > loudHang:
 		// With the agent silent too, once the noise is learnt, a turn
 		// starts only on frames that stand out of it: babble is speech to
 		// the speech detector, and the agent answered it.
 		prob = 0
 	}
-	if inTurn && b.frames > noiseLearnt {
+	if inTurn && b.learnt() {
 		// Within a turn, a frame that does not stand out of the learnt
 		// noise is silence: the turn ends when the caller's voice does,
 		// though babble or noise goes on (issue 31); the endHang frames
