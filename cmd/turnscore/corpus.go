@@ -103,12 +103,16 @@ var interruptions = []string{
 	"Excuse me, could you repeat the last part?",
 }
 
-// hesitations are caller turns split where a caller pauses to think.
+// hesitations are caller turns split where a caller pauses to think. The
+// first part ends on a comma: a caller who pauses mid-sentence holds the
+// floor with a level or rising voice, which espeak-ng gives a clause that
+// ends on a comma; without it espeak-ng ends the clause as a finished
+// statement, falling 2-6 semitones (media/turn TestIntonation).
 var hesitations = [][2]string{
-	{"I would like to book a table", "for Friday evening at seven."},
-	{"Could you move my appointment to", "next Tuesday morning please?"},
-	{"My account number is four two", "seven nine one three."},
-	{"I want to change the address", "to twelve Oak Street."},
+	{"I would like to book a table,", "for Friday evening at seven."},
+	{"Could you move my appointment to,", "next Tuesday morning please?"},
+	{"My account number is four two,", "seven nine one three."},
+	{"I want to change the address,", "to twelve Oak Street."},
 }
 
 // cleanTurns are the latency condition's caller turns.
