@@ -51,7 +51,7 @@ type liveFeed struct {
 	wake  chan struct{}
 	// hint is the worker's verdict on the current turn's partial
 	// transcript and how much of the turn it heard: turn<<40 | frames
-	// decoded<<8 | turn.Hint.
+	// decoded<<8 | turn.Contour<<4 | turn.Hint (packHint).
 	hint atomic.Uint64
 	from int64 // the current turn's first frame in the stream
 
@@ -135,41 +135,58 @@ func (f *liveFeed) abort() {
 // before "a"), and the turn would end at a hesitation.
 const completeAfter = 12
 
+// completeAfterFall is completeAfter for words said with a falling voice
+// (160 ms): a caller's voice falls at the end of a sentence, not before
+// the article or preposition the decoder has not yet put in the partial.
+const completeAfterFall = 8
+
 // currentHint is the worker's hint for the current turn, frame now
 // (its index in the stream) being the next the detector sees and silence
-// the frames since the turn's last speech frame. HintComplete counts only
-// once the decoder heard completeAfter frames of that silence.
+// the frames since the turn's last speech frame. Words that can end
+// (HintComplete, HintFinal, HintHold) count only once the decoder heard
+// completeAfter frames of that silence, completeAfterFall when the voice
+// fell.
 func (f *liveFeed) currentHint(now, silence int64) turn.Hint {
 	v := f.hint.Load()
 	if uint32(v>>40) != f.turn&(1<<24-1) {
 		return turn.HintUnknown
 	}
-	h := turn.Hint(v & 0xff)
-	if h == turn.HintComplete {
+	h, c := turn.Hint(v&0xf), turn.Contour(v>>4&0xf)
+	if h == turn.HintComplete || h == turn.HintFinal || h == turn.HintHold {
+		need := int64(completeAfter)
+		if c == turn.ContourFall {
+			need = completeAfterFall
+		}
 		decoded := f.from + int64(v>>8&(1<<32-1))
-		if silence-max(0, now-decoded) < completeAfter {
+		if silence-max(0, now-decoded) < need {
 			return turn.HintUnknown
 		}
 	}
 	return h
 }
 
-func packHint(turnNo uint32, frames int64, h turn.Hint) uint64 {
-	return uint64(turnNo&(1<<24-1))<<40 | uint64(frames&(1<<32-1))<<8 | uint64(h)
+// packHint packs a turn's hint for the pacer: the turn's number, the
+// frames the decoder has heard, and the hint with the contour it came
+// from.
+func packHint(turnNo uint32, frames int64, h turn.Hint, c turn.Contour) uint64 {
+	return uint64(turnNo&(1<<24-1))<<40 | uint64(frames&(1<<32-1))<<8 | uint64(c&0xf)<<4 | uint64(h&0xf)
 }
 
 // liveWorker is the STT worker's side of the feed.
 type liveWorker struct {
-	s      *Session
-	st     stt.Streamer
-	f      *liveFeed
-	rate   int
-	read   int64     // samples read from the ring
-	next   *liveMark // a mark received, not yet reached
-	cur    *liveTurn // the turn being fed
-	ended  []*liveTurn
-	buf    []int16
-	up     []int16 // buf at 16 kHz
+	s     *Session
+	st    stt.Streamer
+	f     *liveFeed
+	rate  int
+	read  int64     // samples read from the ring
+	next  *liveMark // a mark received, not yet reached
+	cur   *liveTurn // the turn being fed
+	ended []*liveTurn
+	buf   []int16
+	up    []int16 // buf at 16 kHz
+	// voice follows the current turn's pitch: how its voiced speech ends
+	// is half of the semantic end-of-turn hint.
+	voice  turn.Intonation
 	closed bool
 }
 
@@ -179,6 +196,7 @@ type liveTurn struct {
 	fed  int // samples fed, at the input rate
 	// partial is the last partial hypothesis sent to the loop.
 	partial string
+	hint    turn.Hint  // the last hint published
 	s       stt.Stream // nil: the stream failed or finished
 	rs      *resample.Resampler
 	// The transcript, once the stream finished at the turn's end mark:
@@ -263,7 +281,8 @@ func (w *liveWorker) apply(m liveMark) {
 			t.rs = rs
 		}
 		w.cur = t
-		w.f.hint.Store(packHint(m.turn, 0, turn.HintUnknown))
+		w.voice.Reset()
+		w.f.hint.Store(packHint(m.turn, 0, turn.HintUnknown, turn.ContourUnknown))
 	case markEnd:
 		if w.cur != nil && w.cur.turn == m.turn {
 			// The turn's transcript is made now, as soon as its last
@@ -319,6 +338,7 @@ func (w *liveWorker) feed(pcm []int16) {
 		return
 	}
 	t.fed += len(pcm)
+	w.voice.Write(in)
 	p := t.s.Partial()
 	if p != t.partial {
 		// The loop turns the hypotheses into appended text
@@ -326,8 +346,13 @@ func (w *liveWorker) feed(pcm []int16) {
 		t.partial = p
 		w.s.post(note{kind: nPartial, live: t.turn, text: p})
 	}
-	h := turn.Complete(p)
-	w.f.hint.Store(packHint(t.turn, int64(t.fed/media.SamplesPerFrame(w.rate)), h))
+	c := w.voice.Contour()
+	h := turn.EndOf(p, c)
+	if h != t.hint {
+		t.hint = h
+		w.s.log.Debug("live turn hint", "turn", t.turn, "audio_ms", t.fed*1000/w.rate, "partial", p, "contour", c.String(), "hint", int(h))
+	}
+	w.f.hint.Store(packHint(t.turn, int64(t.fed/media.SamplesPerFrame(w.rate)), h, c))
 }
 
 // finish returns the transcript of turn, ended in the feed; ok is false

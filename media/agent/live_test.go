@@ -205,9 +205,9 @@ func TestLiveTranscriptionFallsBack(t *testing.T) {
 
 // TestSemanticWaitsForUnfinishedWords: under semantic_vad (auto) a turn
 // whose partial transcript ends mid-phrase is held 1200 ms, one without
-// words 500 ms and one that ends as a sentence can 450 ms, measured
-// against server_vad's 500 ms (which ignores the words) on the same
-// recording.
+// words 500 ms and one whose words end as a sentence can, in a voice that
+// falls as this recording's does, 200 ms, measured against server_vad's
+// 500 ms (which ignores both) on the same recording.
 func TestSemanticWaitsForUnfinishedWords(t *testing.T) {
 	caller := loadWAV(t, "caller16k.wav")
 	semantic := &TurnDetection{Turn: turn.Config{Mode: turn.SemanticVAD}}
@@ -245,7 +245,9 @@ func TestSemanticWaitsForUnfinishedWords(t *testing.T) {
 	t.Logf("frames after the recording: server_vad %d, semantic mid-phrase %d, no words %d, complete %d", server, mid, none, complete)
 	require.InDelta(t, server+35, mid, 1, "1200 ms against 500")
 	require.InDelta(t, server, none, 1, "500 ms")
-	require.InDelta(t, server-2, complete, 1, "450 ms against 500")
+	// The recording ends as a statement does, its voice falling: the
+	// words and the voice both say the turn is over.
+	require.InDelta(t, server-12, complete, 1, "200 ms against 500: the recording ends in 300 ms of silence, so at once")
 }
 
 // TestLiveTranscriptionDeltas: a live turn's partial hypotheses become
@@ -325,4 +327,31 @@ func TestLiveTranscriptionDeltas(t *testing.T) {
 	}
 	require.Equal(t, []string{"eye would like"}, sent)
 	m.ticks(30)
+}
+
+// TestCurrentHintWaitsForTheLastWord: words that can end count only once
+// the decoder has heard 240 ms of the silence after the turn's last
+// speech frame (the last word reaches the partial only then), 160 ms when
+// the voice fell; words that cannot end count at once, and a hint of
+// another turn never.
+func TestCurrentHintWaitsForTheLastWord(t *testing.T) {
+	f := newLiveFeed(media.Rate16k)
+	f.start(100, nil)
+	// The turn starts at stream frame 100 and its last speech frame is
+	// 149; the detector is at frame 180. heard is how many frames of the
+	// silence the decoder has heard.
+	hint := func(h turn.Hint, c turn.Contour, heard int64) turn.Hint {
+		f.hint.Store(packHint(f.turn, 50+heard, h, c))
+		return f.currentHint(180, 180-1-149)
+	}
+	require.Equal(t, turn.HintUnknown, hint(turn.HintFinal, turn.ContourHold, 11), "a question: 240 ms")
+	require.Equal(t, turn.HintFinal, hint(turn.HintFinal, turn.ContourHold, 12))
+	require.Equal(t, turn.HintUnknown, hint(turn.HintFinal, turn.ContourFall, 7), "a fall: 160 ms")
+	require.Equal(t, turn.HintFinal, hint(turn.HintFinal, turn.ContourFall, 8))
+	require.Equal(t, turn.HintUnknown, hint(turn.HintHold, turn.ContourHold, 11))
+	require.Equal(t, turn.HintHold, hint(turn.HintHold, turn.ContourHold, 12))
+	require.Equal(t, turn.HintUnknown, hint(turn.HintComplete, turn.ContourUnknown, 11))
+	require.Equal(t, turn.HintIncomplete, hint(turn.HintIncomplete, turn.ContourFall, 0), "mid-phrase at once")
+	f.hint.Store(packHint(f.turn-1, 80, turn.HintFinal, turn.ContourFall))
+	require.Equal(t, turn.HintUnknown, f.currentHint(180, 30), "another turn's")
 }

@@ -71,8 +71,8 @@ func ParseEagerness(s string) (Eagerness, error) {
 	return 0, fmt.Errorf("eagerness %q: %w", s, ErrConfig)
 }
 
-// Hint is what the caller's words so far say about the end of their
-// turn: the partial transcript's last words (see Complete).
+// Hint is what the caller's words so far, and the voice that ends them,
+// say about the end of their turn (see Complete and EndOf).
 type Hint uint8
 
 const (
@@ -83,18 +83,29 @@ const (
 	// HintIncomplete: the words end mid-phrase ("I want to book a", a
 	// trailing conjunction, preposition, article or "um").
 	HintIncomplete
+	// HintFinal: the words can end a sentence and the voice ended them as
+	// one: falling (ContourFall), or a question.
+	HintFinal
+	// HintHold: the words can end a sentence but the voice holds the
+	// floor: level or rising at the end of a statement (ContourHold), as
+	// a caller pausing to think mid-sentence does.
+	HintHold
 )
 
 // SemanticSilence is the silence that ends a turn under semantic_vad with
-// eagerness e and what the partial transcript says (h): a turn whose
-// words end mid-phrase waits longer, a complete one ends sooner, and
-// without words the wait is in between. Auto is medium.
+// eagerness e and what the partial transcript and the voice say (h): a
+// turn whose words end mid-phrase waits longest, then one whose words
+// could end but whose voice holds; without words, or with words that can
+// end and a voice that does not tell, the wait is in between; words that
+// can end said with a final fall (or as a question) end it soonest. Auto
+// is medium.
 func SemanticSilence(e Eagerness, h Hint) time.Duration {
-	ms := [4][3]int{
-		EagernessAuto:   {500, 450, 1200},
-		EagernessMedium: {500, 450, 1200},
-		EagernessLow:    {1000, 700, 2000},
-		EagernessHigh:   {400, 200, 800},
+	ms := [4][5]int{
+		// unknown, complete, incomplete, final, hold
+		EagernessAuto:   {500, 450, 1200, 200, 800},
+		EagernessMedium: {500, 450, 1200, 200, 800},
+		EagernessLow:    {1000, 700, 2000, 500, 1400},
+		EagernessHigh:   {400, 200, 800, 150, 500},
 	}[e][h]
 	return time.Duration(ms) * time.Millisecond
 }

@@ -134,7 +134,7 @@ func (d *Detector) setSilence() {
 // silence that ends the turn from the next frame on; server_vad ignores
 // it. Reset and the end of a turn forget it.
 func (d *Detector) SetHint(h Hint) {
-	if h != d.hint && h <= HintIncomplete {
+	if h != d.hint && h <= HintHold {
 		d.hint = h
 		d.setSilence()
 	}

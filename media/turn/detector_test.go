@@ -206,7 +206,8 @@ func TestSemanticEagerness(t *testing.T) {
 }
 
 // TestSemanticHint: under semantic_vad the partial transcript's verdict
-// picks the silence (medium: 450 ms complete, 1200 ms mid-phrase), a
+// picks the silence (medium: 450 ms complete, 200 ms said with a falling
+// voice, 800 ms with a voice that holds, 1200 ms mid-phrase), a
 // verdict that comes during the silence applies at once, the end of a
 // turn forgets it, and server_vad ignores it.
 func TestSemanticHint(t *testing.T) {
@@ -232,6 +233,20 @@ func TestSemanticHint(t *testing.T) {
 	evs = run(t, d, pattern(30, false, false))
 	require.Len(t, evs, 1)
 	require.Equal(t, last+25, evs[0].At)
+
+	// Words said with a falling voice: 200 ms (10 frames); with a voice
+	// that holds: 800 ms (40 frames).
+	for _, tc := range []struct {
+		h    Hint
+		stop int64
+	}{{HintFinal, 10}, {HintHold, 40}} {
+		run(t, d, pattern(20, true, false))
+		last = d.Frame() - 1
+		d.SetHint(tc.h)
+		evs = run(t, d, pattern(45, false, false))
+		require.Len(t, evs, 1)
+		require.Equal(t, last+tc.stop, evs[0].At, "hint %d", tc.h)
+	}
 
 	// Words that turn complete 480 ms into the silence end the turn then.
 	run(t, d, pattern(20, true, false))

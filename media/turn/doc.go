@@ -37,14 +37,18 @@
 // # semantic_vad
 //
 // The silence that ends a turn depends on what the caller has said so
-// far: the conversation engine classifies the partial transcript of the
-// turn in progress (Complete) and gives the detector the result
-// (Detector.SetHint). Words that end mid-phrase ("I want to book a", a
-// trailing conjunction, preposition, article or "um") hold the turn
-// open longer; words that can end a sentence end it sooner; no words yet
-// wait in between (SemanticSilence): eagerness high 200 / 400 / 800 ms
-// (complete / unknown / mid-phrase), medium and auto 450 / 500 / 1200 ms,
-// low 700 / 1000 / 2000 ms.
+// far and how their voice ended it: the conversation engine classifies
+// the partial transcript of the turn in progress with the intonation of
+// its last voiced frames (EndOf, Intonation) and gives the detector the
+// result (Detector.SetHint). Words that end mid-phrase ("I want to book
+// a", a trailing conjunction, preposition, article or "um") hold the turn
+// open longest; words that can end a sentence said with a level or rising
+// voice (a caller pausing mid-sentence) hold it a while; words that can
+// end said with a falling voice, or a question, end it soonest; no words
+// yet, or a voice that does not tell, wait in between (SemanticSilence:
+// final / complete / unknown / hold / mid-phrase, eagerness high 200 /
+// 200 / 400 / 500 / 800 ms, medium and auto 250 / 450 / 500 / 800 / 1200
+// ms, low 500 / 700 / 1000 / 1400 / 2000 ms).
 //
 // # Idle timeout
 //

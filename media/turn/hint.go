@@ -40,3 +40,40 @@ func Complete(words string) Hint {
 	}
 	return HintComplete
 }
+
+// questionStarts are the words a question opens with: an interrogative, or
+// an auxiliary before its subject ("can you", "is it"). A question may end
+// rising, so its voice does not hold the floor the way a statement's does.
+var questionStarts = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields(`what when where who whom whose why how which
+		can could would will shall should may might must do does did is are was were am have has had`) {
+		questionStarts[w] = true
+	}
+}
+
+// EndOf is the semantic end-of-turn model: the words of the partial
+// transcript (Complete) and the intonation that ended them (Contour).
+// Words that can end a sentence are HintFinal when the voice falls, or
+// when they are a question (which may rise); HintHold when a statement's
+// voice stays level or rises, as a caller pausing mid-sentence does; and
+// HintComplete when the voice does not tell. Words that cannot end, or
+// none, are what Complete says.
+func EndOf(words string, c Contour) Hint {
+	h := Complete(words)
+	if h != HintComplete || c == ContourUnknown {
+		return h
+	}
+	if c == ContourFall {
+		return HintFinal
+	}
+	first := strings.ToLower(strings.Trim(strings.Fields(words)[0], ".,;:!?\"'()"))
+	if i := strings.IndexByte(first, '('); i > 0 {
+		first = first[:i]
+	}
+	if questionStarts[first] {
+		return HintFinal
+	}
+	return HintHold
+}
