@@ -30,8 +30,8 @@ func (c Contour) String() string {
 }
 
 // The pitch tracker works at 8 kHz on 20 ms hops: normalized
-// autocorrelation of a 20 ms stretch against the next 1.7-16.6 ms, that
-// is 60-400 Hz, every male and female voice.
+// autocorrelation of a 20 ms stretch against itself 2.5-16.6 ms later,
+// that is 60-400 Hz, every male and female voice.
 const (
 	pitchRate  = 8000
 	pitchHop   = pitchRate / 50 // 20 ms
@@ -64,8 +64,8 @@ const (
 
 // Intonation follows the pitch of one turn's voiced frames and tells how
 // the last of them end (Contour). Write gives it the turn's 16 kHz audio as
-// it arrives; it keeps 18 ms of audio and a histogram of the turn's pitch,
-// allocates nothing, and costs about 15 µs per 20 ms of audio
+// it arrives; it keeps 37 ms of audio and a histogram of the turn's pitch,
+// allocates nothing, and costs about 14 µs per 20 ms of audio
 // (BenchmarkIntonation), run off the media path by the speech-to-text
 // worker. The zero value is ready; Reset starts a new turn.
 type Intonation struct {
