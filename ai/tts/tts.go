@@ -2,7 +2,9 @@ package tts
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 )
 
 // Request is one text to speak.
@@ -49,6 +51,24 @@ type Audio interface {
 	// fails. Close is safe to call from another goroutine and more than
 	// once.
 	Close() error
+}
+
+// ReadAll reads a to its end and closes it: the whole of a short
+// synthesis (a test clip, a simulated caller's line).
+func ReadAll(a Audio) ([]int16, error) {
+	defer a.Close()
+	var pcm []int16
+	buf := make([]int16, 4096)
+	for {
+		n, err := a.Read(buf)
+		pcm = append(pcm, buf[:n]...)
+		if errors.Is(err, io.EOF) {
+			return pcm, nil
+		}
+		if err != nil {
+			return pcm, err
+		}
+	}
 }
 
 // Synthesizer is a text-to-speech provider; *espeak.Synth and *OpenAI are

@@ -499,18 +499,9 @@ func synthesize(ctx context.Context, s tts.Synthesizer, v Voice, speed float64, 
 	if err != nil {
 		return nil, err
 	}
-	defer a.Close()
-	var pcm []int16
-	buf := make([]int16, 4096)
-	for {
-		n, err := a.Read(buf)
-		pcm = append(pcm, buf[:n]...)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
+	pcm, err := tts.ReadAll(a)
+	if err != nil {
+		return nil, err
 	}
 	return level(pcm, rate/50), nil
 }

@@ -5,9 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -232,18 +230,9 @@ func (v *voices) speech(text, voice string) ([]int16, error) {
 	if err != nil {
 		return nil, fmt.Errorf("espeak-ng %q in %s: %w", text, voice, err)
 	}
-	defer a.Close()
-	var p []int16
-	buf := make([]int16, 4096)
-	for {
-		n, err := a.Read(buf)
-		p = append(p, buf[:n]...)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("espeak-ng %q: %w", text, err)
-		}
+	p, err := tts.ReadAll(a)
+	if err != nil {
+		return nil, fmt.Errorf("espeak-ng %q: %w", text, err)
 	}
 	p = trim(p)
 	if len(p) == 0 {

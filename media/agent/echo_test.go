@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -99,17 +98,8 @@ func (c *corpus) get(t testing.TB, text, voice string, rate int) []int16 {
 	}
 	a, err := c.synth.Synthesize(context.Background(), tts.Request{Text: text, Voice: voice, SampleRate: rate})
 	require.NoError(t, err)
-	defer a.Close()
-	var pcm []int16
-	buf := make([]int16, 4096)
-	for {
-		n, err := a.Read(buf)
-		pcm = append(pcm, buf[:n]...)
-		if err == io.EOF {
-			break
-		}
-		require.NoError(t, err)
-	}
+	pcm, err := tts.ReadAll(a)
+	require.NoError(t, err)
 	c.pcm[key] = pcm
 	return pcm
 }

@@ -3,8 +3,6 @@ package realtime
 import (
 	"context"
 	"encoding/base64"
-	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -97,17 +95,9 @@ func synth24k(t testing.TB, s *espeak.Synth, text, voice string) []int16 {
 func synthRate(t testing.TB, s *espeak.Synth, text, voice string, rate int) []int16 {
 	a, err := s.Synthesize(context.Background(), tts.Request{Text: text, Voice: voice, SampleRate: rate})
 	require.NoError(t, err)
-	defer a.Close()
-	var out []int16
-	buf := make([]int16, 2400)
-	for {
-		n, err := a.Read(buf)
-		out = append(out, buf[:n]...)
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		require.NoError(t, err)
-	}
+	out, err := tts.ReadAll(a)
+	require.NoError(t, err)
+	return out
 }
 
 // trimQuiet cuts leading and trailing samples under 1% of full scale.

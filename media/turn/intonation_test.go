@@ -2,8 +2,6 @@ package turn
 
 import (
 	"context"
-	"errors"
-	"io"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -16,17 +14,9 @@ func speak(t testing.TB, s *espeak.Synth, text, voice string) []int16 {
 	t.Helper()
 	a, err := s.Synthesize(context.Background(), tts.Request{Text: text, Voice: voice, SampleRate: 16000})
 	require.NoError(t, err)
-	defer a.Close()
-	var p []int16
-	buf := make([]int16, 4096)
-	for {
-		n, err := a.Read(buf)
-		p = append(p, buf[:n]...)
-		if errors.Is(err, io.EOF) {
-			return p
-		}
-		require.NoError(t, err)
-	}
+	p, err := tts.ReadAll(a)
+	require.NoError(t, err)
+	return p
 }
 
 // TestIntonation: espeak-ng, in the six voices of the turn-taking
