@@ -65,7 +65,7 @@ const (
 // Intonation follows the pitch of one turn's voiced frames and tells how
 // the last of them end (Contour). Write gives it the turn's 16 kHz audio as
 // it arrives; it keeps 37 ms of audio and a histogram of the turn's pitch,
-// allocates nothing, and costs about 14 µs per 20 ms of audio
+// allocates nothing, and costs about 11 µs per 20 ms of audio
 // (BenchmarkIntonation), run off the media path by the speech-to-text
 // worker. The zero value is ready; Reset starts a new turn.
 type Intonation struct {
