@@ -196,7 +196,6 @@ type liveTurn struct {
 	fed  int // samples fed, at the input rate
 	// partial is the last partial hypothesis sent to the loop.
 	partial string
-	hint    turn.Hint  // the last hint published
 	s       stt.Stream // nil: the stream failed or finished
 	rs      *resample.Resampler
 	// The transcript, once the stream finished at the turn's end mark:
@@ -348,8 +347,7 @@ func (w *liveWorker) feed(pcm []int16) {
 	}
 	c := w.voice.Contour()
 	h := turn.EndOf(p, c)
-	if h != t.hint {
-		t.hint = h
+	if h != turn.Hint(w.f.hint.Load()&0xf) {
 		w.s.log.Debug("live turn hint", "turn", t.turn, "audio_ms", t.fed*1000/w.rate, "partial", p, "contour", c.String(), "hint", int(h))
 	}
 	w.f.hint.Store(packHint(t.turn, int64(t.fed/media.SamplesPerFrame(w.rate)), h, c))

@@ -122,7 +122,11 @@ func (t *Intonation) analyse() {
 	}
 	// A frame far off the voice's range so far is an octave error (or
 	// two): counted in the range, but not an ending.
-	octave := t.voiced >= pitchMinFrames && (st > t.median()+pitchJump || st < t.median()-pitchJump)
+	var octave bool
+	if t.voiced >= pitchMinFrames {
+		m := t.median()
+		octave = st > m+pitchJump || st < m-pitchJump
+	}
 	t.hist[bin]++
 	t.voiced++
 	if octave {
